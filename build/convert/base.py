@@ -1,0 +1,65 @@
+"""The shared interface of the converters: options in, 8-bit pixels plus a record of what was done out.
+
+Each format module exposes `read(path, options) -> Converted`; `mmbu.build.convert.dispatch`
+sniffs the format and calls it; writing PNGs and reports is done once, in `writer.py`/`batch.py`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+FORMATS = ("dicom", "nifti", "wsi", "ome-tiff", "tiff", "raster")
+
+# format -> "module:function" that reads it (imported lazily: openslide or gdcm load only when needed)
+READERS = {
+    "dicom": "mmbu.build.convert.dicom:read",
+    "nifti": "mmbu.build.convert.nifti:read",
+    "wsi": "mmbu.build.convert.wsi:read",
+    "ome-tiff": "mmbu.build.convert.tiff:read_ome",
+    "tiff": "mmbu.build.convert.tiff:read_tiff",
+    "raster": "mmbu.build.convert.raster:read",
+}
+
+WSI_DEFAULT_MAX_SIZE = 2048
+
+
+class ConversionError(Exception):
+    """A file cannot be converted. The message is one readable sentence naming the cause."""
+
+
+@dataclass(frozen=True)
+class ConvertOptions:
+    """What the caller wants; every field ends up in the report's `params` when it mattered."""
+
+    as_mask: bool = False  # label image: values kept, nearest-neighbour only, never windowed
+    max_size: int | None = None  # longest output side; None = 2048 for WSI, original size otherwise
+    frame: int | Literal["middle"] = "middle"  # DICOM frame, TIFF page, NIfTI 4D volume
+    slice: int | Literal["middle", "mask_max_area"] = "middle"  # NIfTI slice along `axis`
+    axis: int = 2  # NIfTI axis after reorientation to RAS (2 = axial)
+    window: tuple[float, float] | None = None  # (center, width) overriding the file's window
+    slice_mask: Path | None = None  # mask volume that picks the slice when slice == "mask_max_area"
+
+
+@dataclass
+class Converted:
+    """8-bit pixels ready for PNG: (H, W) grayscale or (H, W, 3) RGB; label values for masks."""
+
+    pixels: np.ndarray
+    format: str
+    frame: int | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> str:
+        return "RGB" if self.pixels.ndim == 3 else "L"
+
+    @property
+    def height(self) -> int:
+        return int(self.pixels.shape[0])
+
+    @property
+    def width(self) -> int:
+        return int(self.pixels.shape[1])

@@ -1,0 +1,1 @@
+"""Curation: dataset manifests, discovery sources and agent, the three-round review."""

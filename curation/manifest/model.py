@@ -1,0 +1,138 @@
+"""The dataset manifest model. Structure only; taxonomy and licence checks are in `validate.py`."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mmbu.curation.manifest.layout import Layout
+from mmbu.curation.manifest.source import Source
+
+TASKS = (
+    "ungrounded_classification",
+    "box_grounded_classification",
+    "mask_grounded_classification",
+    "object_detection",
+)
+TaskName = Literal[
+    "ungrounded_classification",
+    "box_grounded_classification",
+    "mask_grounded_classification",
+    "object_detection",
+]
+
+# The 13 per-sample metadata fields of MMBU, in release column order.
+METADATA_FIELDS = (
+    "image_source", "dataset_name", "domain", "modality", "sub_modality", "stain", "specimen",
+    "specimen_subregion", "topic", "original_task", "context", "institution", "url",
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ManifestError(ValueError):
+    """A manifest cannot be read or parsed; the message names the file and the field."""
+
+
+class DatasetMetadata(_Strict):
+    """Dataset-level values of the 13 metadata fields (per-sample values found in files may override).
+
+    `domain`, `modality`, `sub_modality`, `stain`, `specimen` and `specimen_subregion` must be
+    taxonomy terms (facets domain, modality, sub_modality, stain, specimen, anatomy).
+    """
+
+    image_source: str
+    dataset_name: str
+    domain: str
+    modality: str
+    sub_modality: str
+    stain: str | None = None
+    specimen: str
+    specimen_subregion: str | None = None
+    topic: str
+    original_task: str
+    context: str | None = None
+    institution: str | None = None
+    url: str
+
+
+class LabelSpec(_Strict):
+    name: str = Field(description="Display name used in questions and answers.")
+    synonyms: list[str] = Field(default_factory=list, description="Accepted equivalents for open answers.")
+
+
+class QuestionHints(_Strict):
+    options_name: str = Field(description='Noun phrase for what is asked, e.g. "cell type".')
+    target_name: str | None = Field(None, description="Noun phrase for detection targets, e.g. 'parasite-infected cell'.")
+    preparation: str | None = Field(None, description="Specimen preparation for the full context: smear, section, ...")
+    n_options: int = Field(5, ge=2, le=26)
+    none_of_the_above: bool = True
+
+
+class ConvertSpec(_Strict):
+    """How this dataset's images become PNGs (passed to mmbu.build.convert)."""
+
+    frame: int | Literal["middle"] = "middle"
+    slice: int | Literal["middle", "mask_max_area"] = "middle"
+    axis: int = Field(2, ge=0, le=2)
+    window: tuple[float, float] | None = Field(None, description="(center, width) to force a window.")
+    max_size: int | None = Field(None, ge=16)
+
+
+class CurationEvent(_Strict):
+    round: Literal[1, 2, 3]
+    decision: Literal["nominated", "accepted", "rejected", "promoted"]
+    reviewers: list[str] = Field(default_factory=list)
+    date: str | None = None
+    note: str | None = None
+
+
+class CurationHistory(_Strict):
+    round: Literal[1, 2, 3] = Field(description="The last round this dataset passed.")
+    reviewers: list[str] = Field(min_length=1)
+    nominated_by: str | None = None
+    history: list[CurationEvent] = Field(default_factory=list)
+
+
+class DatasetManifest(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", description="Stable id; equals the file name stem.")
+    title: str
+    source: Source
+    license: str = Field(description="SPDX licence id of the source dataset.")
+    citation: str
+    homepage: str | None = None
+    tasks: list[TaskName] = Field(min_length=1)
+    layout: Layout
+    convert: ConvertSpec = Field(default_factory=ConvertSpec)
+    metadata: DatasetMetadata
+    labels: dict[str, str | LabelSpec] = Field(min_length=1, description="Raw label -> display name.")
+    questions: QuestionHints
+    curation: CurationHistory
+
+    def label_spec(self, raw: str) -> LabelSpec | None:
+        """The display name and synonyms for a raw label, or None if it is not in the vocabulary."""
+        entry = self.labels.get(str(raw))
+        if entry is None:
+            return None
+        return LabelSpec(name=entry) if isinstance(entry, str) else entry
+
+
+def load_manifest(path: str | Path) -> DatasetManifest:
+    """Parse one manifest file. Raises ManifestError naming the file and the first bad field."""
+    path = Path(path)
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"{path}: not valid YAML ({exc})") from None
+    try:
+        return DatasetManifest.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise ManifestError(f"{path}: field {where}: {first['msg']}") from None

@@ -1,0 +1,60 @@
+"""Where a dataset's files come from: Zenodo, Hugging Face, Kaggle, plain URLs or a local path."""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+HEX40 = r"^[0-9a-f]{40}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ZenodoSource(_Strict):
+    """A Zenodo *version* record (never the concept id, which silently moves to new versions)."""
+
+    kind: Literal["zenodo"]
+    record: int = Field(gt=0)
+    files: list[str] | None = Field(None, description="File keys to fetch; all files of the record when omitted.")
+
+
+class HuggingFaceSource(_Strict):
+    kind: Literal["huggingface"]
+    repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$")
+    revision: str = Field(pattern=HEX40, description="Pinned commit sha; branch names are not reproducible.")
+    patterns: list[str] | None = Field(None, description="allow_patterns for the snapshot; everything when omitted.")
+
+
+class KaggleSource(_Strict):
+    kind: Literal["kaggle"]
+    dataset: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/slug")
+    version: int = Field(gt=0)
+    files: list[str] | None = None
+
+
+class UrlFile(_Strict):
+    url: str = Field(pattern=r"^https?://")
+    name: str | None = Field(None, description="File name under raw/<id>/; the URL's last path part by default.")
+    md5: str | None = Field(None, pattern=r"^[0-9a-f]{32}$")
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+
+
+class UrlSource(_Strict):
+    kind: Literal["url"]
+    files: list[UrlFile] = Field(min_length=1)
+
+
+class LocalSource(_Strict):
+    """Files already on disk (a relative path is taken from the repository root)."""
+
+    kind: Literal["local"]
+    path: str
+    patterns: list[str] | None = None
+
+
+Source = Annotated[
+    ZenodoSource | HuggingFaceSource | KaggleSource | UrlSource | LocalSource,
+    Field(discriminator="kind"),
+]

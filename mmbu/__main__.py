@@ -1,0 +1,3 @@
+from mmbu.cli import main
+
+main()

@@ -1,0 +1,57 @@
+"""The `mmbu` command: mounts each stage's own sub-commands, nothing else.
+
+Sub-commands are imported only when used, so `mmbu --help` stays fast and a broken optional
+stack (say, a missing GPU library) cannot take down unrelated commands.
+"""
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from mmbu import __version__
+
+# name -> (module:attribute, one-line help). The help text lives here so listing commands
+# does not import every stage.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "taxonomy": ("mmbu.taxonomy.cli:taxonomy", "Validate or show the expert taxonomy."),
+    "manifests": ("mmbu.curation.manifest.cli:manifests", "Validate dataset manifests or export their JSON Schema."),
+    "discover": ("mmbu.curation.agent.cli:discover", "Search Zenodo, Hugging Face, Kaggle and Papers with Code for candidates."),
+    "review": ("mmbu.curation.review.cli:review", "Reviewer manifests, consensus and promotion between curation rounds."),
+    "fetch": ("mmbu.build.fetch.cli:fetch", "Download every manifest's files into $MMBU_DATA/raw/<id>/."),
+    "convert": ("mmbu.build.convert.cli:convert", "Convert DICOM, NIfTI, whole-slide, OME-TIFF and raster images to PNG."),
+    "build": ("mmbu.build.cli:build", "Build the benchmark release from the manifests."),
+    "eval": ("mmbu.benchmark_eval.cli:eval_group", "Run, judge, score and report VLM evaluations on a release."),
+}
+
+
+class StageGroup(click.Group):
+    """A group whose commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in SUBCOMMANDS:
+            return None
+        module_name, attribute = SUBCOMMANDS[name][0].split(":")
+        return getattr(importlib.import_module(module_name), attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_text) for name, (_, help_text) in SUBCOMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=StageGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mmbu")
+def cli() -> None:
+    """MMBU toolkit: rebuild the benchmark from public datasets and evaluate VLMs on it.
+
+    Exit codes: 0 all good; 1 the job ran but some items failed (see its report);
+    2 bad usage or invalid input.
+    """
+
+
+def main() -> None:
+    cli(prog_name="mmbu")

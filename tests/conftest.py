@@ -1,0 +1,32 @@
+"""Shared fixtures. Nothing here touches the internet; servers listen on 127.0.0.1 only."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # makes `support` importable under importlib mode
+
+from support.loopback import LoopbackServer  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Never let a test reach a real service or a user's credentials.
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+for secret in ("HF_TOKEN", "KAGGLE_USERNAME", "KAGGLE_KEY", "OPENAI_API_KEY"):
+    os.environ.pop(secret, None)
+
+
+@pytest.fixture
+def loopback():
+    """A started loopback HTTP server; add routes with `loopback.add(method, path, reply)`."""
+    with LoopbackServer() as server:
+        yield server
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO_ROOT
