@@ -6,6 +6,7 @@ adding a term is a YAML edit.
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 import unicodedata
@@ -97,6 +98,26 @@ class Taxonomy:
             if term.parent == term_id and not (name == facet and f.parent_facet not in (None, facet))
         ]
 
+    def ancestors(self, facet: str, term_id: str) -> list[Term]:
+        """Parents of a term, nearest first, following `parent` inside the facet and then into
+        `parent_facet` (e.g. a sub-modality's modality). Stops at a cycle instead of looping."""
+        chain: list[Term] = []
+        seen: set[tuple[str, str]] = set()
+        term = self.get(facet, term_id)
+        while term is not None and term.parent and (facet, term.id) not in seen:
+            seen.add((facet, term.id))
+            facet = self.facets[facet].parent_facet or facet
+            term = self.get(facet, term.parent)
+            if term is not None:
+                chain.append(term)
+        return chain
+
+    def closest(self, facet: str, raw: str, cutoff: float = 0.6) -> Term | None:
+        """The term whose name, synonym or abbreviation is spelled most like `raw` (for "did you mean")."""
+        table = self._lookup.get(facet, {})
+        match = difflib.get_close_matches(normalise_text(raw), list(table), n=1, cutoff=cutoff)
+        return table[match[0]] if match else None
+
     def abbreviations(self) -> set[str]:
         """Every abbreviation in the taxonomy (questions must not use them)."""
         return {abbr for f in self.facets.values() for term in f.terms for abbr in term.abbreviations}
@@ -137,7 +158,11 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
     try:
         data = TaxonomyFile.model_validate(document)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise TaxonomyError(f"{source}: field {where}: {first['msg']} ({len(exc.errors())} error(s) in all)") from None
+        raise TaxonomyError(describe_schema_errors(source, exc)) from None
     return Taxonomy(data, source, raw)
+
+
+def describe_schema_errors(source: Path, exc: ValidationError) -> str:
+    """Every schema error, one line each, naming the file and the field path (facets.stain.terms.3.id)."""
+    lines = [f"{source}: field {'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}" for err in exc.errors()]
+    return "\n".join(lines)
