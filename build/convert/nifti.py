@@ -1,0 +1,265 @@
+"""NIfTI-1/-2 volumes (.nii, .nii.gz) to one 8-bit slice in radiological display.
+
+What a caller can rely on:
+
+* **Canonical frame.** The volume is treated as if reoriented to RAS+ with nibabel's
+  `io_orientation` (the same transform `as_closest_canonical` applies; oblique affines are *not*
+  resampled, the closest cardinal axes are used and `oblique_degrees` is recorded). Only the one
+  slice that is shown is read from `img.dataobj` (with `indexed_gzip`, also for .nii.gz), never
+  the whole volume.
+* **Which slice.** `options.axis` is the canonical axis (0 sagittal, 1 coronal, 2 axial);
+  `options.slice` is `"middle"` (index n // 2), a canonical index, or `"mask_max_area"` (the slice
+  where `options.slice_mask` — or, when converting a mask, the mask itself — has the most non-zero
+  voxels; the first such slice on ties).
+* **4-D.** `options.frame` picks the volume: `"middle"` (T // 2, the same rule as DICOM
+  multi-frame) or an index.
+* **Radiological display.** For every axis the 2-D slice (its two remaining canonical axes in
+  increasing order, e.g. (x, y) for axial) is shown transposed and flipped in both directions:
+  axial — patient's right on the image's left, anterior up; coronal — patient's right on the
+  image's left, superior up; sagittal — anterior on the image's left, superior up.
+  Pixels keep the voxel grid (no resampling to square pixels; `pixel_spacing_mm` is recorded).
+* **Intensities.** A percentile window (0.5–99.5) over the slice's finite non-zero voxels, or
+  `options.window` (center, width); NaN → black, ±Inf clipped, a constant slice → black.
+  With `options.as_mask` the values are kept as labels and never windowed; resizing is nearest.
+  An image and its mask converted with the same options go through the identical geometric
+  transform, so they align pixel for pixel.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import nibabel as nib
+import numpy as np
+from nibabel.affines import obliquity
+from nibabel.orientations import aff2axcodes, apply_orientation, io_orientation
+
+from mmbu.build.convert import display
+from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
+
+AXIS_NAMES = ("sagittal", "coronal", "axial")
+# mask slabs read at a time when searching the slice with the largest mask area (bounded memory)
+MASK_SCAN_SLAB = 16
+
+
+def read(path: Path, options: ConvertOptions) -> Converted:
+    """Convert one slice of a NIfTI volume (or, with `options.as_mask`, of a label volume)."""
+    path = Path(path)
+    image = _load(path)
+    ornt = _canonical_orientation(image, path)
+    shape = image.shape
+    spatial_shape = _spatial_shape(shape)
+    canonical_axis = _check_axis(options.axis, path)
+    original_axis = int(np.nonzero(ornt[:, 0] == canonical_axis)[0][0])
+    flipped = ornt[original_axis, 1] == -1
+    n_slices = spatial_shape[original_axis]
+
+    volume_index, n_volumes = _volume_index(shape, options.frame, path)
+    canonical_index, choice = _slice_index(path, image, ornt, options, canonical_axis, n_slices, volume_index)
+    original_index = n_slices - 1 - canonical_index if flipped else canonical_index
+
+    plane = _read_canonical_slice(image, ornt, original_axis, original_index, volume_index, spatial_shape)
+    view = radiological_view(plane)
+
+    params: dict[str, Any] = {
+        "nifti_version": 2 if isinstance(image, nib.Nifti2Image) else 1,
+        "shape": [int(n) for n in shape],
+        "axcodes_before": "".join(aff2axcodes(image.affine)),
+        "axcodes_after": "RAS",
+        "oblique_degrees": round(float(np.degrees(np.max(np.abs(obliquity(image.affine))))), 3),
+        "axis": canonical_axis,
+        "axis_name": AXIS_NAMES[canonical_axis],
+        "slice_choice": choice,
+        "slice_index": canonical_index,
+        "slice_index_original": original_index,
+        "axis_original": original_axis,
+        "volume_index": volume_index,
+        "n_volumes": n_volumes,
+        "display": "radiological",
+        "pixel_spacing_mm": _pixel_spacing(image, ornt, canonical_axis),
+    }
+    if options.as_mask:
+        pixels = display.to_label_image(view)
+        params["window"] = None
+    else:
+        pixels, params["window"] = _window(view, options.window)
+    pixels = display.resize_longest_side(pixels, options.max_size, is_mask=options.as_mask)
+    params["resized_to"] = [int(pixels.shape[1]), int(pixels.shape[0])]
+    return Converted(pixels=pixels, format="nifti", frame=volume_index, params=params)
+
+
+def radiological_view(plane: np.ndarray) -> np.ndarray:
+    """A canonical (RAS+) slice with its two axes in increasing order, as a radiologist sees it.
+
+    Rows run from the higher to the lower value of the second axis (anterior or superior up);
+    columns from the higher to the lower value of the first (patient's right, or anterior, on the
+    image's left). Pure indexing, so image and mask get exactly the same transform.
+    """
+    return np.ascontiguousarray(plane.T[::-1, ::-1])
+
+
+def _load(path: Path) -> nib.Nifti1Image:
+    try:
+        image = nib.load(str(path))
+    except FileNotFoundError as exc:
+        raise ConversionError(f"{path} does not exist") from exc
+    except Exception as exc:  # nibabel raises several types (ImageFileError, EOFError, OSError, gzip errors)
+        raise ConversionError(f"{path} is not a readable NIfTI file ({_cause(exc)})") from exc
+    if not isinstance(image, (nib.Nifti1Image, nib.Nifti2Image)):
+        raise ConversionError(f"{path} is a {type(image).__name__}, not a NIfTI-1/-2 image")
+    return image
+
+
+def _canonical_orientation(image: nib.Nifti1Image, path: Path) -> np.ndarray:
+    try:
+        ornt = io_orientation(image.affine)
+    except Exception as exc:
+        raise ConversionError(f"{path} has an affine that cannot be oriented ({_cause(exc)})") from exc
+    if np.isnan(ornt).any():
+        raise ConversionError(f"{path} has a degenerate affine: an axis has no direction in space")
+    return ornt
+
+
+def _spatial_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """The three spatial sizes; 2-D images count as one slice deep, trailing singleton dims are ignored."""
+    padded = tuple(shape) + (1,) * max(0, 3 - len(shape))
+    return tuple(int(n) for n in padded[:3])  # type: ignore[return-value]
+
+
+def _check_axis(axis: int, path: Path) -> int:
+    if axis not in (0, 1, 2):
+        raise ConversionError(f"axis {axis} is not a spatial axis of {path}: use 0 (sagittal), 1 (coronal) or 2 (axial)")
+    return int(axis)
+
+
+def _volume_index(shape: tuple[int, ...], frame: int | str, path: Path) -> tuple[int | None, int]:
+    """The 4-D volume to show: None for 3-D data; extra singleton dims beyond the 4th are allowed."""
+    if len(shape) > 4 and any(n != 1 for n in shape[4:]):
+        raise ConversionError(f"{path} has {len(shape)} dimensions {tuple(shape)}; only 3-D and 4-D volumes are supported")
+    if len(shape) < 4:
+        return None, 1
+    n_volumes = int(shape[3])
+    if frame == "middle":
+        return n_volumes // 2, n_volumes
+    if not isinstance(frame, int) or not 0 <= frame < n_volumes:
+        raise ConversionError(f"volume index {frame!r} is outside 0..{n_volumes - 1} of the 4-D volume {path}")
+    return frame, n_volumes
+
+
+def _slice_index(
+    path: Path,
+    image: nib.Nifti1Image,
+    ornt: np.ndarray,
+    options: ConvertOptions,
+    canonical_axis: int,
+    n_slices: int,
+    volume_index: int | None,
+) -> tuple[int, str]:
+    if options.slice == "middle":
+        return n_slices // 2, "middle"
+    if options.slice == "mask_max_area":
+        mask_path = options.slice_mask or (path if options.as_mask else None)
+        if mask_path is None:
+            raise ConversionError(f"slice 'mask_max_area' for {path} needs a slice mask (options.slice_mask)")
+        return _largest_mask_slice(Path(mask_path), image, ornt, canonical_axis, volume_index), "mask_max_area"
+    if isinstance(options.slice, int) and not isinstance(options.slice, bool):
+        if not 0 <= options.slice < n_slices:
+            raise ConversionError(
+                f"slice {options.slice} is outside 0..{n_slices - 1} along {AXIS_NAMES[canonical_axis]} axis of {path}"
+            )
+        return options.slice, "index"
+    raise ConversionError(f"slice {options.slice!r} is not 'middle', 'mask_max_area' or an index")
+
+
+def _largest_mask_slice(
+    mask_path: Path, image: nib.Nifti1Image, ornt: np.ndarray, canonical_axis: int, volume_index: int | None
+) -> int:
+    """Canonical index of the slice with the most non-zero mask voxels, read slab by slab."""
+    same_file = mask_path.resolve() == Path(image.get_filename() or "").resolve()
+    mask = image if same_file else _load(mask_path)
+    mask_ornt = _canonical_orientation(mask, mask_path)
+    mask_spatial = _spatial_shape(mask.shape)
+    image_spatial = _spatial_shape(image.shape)
+    if not np.array_equal(mask_ornt, ornt) or mask_spatial != image_spatial:
+        raise ConversionError(
+            f"the slice mask {mask_path} (shape {mask_spatial}, {''.join(aff2axcodes(mask.affine))}) does not share "
+            f"the grid of the image (shape {image_spatial}, {''.join(aff2axcodes(image.affine))})"
+        )
+    original_axis = int(np.nonzero(ornt[:, 0] == canonical_axis)[0][0])
+    n_slices = mask_spatial[original_axis]
+    mask_volume = volume_index if len(mask.shape) >= 4 and mask.shape[3] > 1 else (0 if len(mask.shape) >= 4 else None)
+    areas = np.zeros(n_slices, dtype=np.int64)
+    for start in range(0, n_slices, MASK_SCAN_SLAB):
+        stop = min(start + MASK_SCAN_SLAB, n_slices)
+        slab = np.asarray(mask.dataobj[_slicer(mask.shape, original_axis, slice(start, stop), mask_volume)])
+        slab = slab.reshape(tuple(stop - start if a == original_axis else n for a, n in enumerate(mask_spatial)))
+        other_axes = tuple(a for a in range(3) if a != original_axis)
+        areas[start:stop] = np.count_nonzero(np.nan_to_num(slab), axis=other_axes)
+    if not areas.any():
+        raise ConversionError(f"the slice mask {mask_path} is empty, so no slice has the largest mask area")
+    canonical_areas = areas[::-1] if ornt[original_axis, 1] == -1 else areas
+    return int(np.argmax(canonical_areas))  # the first canonical slice on ties
+
+
+def _slicer(shape: tuple[int, ...], axis: int, index: int | slice, volume: int | None) -> tuple:
+    """Index for `dataobj`: `index` along `axis`, the whole of the other spatial axes, one volume."""
+    key: list[Any] = [slice(None)] * len(shape)
+    if len(shape) < 3:  # a 2-D image is read whole (it is one slice deep) and reshaped by the caller
+        return tuple(key)
+    key[axis] = index
+    if len(shape) >= 4:
+        key[3] = volume if volume is not None else 0
+        for extra in range(4, len(shape)):
+            key[extra] = 0
+    return tuple(key)
+
+
+def _read_canonical_slice(
+    image: nib.Nifti1Image,
+    ornt: np.ndarray,
+    original_axis: int,
+    original_index: int,
+    volume_index: int | None,
+    spatial_shape: tuple[int, int, int],
+) -> np.ndarray:
+    """Read only one slice from disk and give it the canonical (RAS+) layout of the other two axes."""
+    keep_dim = slice(original_index, original_index + 1)
+    try:
+        slab = np.asarray(image.dataobj[_slicer(image.shape, original_axis, keep_dim, volume_index)])
+    except Exception as exc:  # truncated or corrupt payloads surface here, not at load time
+        raise ConversionError(f"{image.get_filename()} has unreadable voxel data ({_cause(exc)})") from exc
+    if len(image.shape) < 3:
+        slab = slab.reshape(spatial_shape)[_slicer(spatial_shape, original_axis, keep_dim, None)]
+    slab = slab.reshape(tuple(1 if a == original_axis else n for a, n in enumerate(spatial_shape)))
+    canonical = apply_orientation(slab, ornt)
+    canonical_axis = int(ornt[original_axis, 0])
+    return np.take(canonical, 0, axis=canonical_axis)
+
+
+def _pixel_spacing(image: nib.Nifti1Image, ornt: np.ndarray, canonical_axis: int) -> list[float]:
+    """Voxel size (mm) along the displayed rows and columns, in display order [row, column]."""
+    zooms = (tuple(float(z) for z in image.header.get_zooms()) + (1.0, 1.0, 1.0))[:3]
+    canonical_zooms = [0.0, 0.0, 0.0]
+    for original, (target, _flip) in enumerate(ornt):
+        canonical_zooms[int(target)] = float(zooms[original])
+    first, second = (a for a in range(3) if a != canonical_axis)
+    return [canonical_zooms[second], canonical_zooms[first]]
+
+
+def _window(view: np.ndarray, center_width: tuple[float, float] | None) -> tuple[np.ndarray, dict[str, Any]]:
+    """Percentile window over finite non-zero voxels (zero is background outside the body), or the user's."""
+    values = view.astype(np.float64, copy=False)
+    if center_width is not None:
+        return display.grey_to_uint8(values, center_width)
+    lo, hi = display.percentile_window(values, ignore=0.0)
+    record = {
+        "lo": lo,
+        "hi": hi,
+        "source": f"percentile {display.DEFAULT_LOW_PERCENTILE:g}-{display.DEFAULT_HIGH_PERCENTILE:g} of non-zero voxels",
+    }
+    return display.window_to_uint8(values, lo, hi), record
+
+
+def _cause(exc: BaseException) -> str:
+    text = str(exc).strip().rstrip(".")
+    return text.splitlines()[0] if text else type(exc).__name__

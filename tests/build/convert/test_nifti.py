@@ -1,0 +1,222 @@
+"""NIfTI → one radiological slice: orientation, slice choice, 4-D, windowing and image/mask alignment."""
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nibabel as nib
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from factories_volume import SHAPE, labels, mask_of_marker, phantom, write_nifti  # noqa: E402
+
+from mmbu.build.convert.base import ConversionError, ConvertOptions  # noqa: E402
+from mmbu.build.convert.nifti import read  # noqa: E402
+
+ORIENTATIONS = ["RAS", "LPS", "PIR", "ASL", "ILP"]
+
+
+def expected_view(canonical: np.ndarray, axis: int, index: int) -> np.ndarray:
+    """What a radiologist sees, built independently: rows from high to low of the second remaining axis."""
+    plane = np.take(canonical, index, axis=axis)
+    return plane.T[::-1, ::-1]
+
+
+@pytest.mark.parametrize("axcodes", ORIENTATIONS)
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_every_orientation_gives_the_canonical_slice(tmp_path, axcodes, axis):
+    canonical = labels()
+    path = write_nifti(tmp_path / f"labels_{axcodes}.nii", canonical, axcodes)
+    converted = read(path, ConvertOptions(as_mask=True, axis=axis))
+    middle = SHAPE[axis] // 2
+    np.testing.assert_array_equal(converted.pixels, expected_view(canonical, axis, middle))
+    assert converted.params["axcodes_before"] == axcodes
+    assert converted.params["axcodes_after"] == "RAS"
+    assert converted.params["slice_index"] == middle
+
+
+def test_axial_marker_in_right_anterior_appears_left_top(tmp_path):
+    path = write_nifti(tmp_path / "lps.nii", phantom(), "LPS")
+    z_marker = SHAPE[2] - 5
+    converted = read(path, ConvertOptions(axis=2, slice=z_marker))
+    pixels = converted.pixels
+    assert pixels.shape == (SHAPE[1], SHAPE[0])  # rows = y (A-P), columns = x (R-L)
+    bright = np.argwhere(pixels == 255)
+    assert bright.size, "the marker must be visible"
+    rows, cols = bright[:, 0], bright[:, 1]
+    assert rows.max() < SHAPE[1] // 2, "anterior must be at the top"
+    assert cols.max() < SHAPE[0] // 2, "the patient's right must be on the image's left"
+
+
+def test_coronal_and_sagittal_conventions(tmp_path):
+    path = write_nifti(tmp_path / "pir.nii", phantom(), "PIR")
+    coronal = read(path, ConvertOptions(axis=1, slice=SHAPE[1] - 5)).pixels  # rows = z, columns = x
+    rows, cols = np.nonzero(coronal == 255)
+    assert rows.max() < SHAPE[2] // 2 and cols.max() < SHAPE[0] // 2  # superior up, right on the left
+    sagittal = read(path, ConvertOptions(axis=0, slice=SHAPE[0] - 5)).pixels  # rows = z, columns = y
+    rows, cols = np.nonzero(sagittal == 255)
+    assert rows.max() < SHAPE[2] // 2 and cols.max() < SHAPE[1] // 2  # superior up, anterior on the left
+
+
+def test_params_record_the_slice_in_both_frames(tmp_path):
+    # PIR: canonical z (S) is stored as the original axis 1, running inferior (flipped)
+    path = write_nifti(tmp_path / "pir.nii", labels(), "PIR")
+    params = read(path, ConvertOptions(as_mask=True, axis=2, slice=3)).params
+    assert params["axis_original"] == 1
+    assert params["slice_index"] == 3
+    assert params["slice_index_original"] == SHAPE[2] - 1 - 3
+    assert params["axis_name"] == "axial" and params["display"] == "radiological"
+    assert params["volume_index"] is None and params["nifti_version"] == 1
+    assert params["pixel_spacing_mm"] == [1.5, 1.0]  # rows along y, columns along x
+
+
+def test_percentile_window_ignores_air_and_survives_nan_and_inf(tmp_path):
+    volume = phantom()
+    volume[5, 5, :] = np.nan
+    volume[6, 6, :] = np.inf
+    path = write_nifti(tmp_path / "nan.nii", volume, "RAS")
+    converted = read(path, ConvertOptions(axis=2, slice=8))
+    window = converted.params["window"]
+    assert np.isfinite(window["lo"]) and np.isfinite(window["hi"])
+    assert window["lo"] >= 100, "zero air must not pull the window down"
+    view = converted.pixels
+    expected_nan = expected_view(np.isnan(volume), 2, 8)
+    assert (view[expected_nan] == 0).all()
+    body = expected_view(volume > 0, 2, 8) & ~expected_view(~np.isfinite(volume), 2, 8)
+    assert view[body].std() > 20, "the body ramp must keep its contrast"
+
+
+def test_constant_and_empty_slices_are_black_not_errors(tmp_path):
+    constant = np.full(SHAPE, 7.0, np.float32)
+    converted = read(write_nifti(tmp_path / "c.nii", constant), ConvertOptions())
+    assert converted.pixels.dtype == np.uint8 and not converted.pixels.any()
+    empty = read(write_nifti(tmp_path / "e.nii", np.zeros(SHAPE, np.float32)), ConvertOptions())
+    assert not empty.pixels.any()
+
+
+def test_user_window_overrides_percentiles(tmp_path):
+    path = write_nifti(tmp_path / "w.nii", phantom())
+    converted = read(path, ConvertOptions(window=(150.0, 100.0), slice=8))
+    assert converted.params["window"]["source"] == "user"
+    view = converted.pixels
+    values = expected_view(phantom(), 2, 8)
+    assert (view[values >= 200] == 255).all() and (view[(values > 0) & (values < 100)] == 0).all()
+
+
+def test_4d_middle_volume_and_index(tmp_path):
+    canonical = np.stack([labels() * 0 + t + 1 for t in range(5)], axis=-1).astype(np.uint8)
+    path = write_nifti(tmp_path / "four.nii.gz", canonical, "LPS")
+    middle = read(path, ConvertOptions(as_mask=True))
+    assert middle.frame == 2 and middle.params["n_volumes"] == 5
+    assert (middle.pixels == 3).all()
+    first = read(path, ConvertOptions(as_mask=True, frame=0))
+    assert (first.pixels == 1).all() and first.params["volume_index"] == 0
+    with pytest.raises(ConversionError, match=r"volume index 9 is outside 0\.\.4"):
+        read(path, ConvertOptions(frame=9))
+
+
+def test_nifti2_and_gzip(tmp_path):
+    canonical = labels()
+    path = write_nifti(tmp_path / "two.nii.gz", canonical, "ASL", version=2)
+    assert isinstance(nib.load(str(path)), nib.Nifti2Image)
+    converted = read(path, ConvertOptions(as_mask=True, axis=1, slice=4))
+    np.testing.assert_array_equal(converted.pixels, expected_view(canonical, 1, 4))
+    assert converted.params["nifti_version"] == 2
+
+
+@pytest.mark.parametrize("max_size", [None, 30])
+def test_image_and_mask_align_pixel_for_pixel(tmp_path, max_size):
+    volume = phantom((40, 48, 32))
+    image_path = write_nifti(tmp_path / "img.nii.gz", volume, "PIR")
+    mask_path = write_nifti(tmp_path / "msk.nii.gz", mask_of_marker(volume), "PIR")
+    options = dict(axis=2, slice="mask_max_area", slice_mask=mask_path, max_size=max_size)
+    image = read(image_path, ConvertOptions(**options))
+    mask = read(mask_path, ConvertOptions(as_mask=True, **options))
+    assert image.pixels.shape == mask.pixels.shape == ((48, 40) if max_size is None else (30, 25))
+    assert set(np.unique(mask.pixels)) == {0, 1}
+    assert image.params["slice_index"] == mask.params["slice_index"] == 32 - 6
+    if max_size is None:  # same grid, same transform: the marker is exactly the mask
+        np.testing.assert_array_equal(image.pixels == 255, mask.pixels == 1)
+    else:  # LANCZOS blurs the image's edges, nearest keeps the labels: the centres coincide
+        mask_centre = np.argwhere(mask.pixels == 1).mean(axis=0)
+        weights = np.where(image.pixels > 200, image.pixels, 0).astype(float)
+        image_centre = (np.argwhere(weights > 0) * weights[weights > 0][:, None]).sum(axis=0) / weights.sum()
+        assert np.abs(mask_centre - image_centre).max() <= 0.5
+        assert image.pixels[mask.pixels == 1].mean() > 200 > image.pixels[mask.pixels == 0].mean() + 100
+
+
+def test_mask_max_area_picks_the_largest_slice(tmp_path):
+    mask = np.zeros(SHAPE, np.uint8)
+    mask[5:8, 5:8, 3] = 1  # 9 voxels
+    mask[2:12, 2:12, 11] = 2  # 100 voxels: the winner
+    mask[4:9, 4:9, 13] = 1  # 25 voxels
+    mask_path = write_nifti(tmp_path / "m.nii.gz", mask, "ILP")
+    image_path = write_nifti(tmp_path / "i.nii.gz", phantom(), "ILP")
+    converted = read(image_path, ConvertOptions(slice="mask_max_area", slice_mask=mask_path))
+    assert converted.params["slice_index"] == 11 and converted.params["slice_choice"] == "mask_max_area"
+    own = read(mask_path, ConvertOptions(as_mask=True, slice="mask_max_area"))
+    assert own.params["slice_index"] == 11 and (own.pixels == 2).sum() == 100
+
+
+def test_mask_max_area_rejects_a_mask_on_another_grid(tmp_path):
+    image_path = write_nifti(tmp_path / "i.nii", phantom())
+    mask_path = write_nifti(tmp_path / "m.nii", mask_of_marker(phantom((10, 10, 10))))
+    with pytest.raises(ConversionError, match="does not share the grid"):
+        read(image_path, ConvertOptions(slice="mask_max_area", slice_mask=mask_path))
+    with pytest.raises(ConversionError, match="needs a slice mask"):
+        read(image_path, ConvertOptions(slice="mask_max_area"))
+
+
+def test_out_of_range_slice_and_axis(tmp_path):
+    path = write_nifti(tmp_path / "i.nii", phantom())
+    with pytest.raises(ConversionError, match=r"slice 99 is outside 0\.\.15 along axial"):
+        read(path, ConvertOptions(slice=99))
+    with pytest.raises(ConversionError, match="axis 3 is not a spatial axis"):
+        read(path, ConvertOptions(axis=3))
+
+
+def test_fractional_mask_is_refused(tmp_path):
+    path = write_nifti(tmp_path / "f.nii", phantom() / 3.0)
+    with pytest.raises(ConversionError, match="fractional"):
+        read(path, ConvertOptions(as_mask=True))
+
+
+def test_truncated_and_corrupt_files_give_one_sentence(tmp_path):
+    good = write_nifti(tmp_path / "good.nii.gz", phantom(), "LPS")
+    truncated = tmp_path / "truncated.nii.gz"
+    truncated.write_bytes(good.read_bytes()[: len(good.read_bytes()) // 2])
+    with pytest.raises(ConversionError, match="truncated.nii.gz") as caught:
+        read(truncated, ConvertOptions())
+    assert "\n" not in str(caught.value)
+    garbage = tmp_path / "garbage.nii"
+    garbage.write_bytes(b"not a nifti header" * 40)
+    with pytest.raises(ConversionError, match="garbage.nii is not a readable NIfTI file"):
+        read(garbage, ConvertOptions())
+    short_raw = tmp_path / "short.nii"
+    short_raw.write_bytes(gzip.decompress(good.read_bytes())[:600])
+    with pytest.raises(ConversionError, match="short.nii"):
+        read(short_raw, ConvertOptions())
+
+
+def test_only_the_shown_slice_is_read(tmp_path):
+    """A 64 MiB volume converts with a peak far below its size: the proxy is sliced, never loaded."""
+    path = tmp_path / "big.nii"
+    nib.save(nib.Nifti1Image(np.ones((256, 256, 256), np.float32), np.eye(4)), str(path))
+    script = textwrap.dedent(
+        f"""
+        import tracemalloc
+        from pathlib import Path
+        from mmbu.build.convert.base import ConvertOptions
+        from mmbu.build.convert.nifti import read
+        tracemalloc.start()
+        read(Path({str(path)!r}), ConvertOptions(axis=0))
+        print(tracemalloc.get_traced_memory()[1])
+        """
+    )
+    peak = int(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
+    assert peak < 8 * 2**20, f"peak {peak / 2**20:.1f} MiB suggests the whole 64 MiB volume was loaded"
