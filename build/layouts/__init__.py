@@ -1,0 +1,50 @@
+"""Read samples out of a fetched dataset as its manifest's layout describes.
+
+Public face:
+    read_samples(manifest, raw_dir) -> (list[Sample], list[Exclusion])
+    Sample, Region, Exclusion, make_sample_id
+    regions_from_mask, region_mask, read_mask, mask_png          (masks -> regions -> ROI PNG)
+    FrameMap, frame_map_from_record, map_boxes, map_mask          (source frame -> PNG frame)
+
+A layout that does not match the files, labels without images, masks of the wrong size and labels
+outside the manifest's vocabulary each become an `Exclusion`; nothing here raises for bad data.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from mmbu.build.layouts import coco, folder_per_class, label_table, mask_pairs, voc, yolo
+from mmbu.build.layouts.context import LayoutContext
+from mmbu.build.layouts.frames import FrameMap, frame_map_from_record, map_boxes, map_mask
+from mmbu.build.layouts.masks import MaskError, mask_png, read_mask, region_mask, regions_from_mask
+from mmbu.build.layouts.sample import EXCLUSION_COLUMNS, Box, Exclusion, Region, Sample, make_sample_id
+from mmbu.curation.manifest import DatasetManifest
+
+# layout kind -> reader; a new layout is a new module plus one line here
+READERS = {
+    "folder_per_class": folder_per_class.read,
+    "label_table": label_table.read,
+    "coco": coco.read,
+    "yolo": yolo.read,
+    "voc": voc.read,
+    "image_mask_pairs": mask_pairs.read,
+}
+
+
+def read_samples(manifest: DatasetManifest, raw_dir: str | Path) -> tuple[list[Sample], list[Exclusion]]:
+    """All usable samples of one fetched dataset (`$MMBU_DATA/raw/<id>/`) and the items dropped on the way."""
+    ctx = LayoutContext(manifest=manifest, raw_dir=Path(raw_dir))
+    if not ctx.raw_dir.is_dir():
+        ctx.exclude(str(raw_dir), "the dataset has not been fetched: its raw folder does not exist")
+        return [], ctx.exclusions
+    READERS[manifest.layout.kind](manifest.layout, ctx)
+    if not ctx.samples and not ctx.exclusions:
+        ctx.exclude(str(raw_dir), f"the {manifest.layout.kind} layout found no sample in the fetched files")
+    return ctx.samples, ctx.exclusions
+
+
+__all__ = [
+    "EXCLUSION_COLUMNS", "Box", "Exclusion", "FrameMap", "MaskError", "READERS", "Region", "Sample",
+    "frame_map_from_record", "make_sample_id", "map_boxes", "map_mask", "mask_png", "read_mask", "read_samples",
+    "region_mask", "regions_from_mask",
+]

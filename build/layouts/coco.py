@@ -1,0 +1,48 @@
+"""COCO detection JSON: one sample per image entry, one region per annotation."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+from mmbu.build.layouts.boxes import clip_box, xywh_to_xyxy
+from mmbu.build.layouts.context import LayoutContext
+from mmbu.build.layouts.sample import Region
+from mmbu.curation.manifest.layout import CocoLayout
+
+
+def read(layout: CocoLayout, ctx: LayoutContext) -> None:
+    try:
+        document = json.loads(ctx.path(layout.annotations).read_text(encoding="utf-8"))
+        images = {entry["id"]: entry for entry in document["images"]}
+        categories = {entry["id"]: str(entry["name"]) for entry in document["categories"]}
+        annotations = list(document["annotations"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        ctx.exclude(layout.annotations, f"not a readable COCO file with images, categories and annotations ({exc!r})")
+        return
+    by_image: dict[object, list[dict]] = defaultdict(list)
+    for ann in annotations:
+        if ann.get("image_id") not in images:
+            ctx.exclude(f"{layout.annotations}#ann-{ann.get('id')}",
+                        f"annotation refers to image id {ann.get('image_id')!r}, which the file does not list")
+            continue
+        by_image[ann["image_id"]].append(ann)
+    image_root = ctx.path(layout.image_root)
+    for image_id in sorted(images, key=str):
+        entry = images[image_id]
+        size = (int(entry["width"]), int(entry["height"])) if entry.get("width") and entry.get("height") else None
+        path = image_root / entry["file_name"]
+        regions = []
+        for ann in sorted(by_image.get(image_id, []), key=lambda a: str(a.get("id"))):
+            where = f"{entry['file_name']}#ann-{ann.get('id')}"
+            if ann.get("category_id") not in categories:
+                ctx.exclude(where, f"category id {ann.get('category_id')!r} is not among the file's categories")
+                continue
+            try:
+                box, problem = clip_box(xywh_to_xyxy(*ann["bbox"]), size)
+            except (KeyError, TypeError, ValueError):
+                box, problem = None, f"bbox {ann.get('bbox')!r} is not [x, y, width, height]"
+            if box is None:
+                ctx.exclude(where, problem or "invalid box")
+                continue
+            regions.append(Region(label=categories[ann["category_id"]], instance=f"ann-{ann['id']}", box=box))
+        ctx.add(path, regions=regions, size=size, grounded=True)

@@ -1,0 +1,111 @@
+"""File-level helpers shared by the layouts: finding files, sizes, and metadata from headers."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PIL import Image
+
+WSI_SUFFIXES = (".svs", ".ndpi", ".mrxs", ".scn", ".vms", ".vmu", ".bif", ".svslide", ".tif", ".tiff")
+NIFTI_SUFFIXES = (".nii", ".nii.gz")
+
+
+def relative(path: Path, raw_dir: Path) -> str:
+    """POSIX path of `path` under `raw_dir` (the stable part of a sample id)."""
+    return path.resolve().relative_to(raw_dir.resolve()).as_posix()
+
+
+def glob_files(raw_dir: Path, pattern: str) -> list[Path]:
+    """Files (not folders) matching a glob under `raw_dir`, sorted so every rebuild sees the same order."""
+    return sorted(p for p in raw_dir.glob(pattern) if p.is_file())
+
+
+def is_nifti(path: Path) -> bool:
+    return path.name.lower().endswith(NIFTI_SUFFIXES)
+
+
+def is_dicom(path: Path) -> bool:
+    """DICOM Part 10 files carry 'DICM' at byte 128 (sniffed, not guessed from the suffix)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(128)
+            return handle.read(4) == b"DICM"
+    except OSError:
+        return False
+
+
+def stem(path: Path) -> str:
+    """File name without its (possibly double, `.nii.gz`) suffix."""
+    name = path.name
+    for suffix in NIFTI_SUFFIXES:
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def image_size(path: Path) -> tuple[int, int] | None:
+    """(width, height) of the source pixel frame, read from headers only; None when unknown."""
+    try:
+        if is_dicom(path):
+            import pydicom
+
+            ds = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=["Rows", "Columns"])
+            return int(ds.Columns), int(ds.Rows)
+        if is_nifti(path):
+            import nibabel
+
+            shape = nibabel.load(path).shape
+            return int(shape[0]), int(shape[1])
+        if path.suffix.lower() in WSI_SUFFIXES and _openslide_vendor(path):
+            import openslide
+
+            with openslide.OpenSlide(path) as slide:
+                return tuple(int(v) for v in slide.dimensions)  # level 0
+        with Image.open(path) as image:  # reads the header only
+            return image.size
+    except Exception:  # noqa: BLE001 - unknown size is a legal answer; the converter reports unreadable files
+        return None
+
+
+def _openslide_vendor(path: Path) -> str | None:
+    import openslide
+
+    try:
+        return openslide.OpenSlide.detect_format(path)
+    except openslide.OpenSlideError:
+        return None
+
+
+DICOM_TAGS = ("Modality", "BodyPartExamined", "InstitutionName")
+
+
+def header_metadata(path: Path) -> dict[str, str]:
+    """Per-sample facts found in file headers: DICOM tags and whole-slide properties.
+
+    Keys are `dicom.<Keyword>` and `slide.vendor|objective_power|mpp_x`; the metadata normaliser
+    maps them onto the 13 fields. Pixel data is never read.
+    """
+    found: dict[str, str] = {}
+    if is_dicom(path):
+        import pydicom
+
+        try:
+            ds = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=list(DICOM_TAGS))
+        except Exception:  # noqa: BLE001 - a broken header leaves the manifest defaults in place
+            return found
+        for keyword in DICOM_TAGS:
+            value = ds.get(keyword)
+            if value not in (None, ""):
+                found[f"dicom.{keyword}"] = str(value).strip()
+    elif path.suffix.lower() in WSI_SUFFIXES:
+        vendor = _openslide_vendor(path)
+        if vendor:
+            import openslide
+
+            with openslide.OpenSlide(path) as slide:
+                props = slide.properties
+                found["slide.vendor"] = str(props.get(openslide.PROPERTY_NAME_VENDOR, vendor))
+                for key, prop in (("objective_power", openslide.PROPERTY_NAME_OBJECTIVE_POWER),
+                                  ("mpp_x", openslide.PROPERTY_NAME_MPP_X)):
+                    if props.get(prop):
+                        found[f"slide.{key}"] = str(props[prop])
+    return found

@@ -1,0 +1,74 @@
+"""Image files with same-stem masks (PNG, TIFF or NIfTI label volumes)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from mmbu.build.layouts.context import LayoutContext
+from mmbu.build.layouts.files import glob_files, image_size, is_nifti, stem
+from mmbu.build.layouts.masks import MaskError, read_mask, regions_from_mask
+from mmbu.build.layouts.sample import Region
+from mmbu.curation.manifest.layout import ImageMaskPairsLayout
+
+
+def _mask_key(path: Path, suffix: str) -> str:
+    name = stem(path)
+    return name[: -len(suffix)] if suffix and name.endswith(suffix) else name
+
+
+def read(layout: ImageMaskPairsLayout, ctx: LayoutContext) -> None:
+    masks: dict[str, Path] = {}
+    for mask in glob_files(ctx.raw_dir, layout.masks):
+        masks.setdefault(_mask_key(mask, layout.mask_suffix), mask)
+    images = [p for p in glob_files(ctx.raw_dir, layout.images) if p not in masks.values()]
+    used: set[str] = set()
+    for image in images:
+        key = stem(image)
+        mask = masks.get(key)
+        if mask is None:
+            ctx.exclude(ctx.rel(image), f"no mask matching {layout.masks!r} with stem {key + layout.mask_suffix!r}")
+            continue
+        used.add(key)
+        if is_nifti(image) or is_nifti(mask):
+            _read_volume_pair(layout, ctx, image, mask)
+        else:
+            _read_flat_pair(layout, ctx, image, mask)
+    for key in sorted(set(masks) - used):
+        ctx.exclude(ctx.rel(masks[key]), "mask without a matching image")
+
+
+def _read_flat_pair(layout: ImageMaskPairsLayout, ctx: LayoutContext, image: Path, mask_path: Path) -> None:
+    try:
+        mask = read_mask(mask_path)
+    except MaskError as exc:
+        ctx.exclude(ctx.rel(mask_path), str(exc))
+        return
+    size = image_size(image)
+    if size is not None and mask.shape != (size[1], size[0]):
+        ctx.exclude(ctx.rel(mask_path), f"the mask is {mask.shape[1]}x{mask.shape[0]} but its image is "
+                                        f"{size[0]}x{size[1]}")
+        return
+    ctx.add(image, regions=regions_from_mask(mask, layout), mask_path=mask_path, size=size, grounded=True)
+
+
+def _read_volume_pair(layout: ImageMaskPairsLayout, ctx: LayoutContext, image: Path, mask_path: Path) -> None:
+    """Volumes: check the grids agree and list the values present; boxes come from the converted slice."""
+    import nibabel
+
+    try:
+        image_shape = nibabel.load(image).shape[:3]
+        volume = read_mask(mask_path)
+    except (MaskError, OSError, nibabel.filebasedimages.ImageFileError) as exc:
+        ctx.exclude(ctx.rel(mask_path), f"the image/mask volume pair cannot be read ({exc})")
+        return
+    if tuple(volume.shape[:3]) != tuple(image_shape):
+        ctx.exclude(ctx.rel(mask_path), f"the mask volume is {'x'.join(map(str, volume.shape[:3]))} but its image "
+                                        f"is {'x'.join(map(str, image_shape))}")
+        return
+    regions = []
+    for value in (int(v) for v in np.unique(volume) if int(v) != layout.background):
+        label = layout.instance_label if layout.instances == "ids" else layout.mask_values.get(value, str(value))
+        regions.append(Region(label=label or str(value), instance=f"v{value}", mask_value=value))
+    ctx.add(image, regions=regions, mask_path=mask_path, size=(int(image_shape[0]), int(image_shape[1])),
+            grounded=True)

@@ -1,0 +1,102 @@
+"""Label masks: reading them, splitting them into regions (values, connected components, instance ids)
+and rendering one region as the binary ROI mask the release ships.
+
+Everything here is a pure function over arrays except `read_mask`, so the pipeline can apply the same
+functions to a converted (resized or re-sliced) mask as the layout applies to the source mask.
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+from scipy import ndimage
+
+from mmbu.build.layouts.files import is_nifti
+from mmbu.build.layouts.sample import Region
+from mmbu.curation.manifest.layout import ImageMaskPairsLayout
+
+
+class MaskError(ValueError):
+    """A mask file cannot be used; the message is one readable sentence."""
+
+
+def read_mask(path: Path) -> np.ndarray:
+    """Label values of a mask file: (H, W) for PNG/TIFF, the raw (X, Y, Z) volume for NIfTI.
+
+    Values are kept exactly (no windowing). An RGB mask is accepted only when its channels agree.
+    """
+    try:
+        if is_nifti(path):
+            import nibabel
+
+            return np.asanyarray(nibabel.load(path).dataobj)
+        if path.suffix.lower() in (".tif", ".tiff"):
+            import tifffile
+
+            array = tifffile.imread(path)
+        else:
+            with Image.open(path) as image:
+                array = np.asarray(image)
+    except Exception as exc:  # noqa: BLE001 - every reader raises its own types; the sentence names the file
+        raise MaskError(f"{path.name}: the mask cannot be read ({exc})") from None
+    if array.ndim == 3 and array.shape[-1] in (3, 4):
+        if not all(np.array_equal(array[..., 0], array[..., c]) for c in range(1, 3)):
+            raise MaskError(f"{path.name}: colour masks with differing channels are not label masks")
+        array = array[..., 0]
+    if array.ndim != 2:
+        raise MaskError(f"{path.name}: expected a 2-D label mask, got shape {array.shape}")
+    return array
+
+
+def _box(slices: tuple[slice, slice]) -> tuple[float, float, float, float]:
+    rows, cols = slices
+    return (float(cols.start), float(rows.start), float(cols.stop), float(rows.stop))
+
+
+def regions_from_mask(mask: np.ndarray, layout: ImageMaskPairsLayout) -> list[Region]:
+    """Regions of a 2-D label mask with their pixel-edge boxes, in a stable order.
+
+    Labels come from `layout.mask_values` (the value itself, as text, when unmapped, so that the
+    vocabulary check reports it); regions under `min_region_pixels` are dropped as specks.
+    """
+    regions: list[Region] = []
+    values = [int(v) for v in np.unique(mask) if int(v) != layout.background]
+    for value in values:
+        where = mask == value
+        if layout.instances == "ids":
+            if where.sum() >= layout.min_region_pixels:
+                regions.append(Region(label=layout.instance_label or str(value), instance=f"id-{value}",
+                                      box=_box(ndimage.find_objects(where.astype(np.uint8))[0]),
+                                      mask_value=value))
+            continue
+        label = layout.mask_values.get(value, str(value))
+        if layout.instances == "none":
+            if where.sum() >= layout.min_region_pixels:
+                regions.append(Region(label=label, instance=f"v{value}",
+                                      box=_box(ndimage.find_objects(where.astype(np.uint8))[0]), mask_value=value))
+            continue
+        components, count = ndimage.label(where)  # 4-connectivity, raster order: stable for a given file
+        sizes = ndimage.sum_labels(where, components, index=range(1, count + 1))
+        for index, slices in enumerate(ndimage.find_objects(components), start=1):
+            if slices is not None and sizes[index - 1] >= layout.min_region_pixels:
+                regions.append(Region(label=label, instance=f"v{value}-c{index}", box=_box(slices),
+                                      mask_value=value, component=index))
+    return regions
+
+
+def region_mask(mask: np.ndarray, region: Region) -> np.ndarray:
+    """Boolean (H, W) mask of one region of the label mask it was found in."""
+    where = mask == region.mask_value
+    if region.component is None:
+        return where
+    components, _ = ndimage.label(where)
+    return components == region.component
+
+
+def mask_png(mask: np.ndarray) -> bytes:
+    """A boolean mask as an 8-bit PNG (0 outside, 255 inside) - the release's `mask` image."""
+    buffer = io.BytesIO()
+    Image.fromarray(np.where(mask, 255, 0).astype(np.uint8), mode="L").save(buffer, format="PNG")
+    return buffer.getvalue()

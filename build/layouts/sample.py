@@ -1,0 +1,73 @@
+"""What a layout reads out of a dataset: samples, their regions, and the items it had to drop."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Box = tuple[float, float, float, float]
+"""Pixel box `(x1, y1, x2, y2)` on pixel edges: x2/y2 are exclusive (a one-pixel object at (3, 4) is (3, 4, 4, 5))."""
+
+
+def make_sample_id(dataset_id: str, source_path: str, frame: str | int | None = None,
+                   instance: str | int | None = None) -> str:
+    """A stable id from what identifies the item in its source, never from enumeration order or time.
+
+    `source_path` is the POSIX path relative to the dataset's raw folder; `frame` names the
+    frame/slice policy or index; `instance` the object inside the image (annotation id, component).
+    """
+    key = "\x1f".join([dataset_id, source_path, "" if frame is None else str(frame),
+                       "" if instance is None else str(instance)])
+    return f"{dataset_id}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:16]}"
+
+
+class Region(BaseModel):
+    """One annotated object or area inside an image, in the source image's pixel frame."""
+
+    model_config = ConfigDict(frozen=True)
+
+    label: str = Field(description="Raw label as found in the source (a key of the manifest's `labels`).")
+    instance: str = Field(description="Stable key of the object inside its image (annotation id, value, component).")
+    box: Box | None = Field(None, description="Source-frame pixel box; None for volumes until their slice is chosen.")
+    mask_value: int | None = Field(None, description="Mask value of the region (image/mask pairs).")
+    component: int | None = Field(None, description="1-based connected-component index (raster order) when split.")
+
+
+class Sample(BaseModel):
+    """One source image and everything a layout found about it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sample_id: str
+    dataset_id: str
+    source_path: str = Field(description="POSIX path of the image relative to the raw dataset folder.")
+    image_path: Path
+    frame: str | None = Field(None, description="Frame/slice policy or index that the converter applies.")
+    label: str | None = Field(None, description="Raw image-level label (classification layouts).")
+    regions: tuple[Region, ...] = ()
+    mask_path: Path | None = None
+    image_size: tuple[int, int] | None = Field(None, description="(width, height) of the source frame when known.")
+    file_metadata: dict[str, str] = Field(
+        default_factory=dict, description="Header values: dicom.Modality, slide.vendor, slide.mpp_x, ...")
+    row_metadata: dict[str, str] = Field(
+        default_factory=dict, description="Per-sample values of metadata fields found in a label table.")
+
+    def region_id(self, region: Region) -> str:
+        """The stable id of a grounded row about `region` (dataset + path + frame + instance)."""
+        return make_sample_id(self.dataset_id, self.source_path, self.frame, region.instance)
+
+
+class Exclusion(BaseModel):
+    """An item dropped by some stage, with one readable sentence saying why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dataset_id: str
+    sample_id: str | None = None
+    item: str = Field(description="The file, row or object concerned (relative path where possible).")
+    stage: str = Field(description="layout, convert, metadata, questions, lint, release ...")
+    reason: str
+
+
+EXCLUSION_COLUMNS = ("dataset_id", "sample_id", "item", "stage", "reason")

@@ -1,0 +1,41 @@
+"""Pascal VOC XML: one file per image with `<object><name>` and `<bndbox>` (1-based inclusive pixels)."""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from mmbu.build.layouts.boxes import clip_box
+from mmbu.build.layouts.context import LayoutContext
+from mmbu.build.layouts.files import glob_files
+from mmbu.build.layouts.sample import Region
+from mmbu.curation.manifest.layout import VocLayout
+
+
+def read(layout: VocLayout, ctx: LayoutContext) -> None:
+    files = glob_files(ctx.raw_dir, layout.annotations)
+    if not files:
+        ctx.exclude(layout.annotations, "the VOC annotation glob matches no file")
+    for xml_path in files:
+        where = ctx.rel(xml_path)
+        try:
+            root = ET.parse(xml_path).getroot()
+            filename = root.findtext("filename").strip()
+            width, height = int(root.findtext("size/width")), int(root.findtext("size/height"))
+            size = (width, height) if width > 0 and height > 0 else None
+        except (ET.ParseError, AttributeError, TypeError, ValueError) as exc:
+            ctx.exclude(where, f"not a VOC annotation with filename and size ({exc})")
+            continue
+        regions = []
+        for number, obj in enumerate(root.iter("object"), start=1):
+            try:
+                name = obj.findtext("name").strip()
+                bndbox = [float(obj.findtext(f"bndbox/{k}")) for k in ("xmin", "ymin", "xmax", "ymax")]
+            except (AttributeError, TypeError, ValueError):
+                ctx.exclude(f"{where}#object-{number}", "object without a name or a complete bndbox")
+                continue
+            # VOC pixels are 1-based and inclusive: xmin=1..xmax=W covers the whole row -> edges (0, W).
+            box, problem = clip_box((bndbox[0] - 1, bndbox[1] - 1, bndbox[2], bndbox[3]), size)
+            if box is None:
+                ctx.exclude(f"{where}#object-{number}", problem or "invalid box")
+                continue
+            regions.append(Region(label=name, instance=f"object-{number}", box=box))
+        ctx.add(ctx.path(layout.image_root) / filename, regions=regions, size=size, grounded=True)

@@ -1,0 +1,64 @@
+"""YOLO txt: `<class> <cx> <cy> <w> <h>` per line, normalised; paired with images by relative stem."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from mmbu.build.layouts.boxes import clip_box, yolo_to_xyxy
+from mmbu.build.layouts.context import LayoutContext
+from mmbu.build.layouts.files import glob_files, image_size
+from mmbu.build.layouts.sample import Region
+from mmbu.curation.manifest.layout import YoloLayout
+
+
+def _image_base(layout: YoloLayout) -> str:
+    """The fixed folder part of the image glob (labels mirror the tree below it)."""
+    parts = []
+    for part in Path(layout.images).parts:
+        if any(ch in part for ch in "*?["):
+            break
+        parts.append(part)
+    return str(Path(*parts)) if parts else "."
+
+
+def read(layout: YoloLayout, ctx: LayoutContext) -> None:
+    image_base = ctx.path(_image_base(layout))
+    label_root = ctx.path(layout.labels)
+    images = glob_files(ctx.raw_dir, layout.images)
+    paired: set[Path] = set()
+    for image in images:
+        label_file = (label_root / image.relative_to(image_base)).with_suffix(".txt")
+        paired.add(label_file.resolve())
+        if not label_file.is_file():
+            ctx.exclude(ctx.rel(image), f"no YOLO label file {ctx.rel(label_file)} for this image")
+            continue
+        size = image_size(image)
+        if size is None:
+            ctx.exclude(ctx.rel(image), "the image size cannot be read, so normalised YOLO boxes cannot be placed")
+            continue
+        regions = []
+        for number, line in enumerate(label_file.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            where = f"{ctx.rel(label_file)}:{number}"
+            fields = line.split()
+            try:
+                index = int(fields[0])
+                coords = [float(v) for v in fields[1:5]]
+                if len(coords) != 4:
+                    raise ValueError
+            except (ValueError, IndexError):
+                ctx.exclude(where, f"line {line.strip()!r} is not '<class> <cx> <cy> <w> <h>'")
+                continue
+            if layout.class_names is not None and not 0 <= index < len(layout.class_names):
+                ctx.exclude(where, f"class index {index} is outside class_names (0..{len(layout.class_names) - 1})")
+                continue
+            box, problem = clip_box(yolo_to_xyxy(*coords, size), size)
+            if box is None:
+                ctx.exclude(where, problem or "invalid box")
+                continue
+            label = layout.class_names[index] if layout.class_names is not None else str(index)
+            regions.append(Region(label=label, instance=f"line-{number}", box=box))
+        ctx.add(image, regions=regions, size=size, grounded=True)
+    for label_file in sorted(label_root.rglob("*.txt")) if label_root.is_dir() else []:
+        if label_file.resolve() not in paired and label_file.name != "classes.txt":
+            ctx.exclude(ctx.rel(label_file), "YOLO labels without a matching image")

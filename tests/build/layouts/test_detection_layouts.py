@@ -1,0 +1,90 @@
+"""COCO, YOLO and Pascal VOC: boxes in source pixels (pixel edges, x2/y2 exclusive) and bad objects dropped."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.build_manifests import make_manifest, write_png
+
+from mmbu.build.layouts import read_samples
+
+LABELS = {"rbc": "red blood cell", "ring": "ring-stage parasite"}
+
+
+def test_coco_annotations_become_xyxy_regions_and_bad_annotations_are_excluded(tmp_path):
+    raw = tmp_path / "raw"
+    write_png(raw / "img" / "a.png", size=(100, 80))
+    write_png(raw / "img" / "b.png", size=(100, 80))
+    (raw / "ann.json").write_text(json.dumps({
+        "images": [{"id": 1, "file_name": "a.png", "width": 100, "height": 80},
+                   {"id": 2, "file_name": "b.png", "width": 100, "height": 80},
+                   {"id": 3, "file_name": "missing.png", "width": 100, "height": 80}],
+        "categories": [{"id": 1, "name": "rbc"}, {"id": 2, "name": "ring"}, {"id": 3, "name": "wbc"}],
+        "annotations": [
+            {"id": 10, "image_id": 1, "category_id": 1, "bbox": [10, 20, 30, 15]},
+            {"id": 11, "image_id": 1, "category_id": 2, "bbox": [90, 70, 20, 20]},  # clipped at the border
+            {"id": 12, "image_id": 1, "category_id": 3, "bbox": [0, 0, 5, 5]},  # label not in the manifest
+            {"id": 13, "image_id": 2, "category_id": 1, "bbox": [200, 200, 5, 5]},  # outside the image
+            {"id": 14, "image_id": 3, "category_id": 1, "bbox": [0, 0, 5, 5]},
+            {"id": 15, "image_id": 9, "category_id": 1, "bbox": [0, 0, 5, 5]},
+        ]}), encoding="utf-8")
+    manifest = make_manifest({"kind": "coco", "annotations": "ann.json", "image_root": "img"},
+                             labels=LABELS, tasks=["object_detection"])
+
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert [s.source_path for s in samples] == ["img/a.png"]
+    assert [(r.label, r.instance, r.box) for r in samples[0].regions] == [
+        ("rbc", "ann-10", (10.0, 20.0, 40.0, 35.0)), ("ring", "ann-11", (90.0, 70.0, 100.0, 80.0))]
+    reasons = " | ".join(f"{e.item}: {e.reason}" for e in exclusions)
+    assert "ann-12: object label 'wbc' is not in the manifest" in reasons
+    assert "ann-13: box [200.0, 200.0, 205.0, 205.0] lies outside the 100x80 image" in reasons
+    assert "img/b.png: no annotated object with a known label" in reasons
+    assert "img/missing.png: the labels point to img/missing.png, which is not in the fetched files" in reasons
+    assert "ann-15: annotation refers to image id 9" in reasons
+    # grounded rows get their own stable id, different from the image's
+    assert samples[0].region_id(samples[0].regions[0]) != samples[0].sample_id
+
+
+def test_yolo_normalised_boxes_are_placed_in_source_pixels(tmp_path):
+    raw = tmp_path / "raw"
+    write_png(raw / "images" / "train" / "a.png", size=(200, 100))
+    write_png(raw / "images" / "train" / "b.png", size=(200, 100))
+    (raw / "labels" / "train").mkdir(parents=True)
+    (raw / "labels" / "train" / "a.txt").write_text("0 0.5 0.5 0.2 0.4\n1 0.1 0.1 0.1 0.1\n7 0.5 0.5 0.1 0.1\nbad\n")
+    (raw / "labels" / "train" / "orphan.txt").write_text("0 0.5 0.5 0.1 0.1\n")
+    manifest = make_manifest({"kind": "yolo", "images": "images/**/*.png", "labels": "labels",
+                              "class_names": ["rbc", "ring"]}, labels=LABELS, tasks=["object_detection"])
+
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert [s.source_path for s in samples] == ["images/train/a.png"]
+    boxes = [r.box for r in samples[0].regions]
+    assert boxes[0] == pytest.approx((80.0, 30.0, 120.0, 70.0))
+    assert boxes[1] == pytest.approx((10.0, 5.0, 30.0, 15.0))
+    reasons = {e.item: e.reason for e in exclusions}
+    assert "class index 7 is outside class_names" in reasons["labels/train/a.txt:3"]
+    assert "is not '<class> <cx> <cy> <w> <h>'" in reasons["labels/train/a.txt:4"]
+    assert reasons["images/train/b.png"].startswith("no YOLO label file labels/train/b.txt")
+    assert reasons["labels/train/orphan.txt"] == "YOLO labels without a matching image"
+
+
+def test_voc_boxes_convert_from_one_based_inclusive_pixels(tmp_path):
+    raw = tmp_path / "raw"
+    write_png(raw / "JPEGImages" / "a.png", size=(50, 40))
+    (raw / "Annotations").mkdir()
+    (raw / "Annotations" / "a.xml").write_text(
+        "<annotation><filename>a.png</filename><size><width>50</width><height>40</height><depth>3</depth></size>"
+        "<object><name>rbc</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>10</xmax><ymax>20</ymax></bndbox></object>"
+        "<object><name>ring</name><bndbox><xmin>5</xmin></bndbox></object>"
+        "</annotation>")
+    (raw / "Annotations" / "broken.xml").write_text("<annotation><filename>")
+    manifest = make_manifest({"kind": "voc", "annotations": "Annotations/*.xml", "image_root": "JPEGImages"},
+                             labels=LABELS, tasks=["object_detection"])
+
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert [(r.label, r.box) for r in samples[0].regions] == [("rbc", (0.0, 0.0, 10.0, 20.0))]
+    reasons = {e.item: e.reason for e in exclusions}
+    assert reasons["Annotations/a.xml#object-2"] == "object without a name or a complete bndbox"
+    assert reasons["Annotations/broken.xml"].startswith("not a VOC annotation")
