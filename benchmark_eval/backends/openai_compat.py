@@ -1,0 +1,295 @@
+"""An async client for OpenAI-compatible chat servers (vLLM, SGLang, LMDeploy, TGI, hosted APIs).
+
+Used by the runner for the model under test and by the judge. What it guarantees:
+
+* several base URLs share the load (each request goes to the one with the fewest in flight);
+* a per-request timeout; retries with jittered exponential backoff (tenacity) on 429, 5xx,
+  timeouts and dropped connections, honouring ``Retry-After``;
+* an adaptive concurrency limit: ×0.8 per episode of 429s, creeping back up on success;
+  5xx do not shrink it (:mod:`.limiter`);
+* an empty answer or an API refusal comes back as such in :class:`ChatResult` (never retried
+  forever, never turned into answer text); a request that cannot be answered raises
+  :class:`BackendError` with a one-word reason;
+* the API key is read from an environment variable named by the caller and is never logged,
+  written, or shown in ``repr``.
+
+Base URLs follow the OpenAI SDK convention and include the version prefix:
+``http://host:8000/v1`` → ``POST http://host:8000/v1/chat/completions``.
+"""
+from __future__ import annotations
+
+import email.utils
+import os
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity.wait import wait_random_exponential
+
+from .base import Backend, BackendError, ChatResult, ModelRequest, chat_messages
+from .limiter import AdaptiveConcurrency
+
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+RETRYABLE_REASONS = {"timeout", "rate_limited", "server_error", "connection_error", "bad_response"}
+_TOO_LONG = re.compile(r"maximum context length|longer than the maximum|max_model_len|too many tokens|context length|prompt is too long", re.I)
+
+
+class _Attempt(Exception):
+    """One failed attempt; carries the reason and an optional server-requested wait."""
+
+    def __init__(self, reason: str, message: str, status_code: int | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.reason, self.status_code, self.retry_after = reason, status_code, retry_after
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date); None if absent/bad."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class _WaitHonouringRetryAfter:
+    """Jittered exponential backoff, but never shorter than what the server asked for."""
+
+    def __init__(self, multiplier: float, maximum: float) -> None:
+        self._backoff = wait_random_exponential(multiplier=multiplier, max=maximum)
+        self._maximum = maximum
+
+    def __call__(self, state: RetryCallState) -> float:
+        backoff = self._backoff(state)
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _Attempt) and exc.retry_after is not None:
+            # Honour the server's wait (capped so a silly header cannot stall a run) plus a little jitter.
+            return min(exc.retry_after, self._maximum) + backoff * 0.1
+        return backoff
+
+
+def read_api_key(env_name: str | None) -> str | None:
+    """The key from the named environment variable (None when unset: local servers need none)."""
+    if not env_name:
+        return None
+    value = os.environ.get(env_name)
+    return value or None
+
+
+class OpenAICompatClient:
+    """``await client.chat(messages, ...)`` against one or more OpenAI-compatible base URLs."""
+
+    def __init__(
+        self,
+        base_urls: str | Sequence[str],
+        model: str,
+        *,
+        api_key_env: str | None = DEFAULT_API_KEY_ENV,
+        concurrency: int = 16,
+        timeout_s: float = 120.0,
+        max_attempts: int = 6,
+        backoff_s: float = 1.0,
+        backoff_max_s: float = 60.0,
+        rate_limit_cooldown_s: float = 5.0,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
+        if not urls:
+            raise ValueError("at least one base URL is needed")
+        self.base_urls = [u.rstrip("/") for u in urls]
+        self.model = model
+        self.timeout_s = timeout_s
+        self.max_attempts = max_attempts
+        self.limiter = AdaptiveConcurrency(concurrency, cooldown_s=rate_limit_cooldown_s)
+        self._wait = _WaitHonouringRetryAfter(backoff_s, backoff_max_s)
+        self._in_flight = {url: 0 for url in self.base_urls}
+        self._next = 0
+        self.counters = {"ok": 0, "retries": 0, "rate_limited": 0, "server_error": 0, "timeout": 0}
+        headers = {"Content-Type": "application/json"}
+        key = read_api_key(api_key_env)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self._owns_client = http_client is None
+        connections = max(concurrency * 2, 16)
+        self._http = http_client or httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(timeout_s),
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+        )
+        if http_client is not None:
+            self._http.headers.update(headers)
+
+    def __repr__(self) -> str:  # no headers, so never the key
+        return f"OpenAICompatClient(base_urls={self.base_urls!r}, model={self.model!r})"
+
+    async def __aenter__(self) -> OpenAICompatClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._http.aclose()
+
+    def _pick_url(self) -> str:
+        # Least outstanding requests; ties broken round-robin so idle servers share evenly.
+        order = self.base_urls[self._next:] + self.base_urls[: self._next]
+        self._next = (self._next + 1) % len(self.base_urls)
+        return min(order, key=lambda url: self._in_flight[url])
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        seed: int | None = 0,
+        timeout: float | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> ChatResult:
+        """One chat completion. Raises :class:`BackendError` when no answer could be had."""
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature,
+                                "max_tokens": max_tokens, "n": 1, "stream": False}
+        if seed is not None:
+            body["seed"] = seed
+        if extra_body:
+            body.update(extra_body)
+        started = time.monotonic()
+        attempts = 0
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=self._wait,
+            retry=retry_if_exception(lambda e: isinstance(e, _Attempt) and e.reason in RETRYABLE_REASONS),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    if attempts > 1:
+                        self.counters["retries"] += 1
+                    result = await self._attempt(body, timeout or self.timeout_s)
+        except _Attempt as exc:
+            raise BackendError(exc.reason, f"{exc} (after {attempts} attempt{'s' * (attempts > 1)})",
+                               attempts=attempts, latency_s=time.monotonic() - started,
+                               status_code=exc.status_code) from None
+        result.attempts = attempts
+        result.latency_s = time.monotonic() - started
+        self.counters["ok"] += 1
+        return result
+
+    async def _attempt(self, body: dict[str, Any], timeout: float) -> ChatResult:
+        async with self.limiter:
+            url = self._pick_url()
+            self._in_flight[url] += 1
+            sent = time.monotonic()
+            try:
+                response = await self._http.post(f"{url}/chat/completions", json=body, timeout=timeout)
+            except httpx.TimeoutException:
+                self.counters["timeout"] += 1
+                raise _Attempt("timeout", f"{url}: no answer within {timeout:g} s") from None
+            except httpx.TransportError as exc:
+                raise _Attempt("connection_error", f"{url}: {type(exc).__name__}: {exc}") from None
+            finally:
+                self._in_flight[url] -= 1
+            latency = time.monotonic() - sent
+            if response.status_code == 429:
+                self.counters["rate_limited"] += 1
+                self.limiter.on_rate_limited()
+                raise _Attempt("rate_limited", f"{url}: HTTP 429 rate limited", 429,
+                               parse_retry_after(response.headers.get("retry-after")))
+            if response.status_code >= 500 or response.status_code == 408:
+                self.counters["server_error"] += 1
+                raise _Attempt("server_error", f"{url}: HTTP {response.status_code} {_error_text(response)}",
+                               response.status_code, parse_retry_after(response.headers.get("retry-after")))
+            if response.status_code >= 400:
+                text = _error_text(response)
+                if response.status_code == 413:
+                    reason = "image_too_large"
+                elif _TOO_LONG.search(text):
+                    reason = "prompt_too_long"
+                else:
+                    reason = "bad_request"
+                raise _Attempt(reason, f"{url}: HTTP {response.status_code} {text}", response.status_code)
+            result = parse_chat_completion(response, url)
+            result.latency_s = latency
+            self.limiter.on_success()
+            return result
+
+
+def _error_text(response: httpx.Response) -> str:
+    """The server's own error message, short; never request headers."""
+    try:
+        payload = response.json()
+    except ValueError:
+        return response.text[:300].strip()
+    if isinstance(payload, dict):
+        error = payload.get("error", payload)
+        if isinstance(error, dict):
+            return str(error.get("message") or error)[:300]
+        return str(error)[:300]
+    return str(payload)[:300]
+
+
+def parse_chat_completion(response: httpx.Response, url: str = "") -> ChatResult:
+    """A :class:`ChatResult` from an OpenAI chat-completion body; a malformed body is `bad_response`."""
+    try:
+        payload = response.json()
+        choice = payload["choices"][0]
+        message = choice.get("message") or {}
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        raise _Attempt("bad_response", f"{url}: HTTP {response.status_code} body is not a chat completion: "
+                       f"{response.text[:120]!r}", response.status_code) from None
+    content = message.get("content")
+    if isinstance(content, list):  # content parts
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    finish_reason = choice.get("finish_reason")
+    refusal = message.get("refusal")
+    if refusal is None and finish_reason == "content_filter" and not content:
+        refusal = "content_filter"
+    return ChatResult(
+        text=content or "",
+        finish_reason=finish_reason,
+        usage=payload.get("usage"),
+        refusal=refusal,
+        reasoning=message.get("reasoning_content") or message.get("reasoning"),
+    )
+
+
+class OpenAICompatBackend(Backend):
+    """The model under test behind an OpenAI-compatible server."""
+
+    name = "openai"
+
+    def __init__(self, client: OpenAICompatClient, *, system_prompt_supported: bool = True,
+                 extra_body: dict[str, Any] | None = None) -> None:
+        self.client = client
+        self.system_prompt_supported = system_prompt_supported
+        self.extra_body = extra_body
+
+    def build_messages(self, request: ModelRequest) -> list[dict[str, Any]]:
+        return chat_messages(request, system_prompt_supported=self.system_prompt_supported)
+
+    async def generate(self, request: ModelRequest) -> ChatResult:
+        return await self.client.chat(
+            self.build_messages(request), temperature=request.temperature, max_tokens=request.max_tokens,
+            seed=request.seed, extra_body=self.extra_body,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "base_urls": self.client.base_urls, "served_model": self.client.model,
+                "timeout_s": self.client.timeout_s, "max_attempts": self.client.max_attempts,
+                "max_concurrency": self.client.limiter.maximum}

@@ -1,0 +1,187 @@
+"""Run records (DESIGN §3.5): one JSON line per (sample, task, form, template, model, prompt version).
+
+``predictions.jsonl`` is append-only: a record is written once, flushed and fsynced; a re-run
+appends newer records and readers take the newest per key (:func:`latest_by_key`). A run killed
+mid-write leaves at most one truncated last line, which :func:`read_records` skips and reports
+and :func:`repair_truncated_tail` removes before the next append.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+log = logging.getLogger(__name__)
+
+Form = Literal["closed", "open"]
+Template = Literal["no_context", "modality", "full_context"]
+Status = Literal["ok", "error"]
+RecordKey = tuple[str, str, str, str, str, str]
+
+# Why a record is an error; one word each so reports can count them.
+ERROR_REASONS = (
+    "timeout",            # the server did not answer within the per-request timeout (after retries)
+    "rate_limited",       # 429s outlasted the retries
+    "server_error",       # 5xx outlasted the retries
+    "connection_error",   # could not connect / connection dropped (after retries)
+    "bad_request",        # the server rejected the request (4xx other than 408/429)
+    "prompt_too_long",    # the server says the prompt (image tokens) exceeds the context
+    "bad_response",       # a 200 whose body is not an OpenAI chat completion
+    "empty_answer",       # the model answered with nothing
+    "refused",            # the API returned a refusal / content filter instead of an answer
+    "image_too_large",    # the image cannot be brought within the model's limits
+    "backend_error",      # an in-process backend (vLLM / transformers) raised for this request
+)
+
+
+class RunRecord(BaseModel):
+    """One model answer (or the reason there is none). ``output`` is the raw text, never an error."""
+
+    model_config = ConfigDict(extra="allow")
+
+    sample_id: str
+    task: str
+    form: Form
+    template: Template
+    model: str
+    prompt_version: str
+    status: Status
+    output: str | None = None
+    error: str | None = None
+    error_reason: str | None = None
+    latency_s: float | None = None
+    request_hash: str
+    image_size: tuple[int, int] | None = None   # [w, h] of the original release image
+    sent_size: tuple[int, int] | None = None    # [w, h] of the image the model saw
+    box_format: dict[str, Any] | None = None     # the registry's declared convention for this model
+    attempts: int = 1
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    backend: str | None = None
+    created_at: float | None = None
+
+    @property
+    def key(self) -> RecordKey:
+        return record_key(self)
+
+
+def record_key(record: RunRecord) -> RecordKey:
+    """(sample_id, task, form, template, model, prompt_version): the identity of a record."""
+    return (record.sample_id, record.task, record.form, record.template, record.model, record.prompt_version)
+
+
+class RecordsError(Exception):
+    """A run file is damaged beyond a truncated last line; the message names file and line."""
+
+
+def append_record(path: str | Path, record: RunRecord) -> None:
+    """Append one record as a JSON line and make it durable (flush + fsync) before returning."""
+    with open(path, "ab") as handle:
+        handle.write(dump_record(record))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def dump_record(record: RunRecord) -> bytes:
+    return (record.model_dump_json(exclude_none=False) + "\n").encode("utf-8")
+
+
+class RecordWriter:
+    """Keeps the run file open for many appends; :meth:`write_many` fsyncs once per group."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        repair_truncated_tail(self.path)
+        self._handle = open(self.path, "ab")
+
+    def write_many(self, records: Iterable[RunRecord]) -> None:
+        payload = b"".join(dump_record(r) for r in records)
+        if payload:
+            self._handle.write(payload)
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def repair_truncated_tail(path: str | Path) -> str | None:
+    """Cut an unterminated last line (a write killed midway) so appends start on a clean line.
+
+    Returns the removed fragment (or None). The fragment never was a durable record: appends
+    end with a newline and are fsynced as a whole.
+    """
+    path = Path(path)
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    with open(path, "rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return None
+        # Walk back in blocks to the last newline; everything after it is the fragment.
+        keep, position, chunk = 0, size, 65536
+        while position > 0:
+            start = max(0, position - chunk)
+            handle.seek(start)
+            cut = handle.read(position - start).rfind(b"\n")
+            if cut >= 0:
+                keep = start + cut + 1
+                break
+            position = start
+        handle.seek(keep)
+        fragment = handle.read().decode("utf-8", errors="replace")
+        handle.truncate(keep)
+        handle.flush()
+        os.fsync(handle.fileno())
+    log.warning("%s: removed a truncated last line of %d bytes (a run was killed mid-write)", path, len(fragment))
+    return fragment
+
+
+def read_records(path: str | Path, *, on_truncated: Callable[[str], None] | None = None) -> list[RunRecord]:
+    """All records of a run file in write order.
+
+    A truncated last line (a kill mid-write) is skipped and reported through `on_truncated`
+    (default: a logged warning). A damaged line anywhere else raises :class:`RecordsError`.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    records: list[RunRecord] = []
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    complete = raw.endswith(b"\n")
+    last_index = len(lines) - 1
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(RunRecord.model_validate_json(line))
+        except ValidationError as exc:
+            if number - 1 == last_index and not complete:
+                message = f"{path}: line {number} is truncated (a run was killed mid-write); it was skipped"
+                (on_truncated or log.warning)(message)
+                continue
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ())) or "line"
+            raise RecordsError(f"{path}: line {number} is not a valid run record ({where}: {first['msg']})") from exc
+    return records
+
+
+def latest_by_key(records: Iterable[RunRecord]) -> dict[RecordKey, RunRecord]:
+    """The newest record (the last one written) per record key."""
+    latest: dict[RecordKey, RunRecord] = {}
+    for record in records:
+        latest[record_key(record)] = record
+    return latest

@@ -1,0 +1,362 @@
+"""A loopback OpenAI-compatible chat server (aiohttp) with scripted, realistic VLM answers.
+
+Serves ``POST /v1/chat/completions`` (and ``GET /v1/models``) on 127.0.0.1 from a background
+thread; one event loop holds hundreds of requests in flight. What it answers depends on the
+*family* mapped to the request's ``model`` (see :data:`FAMILIES`), on the prompt (closed options
+listed as ``A. text`` lines; detection prompts ask for a bounding box) and on the image itself:
+for boxes the server finds the bright object in the image it received and reports it in the
+family's own convention, so a test can check the whole coordinate round trip at pixel level.
+
+Faults are injected with :meth:`OpenAIServer.inject` (429 with Retry-After, 500/503, slow
+answers that outlast the client's timeout, empty answers, API refusals, bodies that are not
+JSON), for the next N requests or for requests whose prompt contains a marker.
+
+Run ``python tests/support/openai_server.py --latency 0.05`` to serve from its own process
+(the benchmark does); it prints its base URL on the first line.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import hashlib
+import io
+import json
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from aiohttp import web
+from PIL import Image
+
+# family -> how it writes answers. `box` is (scale, order, template); scale is one of
+# pixel (of the image as received), norm1000, norm1.
+FAMILIES: dict[str, dict[str, Any]] = {
+    "terse": {"letter": "{letter}", "box": ("pixel", "xyxy", "[{a}, {b}, {c}, {d}]")},
+    "chatty": {
+        "letter": ("Looking carefully at the image, the highlighted structure has the typical appearance of option "
+                   "**{letter}**.\n\nThe correct answer is **{letter}**. The other options can be ruled out because "
+                   "their appearance differs in shape and texture."),
+        "box": ("pixel", "xyxy", "The object is located at approximately [{a}, {b}, {c}, {d}] in pixel coordinates."),
+    },
+    "tagged": {
+        "letter": "<think>\nThe outlined region shows a structure; comparing with the options, {letter} fits best.\n"
+                  "</think>\n<answer>{letter}</answer>",
+        "box": ("norm1000", "xyxy", "<think>\nLocate the target.\n</think>\n<answer>[{a}, {b}, {c}, {d}]</answer>"),
+    },
+    "json": {"letter": '{{"answer": "{letter}"}}', "box": ("pixel", "xyxy", '{{"bbox": [{a}, {b}, {c}, {d}]}}')},
+    "qwen25": {
+        "letter": "{letter}",
+        "box": ("pixel", "xyxy", '```json\n[\n  {{"bbox_2d": [{a}, {b}, {c}, {d}], "label": "{target}"}}\n]\n```'),
+    },
+    "qwen3": {
+        "letter": "{letter}. {text}",
+        "box": ("norm1000", "xyxy", '```json\n[\n  {{"bbox_2d": [{a}, {b}, {c}, {d}], "label": "{target}"}}\n]\n```'),
+    },
+    "internvl": {"letter": "{letter}", "box": ("norm1000", "xyxy", "<ref>{target}</ref><box>[[{a}, {b}, {c}, {d}]]</box>")},
+    "gemini": {"letter": "**{letter}**", "box": ("norm1000", "yxyx", '```json\n[{{"box_2d": [{a}, {b}, {c}, {d}], "label": "{target}"}}]\n```')},
+    "llava": {"letter": "{letter}", "box": ("norm1", "xyxy", "[{a:.2f}, {b:.2f}, {c:.2f}, {d:.2f}]")},
+    "malformed": {"letter": '{{"answer": "{letter}"', "box": ("pixel", "xyxy", '{{"bbox_2d": [{a}, {b}, {c},')},
+}
+OPEN_PHRASES = ("round dark nuclei", "an elongated structure", "a bright circular object", "granular texture")
+_OPTION_LINE = re.compile(r"^\s*([A-Z])[.)]\s+(.+?)\s*$", re.M)
+
+
+@dataclass
+class ChatCall:
+    """One received request, parsed the way the scripts need it."""
+
+    model: str
+    prompt: str
+    system: str | None
+    image_urls: list[str]
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def options(self) -> dict[str, str]:
+        return dict(_OPTION_LINE.findall(self.prompt))
+
+    @property
+    def wants_box(self) -> bool:
+        return bool(re.search(r"bounding box", self.prompt, re.I)) and not self.options
+
+    def image(self, index: int = 0) -> Image.Image:
+        header, _, data = self.image_urls[index].partition(",")
+        return Image.open(io.BytesIO(base64.b64decode(data)))
+
+
+@dataclass
+class Fault:
+    kind: str                 # 429 | 500 | 503 | timeout | delay | empty | refusal | content_filter | bad_body
+    remaining: int
+    match: str | None = None
+    retry_after: float | None = None
+    delay_s: float = 0.0
+
+
+@dataclass
+class Stats:
+    statuses: Counter = field(default_factory=Counter)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    completed: int = 0
+
+
+def bright_object_box(image: Image.Image) -> tuple[int, int, int, int] | None:
+    """Pixel box (x1, y1, x2 exclusive, y2 exclusive) of the pixels much brighter than the median."""
+    gray = np.asarray(image.convert("L"), dtype=np.int16)
+    mask = gray > np.median(gray) + 60
+    if not mask.any():
+        return None
+    ys, xs = np.nonzero(mask)
+    return int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1
+
+
+def convert_box(box: tuple[float, float, float, float], size: tuple[int, int], scale: str, order: str) -> list[float]:
+    """A pixel box of an image of `size` (w, h) in a family's convention."""
+    x1, y1, x2, y2 = box
+    w, h = size
+    if scale == "norm1000":
+        values = [round(x1 / w * 1000), round(y1 / h * 1000), round(x2 / w * 1000), round(y2 / h * 1000)]
+    elif scale == "norm1":
+        values = [x1 / w, y1 / h, x2 / w, y2 / h]
+    else:
+        values = [int(x1), int(y1), int(x2), int(y2)]
+    if order == "yxyx":
+        values = [values[1], values[0], values[3], values[2]]
+    return values
+
+
+def _parse_box_text(text: str) -> list[float] | None:
+    numbers = re.findall(r"-?\d+(?:\.\d+)?", text)
+    return [float(n) for n in numbers[:4]] if len(numbers) >= 4 else None
+
+
+def _iou(a: list[float], b: list[float]) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def scripted_answer(call: ChatCall, family: str) -> str:
+    """What a model of `family` would say to this request (deterministic)."""
+    style = FAMILIES[family]
+    scale, order, template = style["box"]
+    options = call.options
+    digest = int(hashlib.sha256(call.prompt.encode()).hexdigest(), 16)
+    quoted = re.search(r"[\"“]([^\"”]+)[\"”]", call.prompt)
+    target = quoted.group(1) if quoted else "object"
+    found = bright_object_box(call.image()) if call.image_urls and (call.wants_box or _are_boxes(options)) else None
+    if call.wants_box:
+        if found is None:
+            return "I could not find the requested object in the image."
+        a, b, c, d = convert_box(found, call.image().size, scale, order)
+        return template.format(a=a, b=b, c=c, d=d, target=target)
+    if options:
+        letters = sorted(options)
+        letter = letters[digest % len(letters)]
+        if found is not None and _are_boxes(options):
+            # Detection closed: pick the listed box that best matches what the model "sees".
+            mine = convert_box(found, call.image().size, scale, order)
+            letter = max(letters, key=lambda k: _iou(_parse_box_text(options[k]) or [0, 0, 0, 0], mine))
+        return style["letter"].format(letter=letter, text=options[letter])
+    return f"The image shows {OPEN_PHRASES[digest % len(OPEN_PHRASES)]}."
+
+
+def _are_boxes(options: dict[str, str]) -> bool:
+    return bool(options) and all(re.match(r"^\[\s*-?\d", text) for key, text in options.items()
+                                 if "none" not in text.lower())
+
+
+def completion_body(model: str, text: str | None, *, finish_reason: str = "stop", refusal: str | None = None,
+                    prompt_tokens: int = 100) -> dict[str, Any]:
+    completion_tokens = len((text or "").split())
+    return {
+        "id": f"chatcmpl-{hashlib.md5(f'{model}{text}{time.time()}'.encode()).hexdigest()[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": refusal},
+                     "logprobs": None, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+def parse_call(body: dict[str, Any]) -> ChatCall:
+    prompt_parts, images, system = [], [], None
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if message.get("role") == "system":
+            system = content if isinstance(content, str) else " ".join(p.get("text", "") for p in content)
+            continue
+        if isinstance(content, str):
+            prompt_parts.append(content)
+            continue
+        for part in content or []:
+            if part.get("type") == "text":
+                prompt_parts.append(part["text"])
+            elif part.get("type") == "image_url":
+                images.append(part["image_url"]["url"])
+    return ChatCall(model=body.get("model", ""), prompt="\n".join(prompt_parts), system=system,
+                    image_urls=images, body=body)
+
+
+class OpenAIServer:
+    """Start with ``with OpenAIServer(...) as server:``; point clients at ``server.url`` (ends in /v1).
+
+    families: served model name -> family in :data:`FAMILIES` (others get `default_family`).
+    responder: optional ``ChatCall -> str`` that overrides the scripted answers (e.g. a judge).
+    latency_s: fixed time every answer takes. record_bodies: keep every request body.
+    """
+
+    def __init__(self, *, families: dict[str, str] | None = None, default_family: str = "terse",
+                 responder: Callable[[ChatCall], str] | None = None, latency_s: float = 0.0,
+                 record_bodies: bool = True, port: int = 0) -> None:
+        self.families = dict(families or {})
+        self.default_family = default_family
+        self.responder = responder
+        self.latency_s = latency_s
+        self.record_bodies = record_bodies
+        self.calls: list[ChatCall] = []
+        self.stats = Stats()
+        self._faults: list[Fault] = []
+        self._lock = threading.Lock()
+        self._port = port
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._runner: web.AppRunner | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._port}/v1"
+
+    def start(self) -> OpenAIServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
+        return self
+
+    async def _start(self) -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port, backlog=1024, reuse_address=True)
+        await site.start()
+        self._port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    def stop(self) -> None:
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> OpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- scripting -------------------------------------------------------------------------
+    def inject(self, kind: str, count: int = 1, *, match: str | None = None, retry_after: float | None = None,
+               delay_s: float = 0.0) -> None:
+        """The next `count` requests (whose prompt contains `match`, if given) get fault `kind`."""
+        with self._lock:
+            self._faults.append(Fault(kind, count, match, retry_after, delay_s))
+
+    def _take_fault(self, prompt: str) -> Fault | None:
+        with self._lock:
+            for fault in self._faults:
+                if fault.remaining > 0 and (fault.match is None or fault.match in prompt):
+                    fault.remaining -= 1
+                    return fault
+        return None
+
+    # -- handlers --------------------------------------------------------------------------
+    async def _models(self, request: web.Request) -> web.Response:
+        names = sorted(self.families) or ["loopback"]
+        return web.json_response({"object": "list", "data": [{"id": n, "object": "model"} for n in names]})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        self.stats.in_flight += 1
+        self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+        try:
+            response = await self._answer(request)
+        finally:
+            self.stats.in_flight -= 1
+        self.stats.statuses[response.status] += 1
+        self.stats.completed += 1
+        return response
+
+    async def _answer(self, request: web.Request) -> web.Response:
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            return web.json_response({"error": {"message": "request body is not JSON", "type": "invalid_request_error"}},
+                                     status=400)
+        call = parse_call(body)
+        call.headers = {k.lower(): v for k, v in request.headers.items()}
+        if self.record_bodies:
+            self.calls.append(call)
+        fault = self._take_fault(call.prompt)
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        if fault is not None:
+            if fault.delay_s:
+                await asyncio.sleep(fault.delay_s)
+            if fault.kind == "429":
+                headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
+                return web.json_response({"error": {"message": "Rate limit reached for requests", "type": "requests",
+                                                    "code": "rate_limit_exceeded"}}, status=429, headers=headers)
+            if fault.kind in ("500", "503"):
+                return web.json_response({"error": {"message": "The server had an error while processing your request.",
+                                                    "type": "server_error"}}, status=int(fault.kind))
+            if fault.kind == "bad_body":
+                return web.Response(text="<html><body>Bad Gateway</body></html>", content_type="text/html")
+            if fault.kind == "empty":
+                return web.json_response(completion_body(call.model, ""))
+            if fault.kind == "refusal":
+                return web.json_response(completion_body(call.model, None, refusal="I'm sorry, I can't help with that."))
+            if fault.kind == "content_filter":
+                return web.json_response(completion_body(call.model, None, finish_reason="content_filter"))
+            if fault.kind == "too_long":
+                return web.json_response({"error": {"message": "This model's maximum context length is 32768 tokens. "
+                                                    "However, you requested 60025 tokens.", "type": "BadRequestError"}},
+                                         status=400)
+            # "timeout" and "delay" fall through to a normal answer after the delay.
+        if self.responder is not None:
+            text = self.responder(call)
+        else:
+            family = self.families.get(call.model, self.default_family)
+            text = await asyncio.get_running_loop().run_in_executor(None, scripted_answer, call, family) \
+                if call.image_urls and (call.wants_box or _are_boxes(call.options)) else scripted_answer(call, family)
+        return web.json_response(completion_body(call.model, text))
+
+
+def main() -> None:  # pragma: no cover - used by the benchmark as a separate process
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--family", default="terse")
+    args = parser.parse_args()
+    server = OpenAIServer(default_family=args.family, latency_s=args.latency, record_bodies=False, port=args.port)
+    server.start()
+    print(server.url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
