@@ -1,0 +1,127 @@
+"""Find bounding boxes in a model's free-text detection answer.
+
+Only *where the numbers are* is decided here; what they mean (pixels of which image, 0-1000,
+0-1, x-first or y-first) is the model's declared convention, applied by :mod:`._coords`.
+Sources, first that yields a box wins:
+
+1. JSON objects with a ``bbox_2d`` / ``bbox`` / ``box_2d`` / ``box`` key (Qwen2.5-VL, Gemini …),
+   a single box or a list of boxes;
+2. Qwen tokens ``<|box_start|>(x1,y1),(x2,y2)<|box_end|>``;
+3. InternVL ``<box>[[x1, y1, x2, y2], …]</box>``;
+4. bare point pairs ``(x1,y1),(x2,y2)`` (Qwen tokens after a server stripped special tokens);
+5. bracketed lists ``[x1, y1, x2, y2]`` anywhere in the text.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ._text import strip_reasoning
+
+RawBox = tuple[float, float, float, float]
+BOX_KEYS = ("bbox_2d", "bbox", "box_2d", "box")
+_NUMBER = r"(-?\d+(?:\.\d+)?)"
+_QWEN_TOKENS = re.compile(
+    r"<\|box_start\|>\s*\(\s*{n}\s*,\s*{n}\s*\)\s*,?\s*\(\s*{n}\s*,\s*{n}\s*\)\s*<\|box_end\|>".format(n=_NUMBER)
+)
+_INTERNVL = re.compile(r"<box>\s*(\[.*?\])\s*</box>", re.DOTALL)
+_POINT_PAIR = re.compile(r"\(\s*{n}\s*,\s*{n}\s*\)\s*,?\s*(?:to\s*)?\(\s*{n}\s*,\s*{n}\s*\)".format(n=_NUMBER))
+_BRACKETED = re.compile(r"\[\s*{n}\s*,\s*{n}\s*,\s*{n}\s*,\s*{n}\s*\]".format(n=_NUMBER))
+
+
+@dataclass(frozen=True)
+class BoxExtraction:
+    """The boxes found (in the model's own coordinates and order) and which source they came from."""
+
+    boxes: tuple[RawBox, ...]
+    path: str  # json | qwen_box_tokens | internvl_box | point_pair | bracketed_list | none
+
+    @property
+    def found(self) -> bool:
+        return bool(self.boxes)
+
+
+def _as_box(value: Any) -> RawBox | None:
+    if isinstance(value, (list, tuple)) and len(value) == 4 and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
+    ):
+        return tuple(float(v) for v in value)  # type: ignore[return-value]
+    return None
+
+
+def _boxes_in_value(value: Any) -> list[RawBox]:
+    """Every box under a BOX_KEYS key, anywhere in a decoded JSON value, in document order."""
+    found: list[RawBox] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if str(key).lower() in BOX_KEYS:
+                if (box := _as_box(item)) is not None:
+                    found.append(box)
+                elif isinstance(item, list):
+                    found.extend(b for b in map(_as_box, item) if b is not None)
+            else:
+                found.extend(_boxes_in_value(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_boxes_in_value(item))
+    return found
+
+
+def _json_boxes(text: str) -> list[RawBox]:
+    decoder = json.JSONDecoder()
+    found: list[RawBox] = []
+    position = 0
+    while True:
+        starts = [p for p in (text.find("{", position), text.find("[", position)) if p != -1]
+        if not starts:
+            return found
+        start = min(starts)
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            position = start + 1
+            continue
+        found.extend(_boxes_in_value(value))
+        position = end
+
+
+def _internvl_boxes(text: str) -> list[RawBox]:
+    found: list[RawBox] = []
+    for match in _INTERNVL.finditer(text):
+        try:
+            value = json.loads(match.group(1))
+        except json.JSONDecodeError:
+            continue
+        items = value if value and isinstance(value[0], list) else [value]
+        found.extend(b for b in map(_as_box, items) if b is not None)
+    return found
+
+
+def _regex_boxes(pattern: re.Pattern[str], text: str) -> list[RawBox]:
+    return [tuple(float(g) for g in m.groups()) for m in pattern.finditer(text)]  # type: ignore[misc]
+
+
+def extract_boxes(output: str | None) -> BoxExtraction:
+    """All boxes of the first source (in the order above) that has any; none found is ``path="none"``."""
+    text = strip_reasoning(output or "")
+    readers = (
+        ("json", _json_boxes),
+        ("qwen_box_tokens", lambda t: _regex_boxes(_QWEN_TOKENS, t)),
+        ("internvl_box", _internvl_boxes),
+        ("point_pair", lambda t: _regex_boxes(_POINT_PAIR, t)),
+        ("bracketed_list", lambda t: _regex_boxes(_BRACKETED, t)),
+    )
+    for path, reader in readers:
+        boxes = reader(text)
+        if boxes:
+            return BoxExtraction(tuple(boxes), path)
+    return BoxExtraction((), "none")
+
+
+def parse_box_string(text: str) -> RawBox | None:
+    """A gold box string ``"[x1, y1, x2, y2]"`` (the release's ``answer`` for detection) as numbers."""
+    match = _BRACKETED.fullmatch(text.strip())
+    return tuple(float(g) for g in match.groups()) if match else None  # type: ignore[return-value]

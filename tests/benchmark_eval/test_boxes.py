@@ -1,0 +1,106 @@
+"""Box extraction and conversion into the original image's pixels by the declared convention."""
+import pytest
+
+from mmbu.benchmark_eval.parser import (
+    BoxFormat,
+    SmartResize,
+    extract_boxes,
+    parse_box_string,
+    smart_resize,
+    to_original_pixels,
+)
+
+
+@pytest.mark.parametrize(
+    ("output", "boxes", "path"),
+    [
+        ('```json\n[{"bbox_2d": [10, 20, 110, 220], "label": "nucleus"}]\n```', [(10, 20, 110, 220)], "json"),
+        ('{"bbox": [1.5, 2, 3, 4.25]}', [(1.5, 2, 3, 4.25)], "json"),
+        ('{"box_2d": [[100, 200, 300, 400], [5, 6, 7, 8]]}', [(100, 200, 300, 400), (5, 6, 7, 8)], "json"),
+        ('{"objects": [{"bbox_2d": [1, 2, 3, 4]}, {"bbox_2d": [5, 6, 7, 8]}]}', [(1, 2, 3, 4), (5, 6, 7, 8)], "json"),
+        ("<|object_ref_start|>cell<|object_ref_end|><|box_start|>(12,34),(560,780)<|box_end|>",
+         [(12, 34, 560, 780)], "qwen_box_tokens"),
+        ("<ref>cell</ref><box>[[100, 200, 300, 400]]</box>", [(100, 200, 300, 400)], "internvl_box"),
+        ("<ref>cells</ref><box>[[1, 2, 3, 4], [5, 6, 7, 8]]</box>", [(1, 2, 3, 4), (5, 6, 7, 8)], "internvl_box"),
+        ("cell(12,34),(560,780)", [(12, 34, 560, 780)], "point_pair"),
+        ("The lesion is at [10, 20, 30, 40] and [50,60,70,80].", [(10, 20, 30, 40), (50, 60, 70, 80)],
+         "bracketed_list"),
+        ("<think>maybe [0, 0, 1, 1]</think>It is at [5, 5, 9, 9]", [(5, 5, 9, 9)], "bracketed_list"),
+    ],
+)
+def test_extracts_boxes(output, boxes, path):
+    extraction = extract_boxes(output)
+    assert extraction.path == path
+    assert list(extraction.boxes) == [tuple(float(v) for v in b) for b in boxes]
+
+
+@pytest.mark.parametrize("output", ["", None, "no box here", "[1, 2, 3]", '{"bbox_2d": [1, 2, "x", 4]}'])
+def test_no_box(output):
+    extraction = extract_boxes(output)
+    assert not extraction.found and extraction.path == "none"
+
+
+def test_gold_box_string():
+    assert parse_box_string("[10, 20.5, 30, 40]") == (10.0, 20.5, 30.0, 40.0)
+    assert parse_box_string("not a box") is None
+
+
+def test_pixel_boxes_of_a_shrunk_image_scale_back_to_the_original():
+    fmt = BoxFormat(scale="pixel")
+    # the runner sent a 500x250 copy of a 1000x500 image
+    assert to_original_pixels((50, 25, 100, 50), fmt, (1000, 500), (500, 250)) == (100, 50, 200, 100)
+    # nothing sent smaller: pixel boxes are already original pixels
+    assert to_original_pixels((50, 25, 100, 50), fmt, (1000, 500)) == (50, 25, 100, 50)
+
+
+def test_normalised_scales_and_y_first_order():
+    size = (640, 480)
+    assert to_original_pixels((250, 500, 750, 1000), BoxFormat(scale="norm1000"), size) == (160, 240, 480, 480)
+    assert to_original_pixels((0.25, 0.5, 0.75, 1.0), BoxFormat(scale="norm1"), size) == (160, 240, 480, 480)
+    # Gemini: [ymin, xmin, ymax, xmax] in 0-1000
+    gemini = BoxFormat(scale="norm1000", order="yxyx")
+    assert to_original_pixels((500, 250, 1000, 750), gemini, size) == (160, 240, 480, 480)
+
+
+def test_the_same_numbers_mean_different_boxes_under_different_conventions():
+    """Never guessed from magnitudes: 0-1000 numbers on a 400 px image under `pixel` are clipped, not rescaled."""
+    raw = (100, 100, 300, 300)
+    assert to_original_pixels(raw, BoxFormat(scale="pixel"), (400, 400)) == (100, 100, 300, 300)
+    assert to_original_pixels(raw, BoxFormat(scale="norm1000"), (400, 400)) == (40, 40, 120, 120)
+
+
+def test_qwen25_smart_resize_matches_the_processor():
+    spec = SmartResize()  # transformers' defaults: factor 28, 56*56 .. 14*14*4*1280 pixels
+    assert smart_resize(512, 512, spec) == (504, 504)
+    assert smart_resize(1000, 500, spec) == (1008, 504)
+    # over the budget: beta = sqrt(4000*3000/1003520) = 3.458; 4000/beta = 1156.7 -> 41*28, 3000/beta = 867.5 -> 30*28
+    w, h = smart_resize(4000, 3000, spec)
+    assert (w, h) == (1148, 840) and w * h <= spec.max_pixels
+    # under the minimum: scaled up
+    assert smart_resize(20, 20, spec) == (56, 56)
+
+
+def test_qwen25_pixel_boxes_refer_to_the_resized_image():
+    fmt = BoxFormat(scale="pixel", resize="qwen25_smart_resize(min_pixels=3136, max_pixels=28*28*1280)")
+    assert fmt.resize == SmartResize(min_pixels=3136, max_pixels=1003520)
+    # a 1000x500 image is seen as 1008x504; the box [504, 252, 1008, 504] is the right-bottom quarter
+    assert to_original_pixels((504, 252, 1008, 504), fmt, (1000, 500)) == (500, 250, 1000, 500)
+    # sent at half size: the processor sees smart_resize(500, 250) = (504, 252)
+    assert to_original_pixels((252, 126, 504, 252), fmt, (1000, 500), (500, 250)) == (500, 250, 1000, 500)
+
+
+def test_resize_spellings():
+    assert BoxFormat(scale="pixel", resize="none").resize is None
+    assert BoxFormat(scale="pixel", resize={"kind": "qwen25_smart_resize", "max_pixels": 1000}).resize.max_pixels == 1000
+    with pytest.raises(ValueError):
+        BoxFormat(scale="pixel", resize="bicubic_guess")
+    with pytest.raises(ValueError):
+        BoxFormat(scale="pixels")
+
+
+def test_clip_swap_and_reject():
+    fmt, size = BoxFormat(scale="pixel"), (100, 80)
+    assert to_original_pixels((90, 70, 10, 20), fmt, size) == (10, 20, 90, 70)  # inverted corners swapped
+    assert to_original_pixels((-10, -5, 150, 95), fmt, size) == (0, 0, 100, 80)  # clipped
+    assert to_original_pixels((10, 10, 10, 50), fmt, size) is None  # zero width
+    assert to_original_pixels((120, 10, 150, 50), fmt, size) is None  # entirely outside
