@@ -119,3 +119,41 @@ def write_png(path: Path, size: tuple[int, int] = (32, 24), value: int = 128, mo
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(array.astype("uint8"), mode=mode).save(path)
     return path
+
+
+def write_dicom(path: Path, rows: int = 20, columns: int = 30, **tags: Any) -> Path:
+    """A small uncompressed 12-bit DICOM file with the given header tags."""
+    import numpy as np
+    from pydicom.dataset import Dataset, FileMetaDataset
+    from pydicom.uid import ExplicitVRLittleEndian, generate_uid
+
+    meta = FileMetaDataset()
+    meta.MediaStorageSOPClassUID = "1.2.840.10008.5.1.4.1.1.2"
+    meta.MediaStorageSOPInstanceUID = generate_uid()
+    meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    ds = Dataset()
+    ds.file_meta = meta
+    ds.SOPClassUID = meta.MediaStorageSOPClassUID
+    ds.SOPInstanceUID = meta.MediaStorageSOPInstanceUID
+    ds.Rows, ds.Columns = rows, columns
+    ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 12, 11, 0
+    ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, "MONOCHROME2"
+    ds.PixelData = np.arange(rows * columns, dtype=np.uint16).tobytes()
+    for key, value in tags.items():
+        setattr(ds, key, value)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ds.save_as(path, enforce_file_format=True)
+    return path
+
+
+def write_aperio_slide(path: Path) -> Path:
+    """A tiled TIFF whose description makes openslide read it as an Aperio slide."""
+    import numpy as np
+    import tifffile
+
+    pixels = np.full((512, 640, 3), 200, np.uint8)
+    description = ("Aperio Image Library v12.0.0\n640x512 [0,0 640x512] (256x256) RAW/RGB"
+                   "|AppMag = 20|MPP = 0.4990")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tifffile.imwrite(path, pixels, tile=(256, 256), photometric="rgb", description=description, metadata=None)
+    return path

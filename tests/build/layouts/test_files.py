@@ -1,45 +1,11 @@
 """Per-sample metadata from headers: DICOM tags (pixels never read) and whole-slide properties."""
 from __future__ import annotations
 
-import numpy as np
 import pydicom
-import tifffile
-from pydicom.dataset import Dataset, FileMetaDataset
-from pydicom.uid import ExplicitVRLittleEndian, generate_uid
-from support.build_manifests import make_manifest
+from support.build_manifests import make_manifest, write_aperio_slide, write_dicom
 
 from mmbu.build.layouts import read_samples
 from mmbu.build.layouts.files import header_metadata, image_size
-
-
-def write_dicom(path, rows=20, columns=30, **tags):
-    meta = FileMetaDataset()
-    meta.MediaStorageSOPClassUID = "1.2.840.10008.5.1.4.1.1.2"
-    meta.MediaStorageSOPInstanceUID = generate_uid()
-    meta.TransferSyntaxUID = ExplicitVRLittleEndian
-    ds = Dataset()
-    ds.file_meta = meta
-    ds.SOPClassUID = meta.MediaStorageSOPClassUID
-    ds.SOPInstanceUID = meta.MediaStorageSOPInstanceUID
-    ds.Rows, ds.Columns = rows, columns
-    ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 12, 11, 0
-    ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, "MONOCHROME2"
-    ds.PixelData = np.arange(rows * columns, dtype=np.uint16).tobytes()
-    for key, value in tags.items():
-        setattr(ds, key, value)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ds.save_as(path, enforce_file_format=True)
-    return path
-
-
-def write_aperio_slide(path):
-    """A tiled TIFF whose description makes openslide read it as an Aperio slide."""
-    pixels = np.full((512, 640, 3), 200, np.uint8)
-    description = ("Aperio Image Library v12.0.0\n640x512 [0,0 640x512] (256x256) RAW/RGB"
-                   "|AppMag = 20|MPP = 0.4990")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tifffile.imwrite(path, pixels, tile=(256, 256), photometric="rgb", description=description, metadata=None)
-    return path
 
 
 def test_dicom_tags_and_size_come_from_the_header(tmp_path):
