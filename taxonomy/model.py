@@ -122,6 +122,20 @@ class Taxonomy:
         """Every abbreviation in the taxonomy (questions must not use them)."""
         return {abbr for f in self.facets.values() for term in f.terms for abbr in term.abbreviations}
 
+    def abbreviations_in(self, text: str) -> list[str]:
+        """Taxonomy abbreviations found in `text` as whole words, sorted.
+
+        Case-sensitive on purpose: "US" (ultrasound) and "IF" (immunofluorescence) are abbreviations,
+        "us" and "if" are English words.
+        """
+        return sorted({match.group(0) for match in self._abbreviation_pattern.finditer(text)})
+
+    @cached_property
+    def _abbreviation_pattern(self) -> re.Pattern[str]:
+        # Longest first so "SBF-SEM" wins over "SEM"; never matches inside a word.
+        alternatives = "|".join(re.escape(a) for a in sorted(self.abbreviations(), key=len, reverse=True))
+        return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)" if alternatives else r"(?!x)x")
+
     def _facet(self, facet: str) -> Facet:
         try:
             return self.facets[facet]

@@ -7,7 +7,6 @@ and that canonical names are written out in full (questions show them; abbreviat
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from mmbu.taxonomy.model import Facet, Taxonomy, normalise_text
@@ -29,13 +28,12 @@ class Problem:
 def validate_taxonomy(taxonomy: Taxonomy) -> list[Problem]:
     """Every structural problem of the taxonomy, in file order (empty when it is valid)."""
     problems: list[Problem] = []
-    abbreviations = taxonomy.abbreviations()
     for name, facet in taxonomy.facets.items():
         problems += _duplicate_ids(name, facet)
         problems += _duplicate_names(name, facet)
         problems += _parent_problems(taxonomy, name, facet)
         problems += _text_clashes(name, facet)
-        problems += _abbreviated_names(name, facet, abbreviations)
+        problems += _abbreviated_names(taxonomy, name, facet)
     return problems
 
 
@@ -117,11 +115,11 @@ def _text_clashes(facet_name: str, facet: Facet) -> list[Problem]:
     return problems
 
 
-def _abbreviated_names(facet_name: str, facet: Facet, abbreviations: set[str]) -> list[Problem]:
+def _abbreviated_names(taxonomy: Taxonomy, facet_name: str, facet: Facet) -> list[Problem]:
     """Canonical names appear in questions, so they must not contain an abbreviation as a whole word."""
     problems = []
     for term in facet.terms:
-        found = sorted(a for a in abbreviations if re.search(rf"(?<![\w]){re.escape(a)}(?![\w])", term.name))
+        found = taxonomy.abbreviations_in(term.name)
         if found:
             problems.append(Problem(facet_name, term.id, f"name {term.name!r} contains the abbreviation(s) {', '.join(found)}"))
     return problems

@@ -35,7 +35,16 @@ class _Strict(BaseModel):
 
 
 class ManifestError(ValueError):
-    """A manifest cannot be read or parsed; the message names the file and the field."""
+    """A manifest cannot be read or parsed; the message names the file and the field.
+
+    `problems` holds every (field path, reason) pair found, so a validator can report them all;
+    the field path is "(file)" when the file itself cannot be read or parsed.
+    """
+
+    def __init__(self, path: Path, problems: list[tuple[str, str]]) -> None:
+        self.path = path
+        self.problems = problems
+        super().__init__("\n".join(f"{path}: {field}: {reason}" for field, reason in problems))
 
 
 class DatasetMetadata(_Strict):
@@ -122,17 +131,41 @@ class DatasetManifest(_Strict):
 
 
 def load_manifest(path: str | Path) -> DatasetManifest:
-    """Parse one manifest file. Raises ManifestError naming the file and the first bad field."""
+    """Parse one manifest file. Raises ManifestError naming the file and every bad field."""
     path = Path(path)
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ManifestError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+        raise ManifestError(path, [("(file)", f"cannot read the file ({exc.strerror or exc})")]) from None
+    except UnicodeDecodeError as exc:
+        raise ManifestError(path, [("(file)", f"not UTF-8 text ({exc.reason} at byte {exc.start})")]) from None
     except yaml.YAMLError as exc:
-        raise ManifestError(f"{path}: not valid YAML ({exc})") from None
+        raise ManifestError(path, [("(file)", f"not valid YAML ({exc})")]) from None
+    if not isinstance(document, dict):
+        kind = "empty" if document is None else f"a YAML {type(document).__name__}"
+        raise ManifestError(path, [("(top level)", f"a manifest is a mapping of fields, this file is {kind}")])
     try:
         return DatasetManifest.model_validate(document)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise ManifestError(f"{path}: field {where}: {first['msg']}") from None
+        raise ManifestError(path, [(field_path(document, err["loc"]), err["msg"]) for err in exc.errors()]) from None
+
+
+def field_path(document: object, loc: tuple) -> str:
+    """Dotted path of a pydantic error location as the author wrote it.
+
+    Pydantic puts the tag of a discriminated union into the location (`source.zenodo.record`); the
+    manifest has no such key, so a step that matches the node's `kind` instead of one of its keys is dropped.
+    """
+    parts: list[str] = []
+    node = document
+    for step in loc:
+        if isinstance(node, dict) and step not in node and node.get("kind") == step:
+            continue
+        parts.append(str(step))
+        if isinstance(node, dict):
+            node = node.get(step)
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            node = node[step]
+        else:
+            node = None
+    return ".".join(parts) or "(top level)"

@@ -1,0 +1,209 @@
+"""Check dataset manifests beyond their structure, and report every problem of every file at once.
+
+Structure (types, required fields) comes from the pydantic models. On top of it a manifest must:
+have an `id` equal to its file stem and unique across the checked files; carry a current SPDX licence;
+name taxonomy terms in its metadata (a sub-modality under the stated modality); ask only for tasks its
+layout can provide; and have a label vocabulary that questions can show (no abbreviations, enough labels
+for the requested number of options).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mmbu.curation.manifest.licences import spdx_problem
+from mmbu.curation.manifest.model import DatasetManifest, ManifestError, load_manifest
+from mmbu.taxonomy.model import Taxonomy
+
+MANIFEST_SUFFIXES = (".yaml", ".yml")
+
+# metadata field -> taxonomy facet its value must come from
+METADATA_FACETS = {
+    "domain": "domain",
+    "modality": "modality",
+    "sub_modality": "sub_modality",
+    "stain": "stain",
+    "specimen": "specimen",
+    "specimen_subregion": "anatomy",
+}
+
+# layout kind -> tasks it can feed. image_mask_pairs feeds box tasks only when it separates instances.
+LAYOUT_TASKS: dict[str, frozenset[str]] = {
+    "folder_per_class": frozenset({"ungrounded_classification"}),
+    "label_table": frozenset({"ungrounded_classification"}),
+    "coco": frozenset({"box_grounded_classification", "object_detection"}),
+    "yolo": frozenset({"box_grounded_classification", "object_detection"}),
+    "voc": frozenset({"box_grounded_classification", "object_detection"}),
+    "image_mask_pairs": frozenset({"mask_grounded_classification"}),
+}
+INSTANCE_TASKS = frozenset({"box_grounded_classification", "object_detection"})
+CLASSIFICATION_TASKS = frozenset({"ungrounded_classification", "box_grounded_classification", "mask_grounded_classification"})
+
+
+@dataclass(frozen=True)
+class ManifestProblem:
+    """One defect: the file, the dotted field path inside it, and the reason."""
+
+    file: Path
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.field}: {self.reason}"
+
+
+@dataclass
+class ValidationReport:
+    """What a validation run saw: the files checked and every problem found."""
+
+    files: list[Path] = field(default_factory=list)
+    problems: list[ManifestProblem] = field(default_factory=list)
+
+    @property
+    def invalid_files(self) -> list[Path]:
+        return sorted({problem.file for problem in self.problems})
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def find_manifest_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Manifest files named by `paths`: files as given, directories by their *.yaml / *.yml files.
+
+    Raises FileNotFoundError naming the first path that does not exist.
+    """
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files += sorted(p for p in path.iterdir() if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+        elif path.exists():
+            files.append(path)
+        else:
+            raise FileNotFoundError(f"{path}: no such file or directory")
+    return files
+
+
+def validate_files(files: Iterable[Path], taxonomy: Taxonomy) -> ValidationReport:
+    """Load and check every file; one file's problems never stop the others being checked."""
+    report = ValidationReport()
+    ids: dict[str, Path] = {}
+    for path in files:
+        report.files.append(path)
+        try:
+            manifest = load_manifest(path)
+        except ManifestError as exc:
+            report.problems += [ManifestProblem(path, where, reason) for where, reason in exc.problems]
+            continue
+        report.problems += [ManifestProblem(path, where, reason) for where, reason in check_manifest(manifest, path, taxonomy)]
+        if manifest.id in ids:
+            report.problems.append(ManifestProblem(path, "id", f"{manifest.id!r} is already the id of {ids[manifest.id]}"))
+        ids.setdefault(manifest.id, path)
+    return report
+
+
+def check_manifest(manifest: DatasetManifest, path: Path | None, taxonomy: Taxonomy) -> list[tuple[str, str]]:
+    """Every (field path, reason) problem of one parsed manifest beyond its structure."""
+    problems: list[tuple[str, str]] = []
+    if path is not None and manifest.id != path.stem:
+        problems.append(("id", f"{manifest.id!r} must equal the file name stem {path.stem!r}"))
+    reason = spdx_problem(manifest.license)
+    if reason:
+        problems.append(("license", reason))
+    problems += list(_taxonomy_problems(manifest, taxonomy))
+    problems += list(_task_problems(manifest))
+    problems += list(_label_problems(manifest, taxonomy))
+    return problems
+
+
+def _taxonomy_problems(manifest: DatasetManifest, taxonomy: Taxonomy) -> Iterator[tuple[str, str]]:
+    metadata = manifest.metadata
+    for field_name, facet in METADATA_FACETS.items():
+        raw = getattr(metadata, field_name)
+        if raw is None or facet not in taxonomy.facets:
+            continue
+        if taxonomy.resolve(facet, raw) is None:
+            suggestion = taxonomy.closest(facet, raw)
+            hint = f"; did you mean {suggestion.name!r}?" if suggestion else f"; see `mmbu taxonomy show --facet {facet}`"
+            yield f"metadata.{field_name}", f"{raw!r} is not a term of the taxonomy facet {facet!r}{hint}"
+    modality = taxonomy.resolve("modality", metadata.modality)
+    sub_modality = taxonomy.resolve("sub_modality", metadata.sub_modality)
+    if modality and sub_modality and sub_modality.parent != modality.id:
+        parent = taxonomy.get("modality", sub_modality.parent) if sub_modality.parent else None
+        yield "metadata.sub_modality", (
+            f"{sub_modality.name!r} is a sub-modality of {parent.name if parent else 'no modality'!r}, "
+            f"not of {modality.name!r}"
+        )
+
+
+def layout_tasks(manifest: DatasetManifest) -> frozenset[str]:
+    """The tasks this manifest's layout can feed."""
+    tasks = LAYOUT_TASKS.get(manifest.layout.kind, frozenset())
+    if manifest.layout.kind == "image_mask_pairs" and getattr(manifest.layout, "instances", False) not in (False, None, "none"):
+        tasks = tasks | INSTANCE_TASKS
+    return tasks
+
+
+def _task_problems(manifest: DatasetManifest) -> Iterator[tuple[str, str]]:
+    possible = layout_tasks(manifest)
+    for index, task in enumerate(manifest.tasks):
+        if task in possible:
+            continue
+        if task in INSTANCE_TASKS and manifest.layout.kind == "image_mask_pairs":
+            reason = "needs boxes; an image_mask_pairs layout gives them only with `instances` (components or ids)"
+        elif task in INSTANCE_TASKS:
+            reason = "needs boxes: a coco, yolo or voc layout, or image_mask_pairs with instances"
+        elif task == "mask_grounded_classification":
+            reason = "needs masks: an image_mask_pairs layout"
+        else:
+            reason = "needs an image-level label: a folder_per_class or label_table layout"
+        yield f"tasks.{index}", f"{task} {reason} (this layout is {manifest.layout.kind})"
+    if len(set(manifest.tasks)) != len(manifest.tasks):
+        yield "tasks", "lists a task more than once"
+
+
+def _label_problems(manifest: DatasetManifest, taxonomy: Taxonomy) -> Iterator[tuple[str, str]]:
+    display_names: set[str] = set()
+    for raw in manifest.labels:
+        spec = manifest.label_spec(raw)
+        where = f"labels.{raw}"
+        if not str(raw).strip():
+            yield "labels", "a raw label is empty"
+        if not spec.name.strip():
+            yield where, "the display name is empty"
+            continue
+        display_names.add(spec.name.strip().casefold())
+        found = taxonomy.abbreviations_in(spec.name)
+        if found:
+            yield where, f"display name {spec.name!r} uses the abbreviation(s) {', '.join(found)}; write them out in full"
+    hints = manifest.questions
+    for name in ("options_name", "target_name"):
+        text = getattr(hints, name)
+        found = taxonomy.abbreviations_in(text) if text else []
+        if found:
+            yield f"questions.{name}", f"{text!r} uses the abbreviation(s) {', '.join(found)}; write them out in full"
+    for where, raw in _layout_raw_labels(manifest):
+        if raw not in manifest.labels:
+            yield where, f"raw label {raw!r} is not in labels (add it with its display name)"
+    if CLASSIFICATION_TASKS.intersection(manifest.tasks):
+        available = len(display_names) + (1 if hints.none_of_the_above else 0)
+        if hints.n_options > available:
+            extra = " plus 'None of the above'" if hints.none_of_the_above else ""
+            yield "questions.n_options", (
+                f"{hints.n_options} options asked, but the labels give only {len(display_names)} distinct display "
+                f"name(s){extra} = {available}"
+            )
+
+
+def _layout_raw_labels(manifest: DatasetManifest) -> Iterator[tuple[str, str]]:
+    """Raw labels the layout itself declares (the others are only known once the files are read)."""
+    layout = manifest.layout
+    for value, raw in (getattr(layout, "mask_values", None) or {}).items():
+        yield f"layout.mask_values.{value}", raw
+    for index, raw in enumerate(getattr(layout, "class_names", None) or []):
+        yield f"layout.class_names.{index}", raw
+    instance_label = getattr(layout, "instance_label", None)
+    if instance_label:
+        yield "layout.instance_label", instance_label
