@@ -1,0 +1,196 @@
+"""Whole-slide images (SVS, NDPI, MRXS, generic pyramidal TIFF, DICOM WSI) to a bounded thumbnail.
+
+How a slide becomes an output image with bounded memory, whatever its size:
+
+1. The output's longest side is `options.max_size` or `WSI_DEFAULT_MAX_SIZE` (never enlarged).
+2. The pyramid level is openslide's `get_best_level_for_downsample` for the wanted downsample:
+   the smallest level that is still at least as large as the output.
+3. That level is read in tiles of at most `TILE_SIZE` level pixels (`read_region` takes level-0
+   coordinates), each tile is composited onto the slide's background colour
+   (`openslide.background-color`, white when absent) and shrunk by the integer part of the
+   remaining downsample with an exact box filter (`Image.reduce`) into an intermediate canvas
+   at most twice the output size; the canvas is then resized to the output with LANCZOS.
+   Reducing tiles whose sizes are multiples of the factor is seam-free, and peak memory is a
+   few tiles plus the canvas — never a full level, so a huge single-level slide stays bounded
+   (openslide's own `get_thumbnail` reads the whole level).
+4. Tiles are read by `READ_THREADS` threads: openslide decodes with the GIL released.
+
+With `options.as_mask` the slide is a label image: the first channel is kept, tiles are
+subsampled (nearest) rather than averaged, and the final resize is nearest.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from mmbu.build.convert import display
+from mmbu.build.convert.base import WSI_DEFAULT_MAX_SIZE, ConversionError, Converted, ConvertOptions
+
+TILE_SIZE = 1024  # level pixels per side read at once: 4 MiB of RGBA per tile in flight
+READ_THREADS = 2
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """Where and how a slide is read: a pure description, decided before any pixel is decoded."""
+
+    level: int
+    level_downsample: float
+    level_size: tuple[int, int]  # (width, height) of the level
+    reduce_factor: int  # integer shrink applied to each tile
+    tile_size: int  # level pixels per tile side, a multiple of reduce_factor
+    output_size: tuple[int, int]  # (width, height) of the final image
+
+
+def read(path: Path, options: ConvertOptions) -> Converted:
+    """Convert a whole-slide image to an RGB thumbnail (or a label image with `options.as_mask`)."""
+    import openslide  # imported here: loading libopenslide is only worth it for slides
+
+    slide_path = resolve_slide_path(Path(path))
+    try:
+        slide = openslide.OpenSlide(str(slide_path))
+    except openslide.OpenSlideUnsupportedFormatError as exc:
+        raise ConversionError(f"{slide_path} is not a slide format openslide can read") from exc
+    except (openslide.OpenSlideError, OSError) as exc:
+        raise ConversionError(f"{slide_path} cannot be opened as a slide ({_cause(exc)})") from exc
+    with slide:
+        # tiles are read once each, so openslide's tile cache would only hold memory
+        slide.set_cache(openslide.OpenSlideCache(0))
+        max_size = options.max_size or WSI_DEFAULT_MAX_SIZE
+        plan = plan_read(slide.level_dimensions, slide.level_downsamples, max_size, slide.get_best_level_for_downsample)
+        background = background_colour(slide.properties)
+        try:
+            canvas, tiles = _read_level(slide, plan, background, options.as_mask)
+        except openslide.OpenSlideError as exc:
+            raise ConversionError(f"{slide_path} has unreadable tiles at level {plan.level} ({_cause(exc)})") from exc
+        properties = dict(slide.properties)
+    pixels = display.to_label_image(canvas) if options.as_mask else canvas
+    width, height = plan.output_size
+    pixels = display.resize_longest_side(pixels, max(width, height), is_mask=options.as_mask)
+    params = _params(slide_path, properties, plan, background, tiles, options.as_mask)
+    return Converted(pixels=pixels, format="wsi", frame=None, params=params)
+
+
+def resolve_slide_path(path: Path) -> Path:
+    """The file to hand to openslide. MRXS: the `.mrxs` file (or a directory holding exactly one),
+    which must have its same-named data folder next to it."""
+    if path.is_dir():
+        candidates = sorted(path.glob("*.mrxs"))
+        if len(candidates) != 1:
+            found = f"{len(candidates)} .mrxs files" if candidates else "no .mrxs file"
+            raise ConversionError(f"the directory {path} holds {found}; a MIRAX slide directory holds exactly one")
+        path = candidates[0]
+    if not path.exists():
+        raise ConversionError(f"{path} does not exist")
+    if path.suffix.lower() == ".mrxs":
+        data_folder = path.with_suffix("")
+        if not (data_folder / "Slidedat.ini").is_file():
+            raise ConversionError(
+                f"the MIRAX slide {path.name} has no data folder {data_folder.name}/ with a Slidedat.ini next to it"
+            )
+    return path
+
+
+def plan_read(
+    level_dimensions: tuple[tuple[int, int], ...],
+    level_downsamples: tuple[float, ...],
+    max_size: int,
+    best_level_for_downsample,
+) -> ReadPlan:
+    """Choose the level (smallest one still at least the output size), tile size and shrink factor."""
+    base_width, base_height = level_dimensions[0]
+    height, width = display.output_size(base_height, base_width, max_size)
+    wanted = max(base_width / width, base_height / height)
+    level = int(best_level_for_downsample(wanted))
+    level_width, level_height = level_dimensions[level]
+    remaining = max(level_width / width, level_height / height)
+    reduce_factor = max(1, int(np.floor(remaining + 1e-9)))
+    tile_size = max(reduce_factor, (TILE_SIZE // reduce_factor) * reduce_factor)
+    return ReadPlan(
+        level=level,
+        level_downsample=float(level_downsamples[level]),
+        level_size=(int(level_width), int(level_height)),
+        reduce_factor=reduce_factor,
+        tile_size=tile_size,
+        output_size=(int(width), int(height)),
+    )
+
+
+def background_colour(properties) -> tuple[int, int, int]:
+    """The slide's `openslide.background-color` (hex RRGGBB), white when absent or malformed."""
+    value = properties.get("openslide.background-color", "FFFFFF")
+    try:
+        return tuple(int(value[i : i + 2], 16) for i in (0, 2, 4))  # type: ignore[return-value]
+    except (ValueError, TypeError):
+        return (255, 255, 255)
+
+
+def _read_level(slide, plan: ReadPlan, background: tuple[int, int, int], as_mask: bool) -> tuple[np.ndarray, int]:
+    """Stream the chosen level tile by tile into a canvas shrunk by `plan.reduce_factor`."""
+    level_width, level_height = plan.level_size
+    factor, tile = plan.reduce_factor, plan.tile_size
+    canvas_width, canvas_height = -(-level_width // factor), -(-level_height // factor)
+    canvas = np.zeros((canvas_height, canvas_width) if as_mask else (canvas_height, canvas_width, 3), np.uint8)
+    origins = [(x, y) for y in range(0, level_height, tile) for x in range(0, level_width, tile)]
+
+    def read_tile(origin: tuple[int, int]) -> tuple[tuple[int, int], np.ndarray]:
+        x, y = origin
+        size = (min(tile, level_width - x), min(tile, level_height - y))
+        location = (int(round(x * plan.level_downsample)), int(round(y * plan.level_downsample)))  # level-0 coords
+        region = slide.read_region(location, plan.level, size)
+        return origin, _shrink_tile(region, factor, background, as_mask)
+
+    with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+        for (x, y), shrunk in pool.map(read_tile, origins):
+            top, left = y // factor, x // factor
+            canvas[top : top + shrunk.shape[0], left : left + shrunk.shape[1]] = shrunk
+    return canvas, len(origins)
+
+
+def _shrink_tile(region: Image.Image, factor: int, background: tuple[int, int, int], as_mask: bool) -> np.ndarray:
+    """Composite (only where a tile has transparency) and box-shrink one RGBA tile, staying in Pillow."""
+    if as_mask:
+        labels = np.asarray(region.getchannel("R"))
+        return labels[::factor, ::factor] if factor > 1 else labels
+    if region.getchannel("A").getextrema()[0] == 255:  # fully scanned tile: nothing to composite
+        rgb = region.convert("RGB")
+    else:
+        rgb = Image.fromarray(display.composite_on_background(np.asarray(region), background))
+    return np.asarray(rgb.reduce(factor) if factor > 1 else rgb)
+
+
+def _params(
+    slide_path: Path, properties: dict[str, str], plan: ReadPlan, background: tuple[int, int, int], tiles: int, as_mask: bool
+) -> dict[str, Any]:
+    def number(key: str) -> float | None:
+        try:
+            return float(properties[key])
+        except (KeyError, ValueError):
+            return None
+
+    return {
+        "vendor": properties.get("openslide.vendor"),
+        "slide_file": slide_path.name,
+        "level": plan.level,
+        "level_downsample": plan.level_downsample,
+        "level_dimensions": list(plan.level_size),
+        "level0_dimensions": [int(properties.get("openslide.level[0].width", 0)), int(properties.get("openslide.level[0].height", 0))],
+        "level_count": int(properties.get("openslide.level-count", 1)),
+        "downsample": round(plan.level_downsample * plan.level_size[0] / plan.output_size[0], 4),
+        "output_size": list(plan.output_size),
+        "mpp": [number("openslide.mpp-x"), number("openslide.mpp-y")],
+        "objective_power": number("openslide.objective-power"),
+        "background": "#%02X%02X%02X" % background,
+        "read": {"tiles": tiles, "tile_size": plan.tile_size, "reduce_factor": plan.reduce_factor},
+        "resample": "nearest" if as_mask else "box reduce per tile, then lanczos",
+    }
+
+
+def _cause(exc: BaseException) -> str:
+    text = str(exc).strip().rstrip(".")
+    return text.splitlines()[0] if text else type(exc).__name__
