@@ -40,6 +40,7 @@ class ConvertOptions:
     slice: int | Literal["middle", "mask_max_area"] = "middle"  # NIfTI slice along `axis`
     axis: int = 2  # NIfTI axis after reorientation to RAS (2 = axial)
     window: tuple[float, float] | None = None  # (center, width) overriding the file's window
+    window_index: int = 0  # which of a DICOM file's alternative windows / VOI LUTs to apply
     slice_mask: Path | None = None  # mask volume that picks the slice when slice == "mask_max_area"
 
 

@@ -1,0 +1,239 @@
+"""Convert many sources to PNG: walk inputs, convert each in worker processes, report one JSON line each.
+
+The report follows DESIGN §3.2. One bad file never stops the batch: its line says `status: "error"`
+with one readable sentence. A worker process that dies (a decoder crash) is replaced and the file that
+killed it is reported as an error. The report is streamed into a temporary file beside the target and
+moved into place when the batch ends, so a reader never sees a half-written report.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from mmbu.build.convert.base import ConversionError, ConvertOptions
+from mmbu.build.convert.dispatch import read_identified
+from mmbu.build.convert.sniff import identify, is_slide_companion, mrxs_in_directory
+from mmbu.build.convert.writer import plan_output_names, write_png
+
+REPORT_NAME = "convert-report.jsonl"
+# Companion files that belong to another source in the same folder: (suffix, owner's suffix)
+COMPANIONS = ((".img", ".hdr"), (".img.gz", ".hdr.gz"))
+
+
+def walk_sources(sources: Iterable[str | Path], skip: Iterable[Path] = ()) -> list[Path]:
+    """Expand the user's sources into the list of things to convert, in a stable order.
+
+    A file is one source. A directory that is itself one multi-file slide (exactly one `.mrxs` with
+    its data folder and nothing else) is one source; any other directory is walked. The data folder of
+    an MRXS slide, the `.img` half of an Analyze/NIfTI pair, hidden files and `skip` (the output folder
+    and report) are left out.
+    """
+    skipped = {Path(p).resolve() for p in skip}
+    found: list[Path] = []
+    for source in sources:
+        path = Path(source)
+        if path.is_dir() and not _is_single_slide_directory(path):
+            found.extend(_walk_directory(path, skipped))
+        elif path.resolve() not in skipped:
+            found.append(path)
+    unique: dict[Path, Path] = {}
+    for path in found:
+        unique.setdefault(path.resolve(), path)
+    return list(unique.values())
+
+
+def _is_single_slide_directory(directory: Path) -> bool:
+    slide = mrxs_in_directory(directory)
+    if slide is None:
+        return False
+    visible = {p.name for p in directory.iterdir() if not p.name.startswith(".")}
+    return visible <= {slide.name, slide.stem}
+
+
+def _walk_directory(directory: Path, skipped: set[Path]) -> Iterator[Path]:
+    for entry in sorted(directory.iterdir(), key=lambda p: p.name):
+        if entry.name.startswith(".") or entry.resolve() in skipped:
+            continue
+        if entry.is_dir():
+            if not is_slide_companion(entry):
+                yield from _walk_directory(entry, skipped)
+        elif not _is_companion_file(entry):
+            yield entry
+
+
+def _is_companion_file(path: Path) -> bool:
+    name = path.name.lower()
+    for suffix, owner_suffix in COMPANIONS:
+        if name.endswith(suffix):
+            owner = path.with_name(path.name[: -len(suffix)] + owner_suffix)
+            if owner.exists():
+                return True
+    return False
+
+
+def convert_one(source: Path, output: Path, options: ConvertOptions) -> dict[str, Any]:
+    """Convert one source into `output` (a PNG path) and return its report record; never raises."""
+    record: dict[str, Any] = {
+        "source": str(source), "output": None, "status": "error", "error": None, "format": None,
+        "width": None, "height": None, "mode": None, "frame": None, "params": {},
+    }
+    try:
+        identified = identify(source)
+        record["format"] = identified.format
+        converted = read_identified(identified, options)
+        write_png(converted.pixels, output)
+    except ConversionError as error:
+        record["error"] = str(error)
+        return record
+    except MemoryError:
+        record["error"] = f"{source} needs more memory than is available to convert"
+        return record
+    except Exception as error:  # a reader bug must cost one file, not the batch
+        record["error"] = f"unexpected {type(error).__name__} while converting {source}: {error}"
+        return record
+    record.update(
+        output=str(output), status="ok", width=converted.width, height=converted.height,
+        mode=converted.mode, frame=converted.frame, params=_jsonable(converted.params),
+    )
+    if options.as_mask:
+        record["params"].setdefault("as_mask", True)
+    return record
+
+
+def convert_paths(
+    sources: Iterable[str | Path],
+    out_dir: str | Path,
+    options: ConvertOptions | None = None,
+    report_path: str | Path | None = None,
+    jobs: int = 1,
+    show_progress: bool = False,
+) -> list[dict[str, Any]]:
+    """Convert every source under `sources` into PNGs in `out_dir`; returns the report records in source order.
+
+    The report (default `out_dir/convert-report.jsonl`) is replaced atomically when the batch ends.
+    `jobs` > 1 converts in that many worker processes.
+    """
+    options = options or ConvertOptions()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report_path = Path(report_path) if report_path else out_dir / REPORT_NAME
+    paths = walk_sources(sources, skip=(out_dir, report_path))
+    outputs = [out_dir / name for name in plan_output_names(paths)]
+    tasks = list(zip(paths, outputs))
+    records: dict[Path, dict[str, Any]] = {}
+
+    with _ReportWriter(report_path) as report, _progress(len(tasks), show_progress) as advance:
+        def accept(record: dict[str, Any], source: Path) -> None:
+            records[source] = record
+            report.write(record)
+            advance()
+
+        if jobs <= 1 or len(tasks) <= 1:
+            for source, output in tasks:
+                accept(convert_one(source, output, options), source)
+        else:
+            _convert_in_pool(tasks, options, jobs, accept)
+    return [records[source] for source, _ in tasks]
+
+
+def _convert_in_pool(
+    tasks: list[tuple[Path, Path]], options: ConvertOptions, jobs: int,
+    accept: Callable[[dict[str, Any], Path], None],
+) -> None:
+    crashed: list[tuple[Path, Path]] = []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(convert_one, source, output, options): (source, output) for source, output in tasks}
+        for future in as_completed(futures):
+            source, output = futures[future]
+            try:
+                accept(future.result(), source)
+            except BrokenProcessPool:
+                crashed.append((source, output))
+    # A dead worker breaks every pending future; retry those alone to find the file that kills it.
+    for source, output in crashed:
+        try:
+            with ProcessPoolExecutor(max_workers=1) as pool:
+                accept(pool.submit(convert_one, source, output, options).result(), source)
+        except BrokenProcessPool:
+            Path(output).unlink(missing_ok=True)
+            accept(_crash_record(source), source)
+
+
+def _crash_record(source: Path) -> dict[str, Any]:
+    return {
+        "source": str(source), "output": None, "status": "error",
+        "error": f"the converter process crashed while reading {source} (a decoder failed on this file)",
+        "format": None, "width": None, "height": None, "mode": None, "frame": None, "params": {},
+    }
+
+
+class _ReportWriter:
+    """Streams JSON lines into a temporary file next to the report; moves it into place on close."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+
+    def __enter__(self) -> _ReportWriter:
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        handle, self.temporary = tempfile.mkstemp(dir=self.target.parent, prefix=f".{self.target.name}.", suffix=".tmp")
+        self.stream = os.fdopen(handle, "w", encoding="utf-8")
+        return self
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.stream.flush()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stream.flush()
+        os.fsync(self.stream.fileno())
+        self.stream.close()
+        os.replace(self.temporary, self.target)
+
+
+class _progress:
+    """A rich progress bar on stderr (or nothing), exposing one `advance()` callable."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.progress = Progress(
+            TextColumn("converting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            console=Console(stderr=True), disable=not enabled,
+        )
+        self.total = total
+
+    def __enter__(self) -> Callable[[], None]:
+        self.progress.start()
+        task = self.progress.add_task("convert", total=self.total)
+        return lambda: self.progress.advance(task)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.progress.stop()
+
+
+def _jsonable(value: Any) -> Any:
+    """Report params as plain JSON: numpy scalars/arrays, paths, tuples and dataclasses converted."""
+    if isinstance(value, dict):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, np.generic):
+        return _jsonable(value.item())
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(asdict(value))
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value

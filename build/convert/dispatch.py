@@ -1,0 +1,57 @@
+"""One source in, one `Converted` out: sniff the format, call its reader, fit the output size.
+
+Readers are imported lazily from `base.READERS`, so converting a PNG never loads openslide or gdcm.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from mmbu.build.convert.base import READERS, ConversionError, Converted, ConvertOptions
+from mmbu.build.convert.display import resize_longest_side
+from mmbu.build.convert.sniff import Identified, identify
+
+Reader = Callable[[Path, ConvertOptions], Converted]
+
+
+def load_reader(format_name: str) -> Reader:
+    """The `read(path, options)` function registered for `format_name` in `base.READERS`."""
+    try:
+        module_name, function_name = READERS[format_name].split(":")
+    except KeyError:
+        raise ConversionError(f"no reader is registered for the format {format_name!r}") from None
+    return getattr(importlib.import_module(module_name), function_name)
+
+
+def read_image(path: str | Path, options: ConvertOptions | None = None) -> Converted:
+    """Read any supported source as 8-bit display pixels (or label values for masks) plus what was done."""
+    return read_identified(identify(path), options)
+
+
+def read_identified(identified: Identified, options: ConvertOptions | None = None) -> Converted:
+    """`read_image` for a source already sniffed (the batch sniffs first to report the format on errors)."""
+    options = options or ConvertOptions()
+    converted = load_reader(identified.format)(identified.path, options)
+    converted.params.setdefault("detected", identified.detail or identified.format)
+    check_converted(converted, identified.path)
+    if options.max_size is not None:
+        before = converted.pixels.shape[:2]
+        converted.pixels = resize_longest_side(converted.pixels, options.max_size, is_mask=options.as_mask)
+        if converted.pixels.shape[:2] != before:
+            converted.params["resized_from"] = [int(before[1]), int(before[0])]  # width, height
+            converted.params["resample"] = "nearest" if options.as_mask else "lanczos"
+    return converted
+
+
+def check_converted(converted: Converted, source: Path) -> None:
+    """Enforce the reader contract: uint8, (H, W) or (H, W, 3); a reader bug must not become a bad PNG."""
+    pixels = converted.pixels
+    shape_ok = pixels.ndim == 2 or (pixels.ndim == 3 and pixels.shape[2] == 3)
+    if pixels.dtype != np.uint8 or not shape_ok or pixels.size == 0:
+        raise ConversionError(
+            f"the {converted.format} reader returned {pixels.dtype} pixels of shape {pixels.shape} for {source.name}, "
+            "not 8-bit grayscale or RGB"
+        )

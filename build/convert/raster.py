@@ -1,0 +1,129 @@
+"""JPEG / PNG / BMP / GIF / WebP / JPEG 2000 (Pillow) → 8-bit L or RGB display pixels.
+
+What is done, in order, and recorded in params:
+- the decompression-bomb guard stays on (`Image.MAX_IMAGE_PIXELS`): a raster too large for it is an
+  error telling the user to use the whole-slide path (a pyramidal TIFF), not a silent memory blow-up;
+- EXIF orientation is applied (`ImageOps.exif_transpose`), so camera photos stand upright;
+- an embedded ICC profile is converted to sRGB (`ImageCms`), so colours mean the same in every PNG;
+- transparency (RGBA, LA, palette with transparency) is composited onto white;
+- 16-bit and 32-bit integer / float grayscale is windowed by percentiles (or the user's window),
+  never shifted (`>> 8` turns 12-bit data black);
+- CMYK, YCbCr, LAB, HSV and palette images become RGB; 1-bit images become L.
+"""
+from __future__ import annotations
+
+import io
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image, ImageCms, ImageOps, UnidentifiedImageError
+
+from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
+from mmbu.build.convert.display import composite_on_background, grey_to_uint8, to_label_image
+
+BACKGROUND = (255, 255, 255)  # transparent pixels are shown on white, as a browser would
+HIGH_DEPTH_GREY = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
+TO_RGB = ("CMYK", "YCbCr", "LAB", "HSV", "RGBX")
+SRGB_PROFILE = ImageCms.createProfile("sRGB")
+
+
+def read(path: Path, options: ConvertOptions) -> Converted:
+    """Read a Pillow-readable raster as 8-bit pixels, or its label values with `options.as_mask`."""
+    path = Path(path)
+    with _open(path) as image:
+        params: dict[str, Any] = {"decoder": f"Pillow {Image.__version__}", "source_format": image.format,
+                                  "source_mode": image.mode}
+        frame = _seek_frame(image, options.frame, path)
+        try:
+            image.load()
+            upright = ImageOps.exif_transpose(image)
+        except (OSError, SyntaxError, ValueError) as error:
+            raise ConversionError(f"{path} is truncated or corrupt ({error})") from None
+        orientation = image.getexif().get(0x0112, 1)
+        if orientation not in (None, 1):
+            params["exif_orientation_applied"] = int(orientation)
+        if options.as_mask:
+            return Converted(_labels(upright, path), "raster", frame, params)
+        pixels = _to_display(upright, options, params, path)
+    return Converted(pixels, "raster", frame, params)
+
+
+def _open(path: Path) -> Image.Image:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # only the hard limit refuses
+            return Image.open(path)
+    except Image.DecompressionBombError:
+        raise ConversionError(
+            f"{path} is larger than Pillow's decompression-bomb limit ({Image.MAX_IMAGE_PIXELS:,} pixels, "
+            "refused above twice that); a raster this large must go through the whole-slide path "
+            "(save it as a tiled pyramidal TIFF)"
+        ) from None
+    except UnidentifiedImageError:
+        raise ConversionError(f"{path} cannot be identified as an image by Pillow") from None
+    except OSError as error:
+        raise ConversionError(f"{path} cannot be opened as an image ({error})") from None
+
+
+def _seek_frame(image: Image.Image, requested: int | str, path: Path) -> int | None:
+    """Animated GIF/WebP/APNG: frame 0 unless an index is asked for ('middle' means the first here)."""
+    frames = int(getattr(image, "n_frames", 1))
+    if frames <= 1:
+        return None
+    index = 0 if requested == "middle" else int(requested)
+    if not 0 <= index < frames:
+        raise ConversionError(f"frame {index} was requested but {path} has {frames} frame(s) (0-based)")
+    image.seek(index)
+    return index
+
+
+def _to_display(image: Image.Image, options: ConvertOptions, params: dict, path: Path) -> np.ndarray:
+    if image.mode in HIGH_DEPTH_GREY:
+        values = np.asarray(image)
+        pixels, params["window"] = grey_to_uint8(values, options.window)
+        return pixels
+    if image.mode == "1":
+        return np.asarray(image.convert("L"))
+    if image.mode in ("P", "PA"):
+        has_alpha = image.mode == "PA" or "transparency" in image.info
+        image = image.convert("RGBA" if has_alpha else "RGB")
+        params["palette_expanded"] = True
+    image = _to_srgb(image, params, path)
+    if image.mode in TO_RGB:
+        image = image.convert("RGB")
+    if image.mode == "LA":
+        grey_alpha = np.asarray(image)
+        rgba = np.dstack([grey_alpha[..., 0]] * 3 + [grey_alpha[..., 1]])
+        params["alpha"] = f"composited on {BACKGROUND}"
+        return composite_on_background(rgba, BACKGROUND)[..., 0]
+    if image.mode == "RGBA":
+        params["alpha"] = f"composited on {BACKGROUND}"
+        return composite_on_background(np.asarray(image), BACKGROUND)
+    if image.mode in ("L", "RGB"):
+        return np.asarray(image)
+    raise ConversionError(f"{path} has the image mode {image.mode}, which this converter does not handle")
+
+
+def _to_srgb(image: Image.Image, params: dict, path: Path) -> Image.Image:
+    """Convert colour with an embedded ICC profile to sRGB; grayscale profiles are left alone."""
+    icc = image.info.get("icc_profile")
+    if not icc or image.mode not in ("RGB", "RGBA", "CMYK"):
+        return image
+    try:
+        source_profile = ImageCms.ImageCmsProfile(io.BytesIO(icc))
+        output_mode = "RGBA" if image.mode == "RGBA" else "RGB"
+        converted = ImageCms.profileToProfile(image, source_profile, SRGB_PROFILE, outputMode=output_mode)
+    except (ImageCms.PyCMSError, OSError, ValueError) as error:
+        params["icc"] = f"embedded profile unreadable, colours kept as stored ({error})"
+        return image
+    description = ImageCms.getProfileDescription(source_profile).strip()
+    params["icc"] = f"converted from {description or 'embedded profile'} to sRGB"
+    return converted
+
+
+def _labels(image: Image.Image, path: Path) -> np.ndarray:
+    if image.mode in ("RGB", "RGBA", "CMYK", "YCbCr", "LA", "PA"):
+        raise ConversionError(f"{path} is a colour image ({image.mode}); a mask must hold one label value per pixel")
+    return to_label_image(np.asarray(image))  # P: palette indices are the labels

@@ -1,0 +1,252 @@
+"""Identify a source's format from its content, not its name.
+
+`identify(path)` returns the format (one of `base.FORMATS`) and the path its reader should open —
+usually the same path, but for a directory holding an MRXS slide it is the `.mrxs` file inside.
+Anything that is not an image we can convert (empty, unknown, encrypted, an archive, a PDF) is a
+`ConversionError` whose message says what the file is and why it cannot be converted.
+
+Order matters: magic numbers first (cheap, unambiguous), then TIFF flavours (OME-XML, then openslide's
+vendor detection), then DICOM without a preamble (pydicom with sanity checks), then openslide for the
+remaining vendor files (MRXS, VMS), then Pillow's own identification as a last resort.
+"""
+from __future__ import annotations
+
+import gzip
+import struct
+import warnings
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from mmbu.build.convert.base import ConversionError
+
+# SOP Class UID of DICOM whole-slide images: read through openslide, never as one DICOM frame
+VL_WHOLE_SLIDE_MICROSCOPY = "1.2.840.10008.5.1.4.1.1.77.1.6"
+
+HEADER_BYTES = 1024
+
+RASTER_MAGIC = (
+    (b"\xff\xd8\xff", "JPEG"),
+    (b"\x89PNG\r\n\x1a\n", "PNG"),
+    (b"GIF87a", "GIF"),
+    (b"GIF89a", "GIF"),
+    (b"BM", "BMP"),
+    (b"\x00\x00\x00\x0cjP  \r\n\x87\n", "JPEG 2000"),
+)
+TIFF_MAGIC = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")  # classic and BigTIFF, both byte orders
+
+# Things people put in data folders that are not images: magic -> what to tell them
+NOT_IMAGES = (
+    (b"%PDF-", "a PDF document"),
+    (b"Rar!\x1a\x07", "a RAR archive; extract it first"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive; extract it first"),
+    (b"BZh", "a bzip2-compressed file; decompress it first"),
+    (b"\xfd7zXZ\x00", "an xz-compressed file; decompress it first"),
+    (b"\x89HDF\r\n\x1a\n", "an HDF5 file, not an image this converter reads"),
+    (b"\x93NUMPY", "a NumPy array file, not an image this converter reads"),
+)
+
+# openslide vendors that are always whole-slide images
+WSI_VENDORS = frozenset({"aperio", "hamamatsu", "leica", "mirax", "philips", "sakura", "trestle", "ventana", "synthetic", "dicom", "zeiss"})
+
+
+@dataclass(frozen=True)
+class Identified:
+    """What a source is: the format key, the path to hand to its reader, and a detail for the report."""
+
+    format: str
+    path: Path
+    detail: str = ""
+
+
+def identify(path: str | Path) -> Identified:
+    """Sniff the format of `path` (a file, or a directory holding one multi-file slide)."""
+    path = Path(path)
+    if path.is_dir():
+        slide = mrxs_in_directory(path)
+        if slide is None:
+            raise ConversionError(f"{path} is a directory without a multi-file slide (.mrxs) in it")
+        return Identified("wsi", slide, "mirax")
+    if not path.exists():
+        raise ConversionError(f"{path} does not exist")
+    head = _read_head(path)
+    if not head:
+        raise ConversionError(f"{path} is empty (0 bytes)")
+
+    if head[128:132] == b"DICM":
+        return _identify_dicom(path)
+    for magic, name in RASTER_MAGIC:
+        if head.startswith(magic):
+            return Identified("raster", path, name)
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return Identified("raster", path, "WebP")
+    if head[:4] in TIFF_MAGIC:
+        return _identify_tiff(path)
+    nifti = _nifti_version(head)
+    if nifti:
+        return Identified("nifti", path, nifti)
+    if head[:2] == b"\x1f\x8b":
+        nifti = _nifti_version(_gunzip_head(path))
+        if nifti:
+            return Identified("nifti", path, nifti + " (gzip)")
+        raise ConversionError(f"{path} is a gzip-compressed file that does not hold a NIfTI image")
+    _refuse_non_images(path, head)
+    if _looks_like_dicom_without_preamble(head):
+        return _identify_dicom(path)
+    vendor = _openslide_vendor(path)
+    if vendor in WSI_VENDORS:
+        return Identified("wsi", path, vendor)
+    pillow_format = _pillow_format(path)
+    if pillow_format:
+        return Identified("raster", path, pillow_format)
+    if path.suffix.lower() == ".mrxs":
+        raise ConversionError(
+            f"{path} is an MRXS slide index that openslide cannot open; it needs its data folder "
+            f"{path.with_suffix('').name}/ (Slidedat.ini and .dat files) beside it"
+        )
+    raise ConversionError(f"{path} is not an image format this converter knows (DICOM, NIfTI, TIFF, whole-slide, JPEG/PNG/BMP/GIF/WebP)")
+
+
+def mrxs_in_directory(directory: Path) -> Path | None:
+    """The `.mrxs` file of a MIRAX slide directory (a `.mrxs` file next to its same-named data folder)."""
+    slides = sorted(p for p in directory.glob("*.mrxs") if p.is_file())
+    return slides[0] if len(slides) == 1 else None
+
+
+def is_slide_companion(path: Path) -> bool:
+    """True for the data folder of a MIRAX slide (`X/` beside `X.mrxs`): it belongs to that slide."""
+    return path.is_dir() and path.with_name(path.name + ".mrxs").is_file()
+
+
+def _read_head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(HEADER_BYTES)
+    except PermissionError:
+        raise ConversionError(f"{path} cannot be read: permission denied") from None
+    except IsADirectoryError:
+        raise ConversionError(f"{path} is a directory") from None
+    except OSError as error:
+        raise ConversionError(f"{path} cannot be read: {error.strerror or error}") from None
+
+
+def _nifti_version(head: bytes) -> str:
+    """'NIfTI-1' / 'NIfTI-2' when the header's size field and magic match (either byte order)."""
+    if len(head) >= 348:
+        for order in "<>":
+            if struct.unpack(order + "i", head[:4])[0] == 348 and head[344:348] in (b"n+1\x00", b"ni1\x00"):
+                return "NIfTI-1"
+    if len(head) >= 12:
+        for order in "<>":
+            if struct.unpack(order + "i", head[:4])[0] == 540 and head[4:8] in (b"n+2\x00", b"ni2\x00"):
+                return "NIfTI-2"
+    return ""
+
+
+def _gunzip_head(path: Path) -> bytes:
+    try:
+        with gzip.open(path, "rb") as handle:
+            return handle.read(HEADER_BYTES)
+    except (OSError, EOFError, zlib.error):
+        raise ConversionError(f"{path} is a gzip file that is corrupt or truncated") from None
+
+
+def _refuse_non_images(path: Path, head: bytes) -> None:
+    if head[:4] == b"PK\x03\x04":
+        general_purpose_flags = struct.unpack("<H", head[6:8])[0]
+        if general_purpose_flags & 0x1:
+            raise ConversionError(f"{path} is an encrypted zip archive; it cannot be read without its password")
+        raise ConversionError(f"{path} is a zip archive, not an image; extract it first")
+    for magic, what in NOT_IMAGES:
+        if head.startswith(magic):
+            if magic == b"%PDF-" and _pdf_is_encrypted(path):
+                raise ConversionError(f"{path} is an encrypted PDF document, not an image")
+            raise ConversionError(f"{path} is {what}" + ("" if "," in what or ";" in what else ", not an image"))
+
+
+def _pdf_is_encrypted(path: Path) -> bool:
+    # The trailer of an encrypted PDF names an /Encrypt dictionary; it sits near the end.
+    with path.open("rb") as handle:
+        handle.seek(max(0, path.stat().st_size - 4096))
+        return b"/Encrypt" in handle.read()
+
+
+def _looks_like_dicom_without_preamble(head: bytes) -> bool:
+    """A dataset starting with a plausible (group, element) tag: group 0x0002/0x0008 in either order."""
+    if len(head) < 8:
+        return False
+    little_group = struct.unpack("<H", head[:2])[0]
+    big_group = struct.unpack(">H", head[:2])[0]
+    return little_group in (0x0002, 0x0008) or big_group in (0x0002, 0x0008)
+
+
+def _identify_dicom(path: Path) -> Identified:
+    """Read the header with pydicom (force=True tolerates a missing preamble/meta) and sanity-check it."""
+    from pydicom import dcmread
+    from pydicom.errors import InvalidDicomError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # header quirks pydicom copes with are not our user's problem
+            dataset = dcmread(path, force=True, stop_before_pixels=True)
+    except (InvalidDicomError, EOFError, OSError, ValueError, KeyError, TypeError) as error:
+        raise ConversionError(f"{path} looks like DICOM but its header cannot be parsed ({error})") from None
+    if not (dataset.get("SOPClassUID") or ("Rows" in dataset and "Columns" in dataset)):
+        raise ConversionError(f"{path} is not a DICOM image: it has neither a SOP Class UID nor image dimensions")
+    if str(dataset.get("SOPClassUID", "")) == VL_WHOLE_SLIDE_MICROSCOPY:
+        return Identified("wsi", path, "dicom")
+    return Identified("dicom", path, str(dataset.get("Modality", "")))
+
+
+def _identify_tiff(path: Path) -> Identified:
+    import tifffile
+
+    try:
+        with tifffile.TiffFile(path) as tiff:
+            if not tiff.pages:
+                raise ConversionError(f"{path} is a TIFF file without any image")
+            first = tiff.pages.first
+            if tiff.is_ome:
+                return Identified("ome-tiff", path, "OME-XML")
+            if tiff.is_ndpi:
+                return Identified("wsi", path, "hamamatsu")
+            first_pixels = int(first.imagewidth) * int(first.imagelength)
+            pyramidal = len(tiff.series[0].levels) > 1 if tiff.series else False
+    except ConversionError:
+        raise
+    except Exception as error:  # tifffile raises many types on damaged files
+        raise ConversionError(f"{path} is a TIFF file that cannot be parsed ({error})") from None
+    vendor = _openslide_vendor(path)
+    if vendor in WSI_VENDORS:
+        return Identified("wsi", path, vendor)
+    if vendor == "generic-tiff" and (pyramidal or first_pixels > _pillow_pixel_budget()):
+        # a tiled pyramid, or a single level too big to hold in memory: read by levels/tiles
+        return Identified("wsi", path, "generic-tiff")
+    return Identified("tiff", path, "TIFF")
+
+
+def _openslide_vendor(path: Path) -> str | None:
+    try:
+        import openslide
+
+        return openslide.OpenSlide.detect_format(str(path))
+    except Exception:  # openslide unavailable or refusing the file: simply not a slide
+        return None
+
+
+def _pillow_pixel_budget() -> int:
+    from PIL import Image
+
+    return int(Image.MAX_IMAGE_PIXELS or 0) or 2**31
+
+
+def _pillow_format(path: Path) -> str:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as image:
+            return str(image.format or "")
+    except Image.DecompressionBombError:
+        return "oversized raster"  # the raster reader explains the pixel budget
+    except (UnidentifiedImageError, OSError, ValueError):
+        return ""
