@@ -1,0 +1,49 @@
+"""Compile one `Query` into each source's own query language.
+
+Zenodo: OpenSearch query_string over legacy fields, `type=dataset`, VQA/caption data kept out.
+Hugging Face: `search` is a substring match on repo ids, so only the short leaf phrase, plus
+`filter=modality:image`. Kaggle: a plain `search` string. Papers with Code: phrases for BM25.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mmbu.curation.agent.queries import Query
+
+ZENODO_NEGATIVE = 'NOT (keywords:vqa OR title:"visual question" OR title:"question answering")'
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", " ").replace('"', " ").strip() + '"'
+
+
+def to_zenodo(query: Query) -> dict[str, Any]:
+    phrase = _quote(query.phrase)
+    parts = [f"(title:{phrase} OR keywords:{phrase} OR description:{phrase})"]
+    if query.specimen:
+        parts.append(_quote(query.specimen))
+    if query.task:
+        parts.append(query.task)
+    return {"q": " AND ".join(parts) + f" AND {ZENODO_NEGATIVE}", "type": "dataset", "sort": "bestmatch"}
+
+
+def to_huggingface(query: Query) -> dict[str, Any]:
+    words = re.findall(r"[\w+]+", query.phrase)[:3]
+    return {"search": " ".join(words), "filter": ["modality:image"]}
+
+
+def to_kaggle(query: Query) -> dict[str, Any]:
+    return {"search": " ".join(part for part in (query.phrase, query.specimen) if part)}
+
+
+def to_paperswithcode(query: Query) -> list[str]:
+    return [part for part in (query.phrase, query.specimen) if part]
+
+
+COMPILERS = {
+    "zenodo": to_zenodo,
+    "huggingface": to_huggingface,
+    "kaggle": to_kaggle,
+    "paperswithcode": to_paperswithcode,
+}
