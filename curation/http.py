@@ -40,14 +40,15 @@ from pydantic import BaseModel, ConfigDict, Field
 log = logging.getLogger("mmbu.http")
 
 
-def _toolkit_version() -> str:
+def toolkit_version() -> str:
+    """The installed mmbu version (for the User-Agent and provenance records)."""
     try:
         return metadata.version("mmbu")
     except metadata.PackageNotFoundError:
         return "0"
 
 
-USER_AGENT = f"mmbu/{_toolkit_version()} (+https://github.com/mmbu-benchmark/mmbu)"
+USER_AGENT = f"mmbu/{toolkit_version()} (+https://github.com/mmbu-benchmark/mmbu)"
 
 # Query parameters that carry secrets (Zenodo's `access_token`, API keys ...): masked in logs, errors, cache.
 SENSITIVE_PARAM = re.compile(r"token|key|secret|password|signature|credential|auth", re.IGNORECASE)
@@ -84,6 +85,35 @@ DEFAULT_POLICIES: dict[str, HostPolicy] = {
     "www.kaggle.com": HostPolicy(requests_per_second=0.5),
 }
 DEFAULT_POLICY = HostPolicy()
+
+
+def load_policies(path: Path) -> tuple[dict[str, HostPolicy], HostPolicy]:
+    """Read host policies from YAML: `{host: {field: value}}`, where the host `"*"` sets the default.
+
+    Hosts not in the file keep the built-in defaults. Raises ValueError naming the file and the field.
+    """
+    import yaml
+    from pydantic import ValidationError
+
+    try:
+        document = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: cannot read host policies ({exc})") from None
+    if not isinstance(document, dict):
+        raise ValueError(f"{path}: expected a mapping of host names to policies")
+    policies = dict(DEFAULT_POLICIES)
+    default = DEFAULT_POLICY
+    for host, fields in document.items():
+        try:
+            policy = HostPolicy.model_validate(fields or {})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ValueError(f"{path}: host {host}: field {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        if host == "*":
+            default = policy
+        else:
+            policies[str(host)] = policy
+    return policies, default
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -313,13 +343,19 @@ class PoliteSession:
         headers: Mapping[str, str] | None = None,
         auth: tuple[str, str] | None = None,
         params: Mapping[str, Any] | None = None,
+        *,
+        method: str = "GET",
+        json: Any = None,
     ) -> Iterator[requests.Response]:
-        """GET `url` for streaming (downloads). The host stays reserved until the block exits.
+        """Open `url` for streaming (downloads); redirects are followed. The host stays reserved until the
+        block exits.
 
         Retries cover getting a good status line; a connection cut while reading the body is the caller's
-        to resume (with a Range header).
+        to resume (with a Range header). `method`/`json` serve APIs that answer a POST with a redirect to
+        the file (Kaggle's DownloadDataset).
         """
-        response = self._send("GET", url, params=params, headers=dict(headers or {}), auth=auth, stream=True)
+        response = self._send(method, url, params=params, json=json, headers=dict(headers or {}), auth=auth,
+                              stream=True)
         try:
             yield response
         finally:

@@ -1,0 +1,107 @@
+"""`mmbu fetch`: get every manifest's files into $MMBU_DATA/raw/<id>/ (thin layer over fetch_all)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from mmbu.build.fetch.fetcher import fetch_all, write_report
+from mmbu.build.fetch.lockfile import LockError, LockFile
+from mmbu.build.fetch.model import FetchResult
+from mmbu.build.fetch.progress import RichFetchProgress
+from mmbu.curation.http import PoliteSession, load_policies
+
+
+class InvalidInput(click.ClickException):
+    exit_code = 2
+
+
+def _manifest_paths(manifests: Path) -> list[Path]:
+    if manifests.is_file():
+        return [manifests]
+    if not manifests.is_dir():
+        raise InvalidInput(f"--manifests {manifests}: no such file or directory")
+    try:
+        paths = sorted(p for p in manifests.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    except OSError as exc:
+        raise InvalidInput(f"--manifests {manifests}: cannot read the directory ({exc.strerror})") from None
+    return paths
+
+
+def _repo_root(start: Path) -> Path:
+    """The repository that holds the manifests (local sources are relative to it)."""
+    for folder in [start.resolve(), *start.resolve().parents]:
+        if (folder / "pyproject.toml").exists() or (folder / ".git").exists():
+            return folder
+    return Path.cwd()
+
+
+def _describe(result: FetchResult) -> str:
+    if result.status == "error":
+        return f"✗ dataset {result.dataset_id}: {result.error}"
+    size = f"{result.bytes / 1e6:.1f} MB" if result.bytes >= 1e5 else f"{result.bytes} bytes"
+    state = "already complete" if result.status == "up_to_date" else f"fetched from {result.fetched_from}"
+    pinned = f", pinned {len(result.pinned)} new sha256" if result.pinned else ""
+    return f"✓ {result.dataset_id}: {state} ({len(result.files)} files, {size}{pinned})"
+
+
+@click.command("fetch")
+@click.option("--manifests", "manifests", type=click.Path(path_type=Path), default=Path("manifests/datasets"),
+              show_default=True, help="A manifests folder (every *.yaml in it) or one manifest file.")
+@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), envvar="MMBU_DATA",
+              default=Path("data"), show_default=True, help="Data root; files go to DATA/raw/<id>/. [env MMBU_DATA]")
+@click.option("--mirror", type=click.Path(file_okay=False, path_type=Path), envvar="MMBU_MIRROR", default=None,
+              help="A local mirror consulted first: MIRROR/<id>/ laid out like raw/<id>/. [env MMBU_MIRROR]")
+@click.option("--lock", "lock_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The sha256 lock file. [default: manifests.lock next to the manifests folder]")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="JSON-lines report, one line per dataset. [default: DATA/reports/fetch-report.jsonl]")
+@click.option("--only", multiple=True, metavar="ID", help="Fetch only these dataset ids (repeatable).")
+@click.option("--http-policies", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help='YAML {host: {requests_per_second: .., max_attempts: ..}}; host "*" sets the default.')
+def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path | None, report_path: Path | None,
+          only: tuple[str, ...], http_policies: Path | None) -> None:
+    """Fetch each dataset's files into DATA/raw/<id>/, verified and safely extracted.
+
+    Sources: the mirror first, then Zenodo (MMBU_ZENODO_URL), Hugging Face (HF_ENDPOINT, HF_TOKEN),
+    Kaggle (MMBU_KAGGLE_URL, KAGGLE_USERNAME/KAGGLE_KEY or ~/.kaggle/kaggle.json), plain URLs or local
+    paths. A dataset that is already complete is skipped without any network request.
+    Exit 0 all fetched, 1 some datasets failed (see the report), 2 bad usage or unreadable input.
+    """
+    paths = _manifest_paths(manifests)
+    if only:
+        paths = [p for p in paths if p.stem in set(only)]
+        unknown = sorted(set(only) - {p.stem for p in paths})
+        if unknown:
+            raise click.UsageError(f"--only: no manifest for {', '.join(unknown)} in {manifests}")
+    lock_path = lock_path or (manifests.parent if manifests.is_dir() else manifests.parent.parent) / "manifests.lock"
+    try:
+        lock = LockFile(lock_path)
+    except LockError as exc:
+        raise InvalidInput(str(exc)) from None
+    policies, default_policy = None, None
+    if http_policies:
+        try:
+            policies, default_policy = load_policies(http_policies)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+    session = PoliteSession(policies, **({"default_policy": default_policy} if default_policy else {}))
+    mirror = mirror if mirror and str(mirror) else None
+    report_path = report_path or data_dir / "reports" / "fetch-report.jsonl"
+
+    console = Console(stderr=True)
+    with RichFetchProgress(len(paths), console=console) as progress:
+        def on_result(result: FetchResult) -> None:
+            progress.print(_describe(result))
+            progress.dataset_done()
+
+        results = fetch_all(paths, data_dir, mirror=mirror, lock=lock, session=session,
+                            repo_root=_repo_root(manifests), progress=progress, on_result=on_result)
+    write_report(results, report_path)
+    failed = [r for r in results if r.status == "error"]
+    console.print(f"{len(results) - len(failed)} of {len(results)} datasets ready in {data_dir / 'raw'}; "
+                  f"report: {report_path}", markup=False, highlight=False)
+    session.close()
+    sys.exit(1 if failed else 0)

@@ -1,0 +1,197 @@
+"""Get one dataset's files into `$MMBU_DATA/raw/<id>/`, complete and verified, or not at all.
+
+Order of business for a dataset:
+ 1. Already complete? `raw/<id>/.mmbu-fetch.json` names the same source, licence and pins, and every stored
+    file is there with its size: nothing to do, and no request goes out.
+ 2. Files into a staging folder next to `raw/<id>/`: from `$MMBU_MIRROR/<id>/` when present, otherwise from
+    the manifest's source (Zenodo, Hugging Face, Kaggle, URL, local path).
+ 3. Each file checked against its sha256 pin in manifests.lock (host checksums were checked on download).
+ 4. Archives extracted safely in staging and removed; the completion record written last.
+ 5. Staging renamed to `raw/<id>/`; new pins written to the lock.
+A failure at any step leaves `raw/<id>/` as it was (partial downloads stay in `downloads/<id>/` for resuming).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from mmbu.build.fetch.archives import ExtractLimits, extract_archive, is_archive
+from mmbu.build.fetch.download import ByteProgress, NoProgress
+from mmbu.build.fetch.lockfile import LockFile, PinnedFile
+from mmbu.build.fetch.model import (
+    COMPLETION_RECORD,
+    CompletionRecord,
+    FetchedFile,
+    FetchError,
+    FetchResult,
+    StoredFile,
+)
+from mmbu.build.fetch.sources import ADAPTERS, FetchContext
+from mmbu.build.fetch.sources.context import tree_files
+from mmbu.build.fetch.sources.local import fetch_mirror
+from mmbu.curation.http import HttpError, PoliteSession, toolkit_version, write_text_atomic
+from mmbu.curation.manifest import DatasetManifest, ManifestError, load_manifest
+
+
+def source_identity(manifest: DatasetManifest) -> dict:
+    """The manifest's source as plain data: what pins and completion records are tied to."""
+    return manifest.source.model_dump(mode="json", exclude_none=True)
+
+
+def read_completion(raw_dir: Path) -> CompletionRecord | None:
+    try:
+        return CompletionRecord.model_validate_json((raw_dir / COMPLETION_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def is_complete(raw_dir: Path, manifest: DatasetManifest, pins: dict[str, PinnedFile]) -> CompletionRecord | None:
+    """The completion record if `raw_dir` holds exactly this source's verified files, else None (no network)."""
+    record = read_completion(raw_dir)
+    if record is None or record.source != source_identity(manifest) or record.licence != manifest.license:
+        return None
+    if pins and {f.name: f.sha256 for f in record.files} != {name: pin.sha256 for name, pin in pins.items()}:
+        return None
+    for stored in record.stored:
+        path = raw_dir / stored.path
+        if not path.is_file() or path.stat().st_size != stored.size:
+            return None
+    return record
+
+
+def _check_pins(files: list[FetchedFile], pins: dict[str, PinnedFile], staging: Path) -> None:
+    for fetched in files:
+        pin = pins.get(fetched.name)
+        if pin and pin.sha256 != fetched.sha256:
+            (staging / fetched.name).unlink(missing_ok=True)
+            raise FetchError(f"{fetched.name}: sha256 checksum mismatch with manifests.lock (pinned {pin.sha256}, "
+                             f"got {fetched.sha256}); the bad file was removed")
+    missing = sorted(set(pins) - {f.name for f in files})
+    if missing:
+        raise FetchError(f"file(s) pinned in manifests.lock are no longer provided by the source: {', '.join(missing)}")
+
+
+def _extract_all(files: list[FetchedFile], staging: Path, limits: ExtractLimits) -> None:
+    for fetched in files:
+        path = staging / fetched.name
+        if is_archive(path):
+            extract_archive(path, path.parent, limits)
+            path.unlink()
+
+
+def _swap_into_place(staging: Path, raw_dir: Path) -> None:
+    """Replace raw/<id>/ by the staging folder with renames only (same file system)."""
+    old = None
+    if raw_dir.exists():
+        old = raw_dir.with_name(f".{raw_dir.name}.old-{os.getpid()}")
+        os.rename(raw_dir, old)
+    os.rename(staging, raw_dir)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def fetch_dataset(
+    manifest: DatasetManifest,
+    data_dir: Path,
+    *,
+    mirror: Path | None = None,
+    lock: LockFile | None = None,
+    session: PoliteSession | None = None,
+    repo_root: Path | None = None,
+    progress: ByteProgress | None = None,
+    limits: ExtractLimits | None = None,
+) -> FetchResult:
+    """Fetch one dataset into `data_dir/raw/<id>/`. Never raises for a dataset problem: the result says why."""
+    started = time.monotonic()
+    data_dir = Path(data_dir)
+    raw_dir = data_dir / "raw" / manifest.id
+    identity = source_identity(manifest)
+    pins = lock.pins_for(manifest.id, identity) if lock else {}
+    result = FetchResult(dataset_id=manifest.id, status="error", source=manifest.source.kind)
+
+    if (record := is_complete(raw_dir, manifest, pins)) is not None:
+        if lock and not pins:  # the lock lost its entry (deleted, new checkout): restore it from the record
+            lock.record(manifest.id, identity, {f.name: PinnedFile(sha256=f.sha256, size=f.size) for f in record.files})
+        return result.model_copy(update={"status": "up_to_date", "fetched_from": record.fetched_from,
+                                         "files": record.files, "bytes": sum(f.size for f in record.files),
+                                         "seconds": time.monotonic() - started})
+
+    raw_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{manifest.id}.staging-", dir=raw_dir.parent))
+    context = FetchContext(
+        dataset_id=manifest.id, licence=manifest.license, session=session or PoliteSession(),
+        staging=staging, downloads=data_dir / "downloads" / manifest.id, data_dir=data_dir,
+        repo_root=Path(repo_root or Path.cwd()), pins=pins, progress=progress or NoProgress(),
+    )
+    mirror_dir = Path(mirror) / manifest.id if mirror else None
+    try:
+        if mirror_dir is not None and mirror_dir.is_dir():
+            fetched_from, files = "mirror", fetch_mirror(mirror_dir, context)
+        else:
+            fetched_from, files = manifest.source.kind, ADAPTERS[manifest.source.kind](manifest.source, context)
+        _check_pins(files, pins, staging)
+        _extract_all(files, staging, limits or ExtractLimits())
+        stored = [StoredFile(path=name, size=(staging / name).stat().st_size) for name in tree_files(staging)]
+        record = CompletionRecord(
+            dataset_id=manifest.id, source=identity, licence=manifest.license, fetched_from=fetched_from,
+            fetched_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), toolkit_version=toolkit_version(),
+            files=files, stored=stored,
+        )
+        write_text_atomic(staging / COMPLETION_RECORD, record.model_dump_json(indent=1))
+        _swap_into_place(staging, raw_dir)
+    except (FetchError, HttpError) as exc:
+        return result.model_copy(update={"error": str(exc), "seconds": time.monotonic() - started})
+    except OSError as exc:
+        return result.model_copy(update={"error": f"disk problem: {exc}", "seconds": time.monotonic() - started})
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+    if lock:
+        lock.record(manifest.id, identity, {f.name: PinnedFile(sha256=f.sha256, size=f.size) for f in files})
+    shutil.rmtree(context.downloads, ignore_errors=True)
+    return result.model_copy(update={
+        "status": "fetched", "fetched_from": fetched_from, "files": files, "bytes": sum(f.size for f in files),
+        "pinned": sorted(f.name for f in files if f.name not in pins), "seconds": time.monotonic() - started,
+    })
+
+
+def fetch_all(
+    manifest_paths: Iterable[Path],
+    data_dir: Path,
+    *,
+    mirror: Path | None = None,
+    lock: LockFile | None = None,
+    session: PoliteSession | None = None,
+    repo_root: Path | None = None,
+    progress: ByteProgress | None = None,
+    on_result: Callable[[FetchResult], None] | None = None,
+) -> list[FetchResult]:
+    """Fetch every manifest in turn; one dataset's failure never stops the others."""
+    session = session or PoliteSession()
+    results = []
+    for path in manifest_paths:
+        try:
+            manifest = load_manifest(path)
+        except ManifestError as exc:
+            result = FetchResult(dataset_id=Path(path).stem, status="error", manifest=str(path), error=str(exc))
+        else:
+            try:
+                result = fetch_dataset(manifest, data_dir, mirror=mirror, lock=lock, session=session,
+                                       repo_root=repo_root, progress=progress)
+            except Exception as exc:  # noqa: BLE001 - a bug with one dataset must not stop the batch
+                result = FetchResult(dataset_id=manifest.id, status="error",
+                                     error=f"unexpected {type(exc).__name__}: {exc}")
+            result = result.model_copy(update={"manifest": str(path)})
+        results.append(result)
+        if on_result:
+            on_result(result)
+    return results
+
+
+def write_report(results: list[FetchResult], path: Path) -> None:
+    """The JSON-lines fetch report, one object per dataset, written atomically."""
+    write_text_atomic(path, "".join(r.model_dump_json() + "\n" for r in results))

@@ -1,0 +1,91 @@
+"""`manifests/manifests.lock`: the sha256 of every fetched file, pinned on first fetch and enforced after.
+
+Format (YAML, sorted, reviewed in pull requests like code):
+
+    version: 1
+    datasets:
+      <dataset id>:
+        source: {kind: zenodo, record: 11012345}    # the manifest source the pins belong to
+        files:
+          images.zip: {sha256: <64 hex>, size: 734003200}
+
+When a manifest's `source` changes (a new Zenodo version, another HF revision), its old pins no longer
+apply and the next fetch pins the new files; the lock diff shows the change to reviewers.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mmbu.curation.http import write_text_atomic
+
+HEADER = ("# Pinned downloads of manifests/datasets/*.yaml, written by `mmbu fetch`.\n"
+          "# A fetched file whose sha256 differs from its pin is rejected. Review changes like code.\n")
+
+
+class PinnedFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(ge=0)
+
+
+class PinnedDataset(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: dict[str, Any]
+    files: dict[str, PinnedFile] = Field(default_factory=dict)
+
+
+class LockDocument(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = 1
+    datasets: dict[str, PinnedDataset] = Field(default_factory=dict)
+
+
+class LockError(ValueError):
+    """The lock file cannot be read; the message names the file and the field."""
+
+
+class LockFile:
+    """The lock on disk, safe to update from several fetch threads (each update rewrites it atomically)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._mutex = threading.Lock()
+        self.document = self._read()
+
+    def _read(self) -> LockDocument:
+        if not self.path.exists():
+            return LockDocument()
+        try:
+            data = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
+            return LockDocument.model_validate(data)
+        except yaml.YAMLError as exc:
+            raise LockError(f"{self.path}: not valid YAML ({exc})") from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+            raise LockError(f"{self.path}: field {where}: {first['msg']}") from None
+        except OSError as exc:
+            raise LockError(f"{self.path}: cannot read the file ({exc.strerror or exc})") from None
+
+    def pins_for(self, dataset_id: str, source: dict[str, Any]) -> dict[str, PinnedFile]:
+        """The pins that apply to this dataset's current source (none if the source changed)."""
+        entry = self.document.datasets.get(dataset_id)
+        if entry is None or entry.source != source:
+            return {}
+        return dict(entry.files)
+
+    def record(self, dataset_id: str, source: dict[str, Any], files: dict[str, PinnedFile]) -> None:
+        """Replace the dataset's pins and write the lock file atomically."""
+        with self._mutex:
+            self.document.datasets[dataset_id] = PinnedDataset(source=source, files=files)
+            self.document.datasets = dict(sorted(self.document.datasets.items()))
+            body = yaml.safe_dump(self.document.model_dump(mode="json"), sort_keys=True, allow_unicode=True)
+            write_text_atomic(self.path, HEADER + body)

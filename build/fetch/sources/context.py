@@ -1,0 +1,62 @@
+"""What every source adapter gets: where to put files, the pins to honour, the session to use."""
+from __future__ import annotations
+
+import fnmatch
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mmbu.build.fetch.download import ByteProgress, DownloadRequest, NoProgress, download, file_digests
+from mmbu.build.fetch.lockfile import PinnedFile
+from mmbu.build.fetch.model import FetchedFile, FetchError
+from mmbu.curation.http import PoliteSession, redact_url
+
+
+@dataclass
+class FetchContext:
+    dataset_id: str
+    licence: str  # the manifest's SPDX id, for hosts that report a licence
+    session: PoliteSession
+    staging: Path  # becomes raw/<id>/ once everything is verified
+    downloads: Path  # `*.part` files of this dataset (kept across runs for resuming)
+    data_dir: Path
+    repo_root: Path
+    pins: dict[str, PinnedFile] = field(default_factory=dict)
+    progress: ByteProgress = field(default_factory=NoProgress)
+
+    def pinned_sha256(self, name: str) -> str | None:
+        pin = self.pins.get(name)
+        return pin.sha256 if pin else None
+
+    def download(self, request: DownloadRequest) -> FetchedFile:
+        """Download one file into staging, enforcing its pin, and describe it."""
+        request.sha256 = request.sha256 or self.pinned_sha256(request.name)
+        digests = download(self.session, request, self.staging / request.name, self.downloads, self.progress)
+        return FetchedFile(name=request.name, size=digests.size, sha256=digests.sha256, md5=digests.md5,
+                           origin=redact_url(request.url))
+
+    def copy_in(self, source_root: Path, relative: str, origin: str) -> FetchedFile:
+        """Copy one file from a local tree into staging (mirror or local source) and describe it."""
+        target = self.staging / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source_root / relative, target)  # follows links: we store the content
+        digests = file_digests(target)
+        return FetchedFile(name=relative, size=digests.size, sha256=digests.sha256, md5=digests.md5, origin=origin)
+
+
+def tree_files(root: Path, patterns: list[str] | None = None, *, follow_links: bool = False) -> list[str]:
+    """Regular files under `root` (relative POSIX paths, sorted), optionally filtered by glob patterns.
+
+    A symlink is refused unless `follow_links` (huggingface_hub's snapshot folders link into its blob store).
+    """
+    if not root.is_dir():
+        raise FetchError(f"{root} is not a directory")
+    found = []
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink() and not follow_links:
+            raise FetchError(f"{path} is a symbolic link; copy the real file into the tree instead")
+        if path.is_file():
+            relative = path.relative_to(root).as_posix()
+            if patterns is None or any(fnmatch.fnmatch(relative, p) for p in patterns):
+                found.append(relative)
+    return found

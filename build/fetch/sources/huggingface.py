@@ -1,0 +1,42 @@
+"""Hugging Face dataset repos at a pinned commit, through huggingface_hub's own snapshot_download.
+
+huggingface_hub reads HF_ENDPOINT when it is imported; we read it at call time and pass it explicitly,
+so the variable works however the process started. Downloads land in `$MMBU_DATA/downloads/huggingface`
+(huggingface_hub's cache: it resumes interrupted files itself) and are copied into staging. HF_TOKEN is
+picked up by huggingface_hub from the environment.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mmbu.build.fetch.model import FetchedFile, FetchError
+from mmbu.build.fetch.sources.context import FetchContext, tree_files
+from mmbu.curation.http import USER_AGENT
+from mmbu.curation.manifest.source import HuggingFaceSource
+
+
+def fetch_huggingface(source: HuggingFaceSource, context: FetchContext) -> list[FetchedFile]:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    try:
+        folder = snapshot_download(
+            repo_id=source.repo,
+            repo_type="dataset",
+            revision=source.revision,
+            allow_patterns=source.patterns,
+            cache_dir=context.data_dir / "downloads" / "huggingface",
+            endpoint=os.environ.get("HF_ENDPOINT") or None,
+            user_agent=USER_AGENT,
+        )
+    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FetchError(f"Hugging Face dataset {source.repo}@{source.revision[:12]}: {first_line}") from None
+    root = Path(folder)
+    names = tree_files(root, follow_links=True)
+    if not names:
+        raise FetchError(f"Hugging Face dataset {source.repo}@{source.revision[:12]} has no files matching "
+                         f"{source.patterns or '*'}")
+    return [context.copy_in(root, name, origin=f"hf://datasets/{source.repo}@{source.revision}/{name}")
+            for name in names]

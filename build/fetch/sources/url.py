@@ -1,0 +1,27 @@
+"""Plain HTTP(S) files, with optional md5/sha256 from the manifest."""
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from urllib.parse import unquote, urlsplit
+
+from mmbu.build.fetch.download import DownloadRequest
+from mmbu.build.fetch.model import FetchedFile, FetchError
+from mmbu.build.fetch.sources.context import FetchContext
+from mmbu.curation.manifest.source import UrlSource
+
+
+def file_name_for(url: str, name: str | None) -> str:
+    chosen = name or unquote(PurePosixPath(urlsplit(url).path).name)
+    parts = PurePosixPath(chosen).parts
+    if not chosen or PurePosixPath(chosen).is_absolute() or ".." in parts:
+        raise FetchError(f"cannot use {chosen!r} as a file name for {url}; set `name:` in the manifest")
+    return chosen
+
+
+def fetch_url(source: UrlSource, context: FetchContext) -> list[FetchedFile]:
+    fetched = []
+    for entry in source.files:
+        name = file_name_for(entry.url, entry.name)
+        fetched.append(context.download(DownloadRequest(url=entry.url, name=name, md5=entry.md5,
+                                                        sha256=entry.sha256)))
+    return fetched

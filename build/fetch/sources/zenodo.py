@@ -1,0 +1,53 @@
+"""Zenodo version records: `GET {MMBU_ZENODO_URL}/api/records/<id>`, licence re-checked, md5 verified."""
+from __future__ import annotations
+
+import os
+from urllib.parse import quote
+
+from mmbu.build.fetch.download import DownloadRequest
+from mmbu.build.fetch.licences import same_licence, zenodo_to_spdx
+from mmbu.build.fetch.model import FetchedFile, FetchError
+from mmbu.build.fetch.sources.context import FetchContext
+from mmbu.curation.manifest.source import ZenodoSource
+
+DEFAULT_URL = "https://zenodo.org"
+
+
+def zenodo_base_url() -> str:
+    return (os.environ.get("MMBU_ZENODO_URL") or DEFAULT_URL).rstrip("/")
+
+
+def check_licence(record: dict, source: ZenodoSource, manifest_licence: str) -> None:
+    """Fail loudly when the record's licence no longer matches the manifest (it can change between reviews)."""
+    licence = (record.get("metadata") or {}).get("license") or {}
+    zenodo_id = licence.get("id") if isinstance(licence, dict) else None
+    if not zenodo_id:
+        raise FetchError(f"licence changed: Zenodo record {source.record} no longer states a licence "
+                         f"(the manifest says {manifest_licence}); review the dataset before fetching")
+    if not same_licence(zenodo_to_spdx(zenodo_id), manifest_licence):
+        raise FetchError(f"licence changed: Zenodo record {source.record} is now {zenodo_id!r} "
+                         f"({zenodo_to_spdx(zenodo_id)}), the manifest says {manifest_licence}; "
+                         "review the dataset before fetching")
+
+
+def fetch_zenodo(source: ZenodoSource, context: FetchContext) -> list[FetchedFile]:
+    base = zenodo_base_url()
+    record = context.session.get_json(f"{base}/api/records/{source.record}", use_cache=False)
+    check_licence(record, source, context.licence)
+    entries = {entry["key"]: entry for entry in record.get("files") or []}
+    wanted = source.files or sorted(entries)
+    missing = [key for key in wanted if key not in entries]
+    if missing:
+        raise FetchError(f"Zenodo record {source.record} has no file(s) {', '.join(missing)} "
+                         f"(it has: {', '.join(sorted(entries)) or 'none'})")
+    fetched = []
+    for key in wanted:
+        entry = entries[key]
+        checksum = entry.get("checksum") or ""
+        url = (entry.get("links") or {}).get("self") or \
+            f"{base}/api/records/{source.record}/files/{quote(key)}/content"
+        fetched.append(context.download(DownloadRequest(
+            url=url, name=key, size=entry.get("size"),
+            md5=checksum.removeprefix("md5:") if checksum.startswith("md5:") else None,
+        )))
+    return fetched

@@ -1,0 +1,60 @@
+"""Replicas of the dataset hosts for fetch tests (Zenodo record + files) and archive builders."""
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+import zipfile
+from typing import Any
+
+from support.loopback import LoopbackServer, Reply, file_with_range
+
+
+def make_zip(members: dict[str, bytes], compression: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as bundle:
+        for name, data in members.items():
+            bundle.writestr(name, data)
+    return buffer.getvalue()
+
+
+def make_tar(members: dict[str, bytes], mode: str = "w:gz") -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode=mode) as bundle:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            bundle.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def md5(data: bytes) -> str:
+    return hashlib.md5(data).hexdigest()
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def serve_zenodo_record(server: LoopbackServer, record: int, files: dict[str, bytes], *,
+                        licence: str | None = "cc-by-4.0", checksums: dict[str, str] | None = None,
+                        sizes: dict[str, int] | None = None) -> Reply:
+    """Serve a Zenodo version record in the legacy JSON shape (reference/discovery-apis.md §1.3/§1.7) and its
+    files; returns the record reply."""
+    entries = []
+    for key, data in files.items():
+        entries.append({
+            "id": f"uuid-{key}", "key": key, "size": (sizes or {}).get(key, len(data)),
+            "checksum": f"md5:{(checksums or {}).get(key, md5(data))}",
+            "links": {"self": f"{server.url}/api/records/{record}/files/{key}/content"},
+        })
+        server.add("GET", f"/api/records/{record}/files/{key}/content", file_with_range(data, etag=f'"{md5(data)}"'))
+    metadata: dict[str, Any] = {"title": "Demo", "access_right": "open", "resource_type": {"type": "dataset"}}
+    if licence:
+        metadata["license"] = {"id": licence}
+    reply = Reply(200, {
+        "id": record, "recid": str(record), "doi": f"10.5281/zenodo.{record}", "metadata": metadata,
+        "links": {"self": f"{server.url}/api/records/{record}"}, "files": entries, "status": "published",
+    }, {"X-RateLimit-Limit": "133", "X-RateLimit-Remaining": "120"})
+    server.add("GET", f"/api/records/{record}", reply)
+    return reply
