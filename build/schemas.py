@@ -8,6 +8,7 @@ failure is reported at once.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 
 import pandas as pd
 import pandera.pandas as pa
@@ -42,9 +43,15 @@ def sub_modality_pairs(taxonomy: Taxonomy) -> set[tuple[str, str]]:
     return {(modality_names[t.parent], t.name) for t in taxonomy.terms("sub_modality") if t.parent in modality_names}
 
 
+@lru_cache(maxsize=1)
+def _spdx():  # building the SPDX licensing index takes ~0.1 s: once per process
+    return get_spdx_licensing()
+
+
+@lru_cache(maxsize=1024)
 def _valid_spdx(value: str) -> bool:
     try:
-        return not get_spdx_licensing().validate(value).errors
+        return not _spdx().validate(value).errors
     except Exception:  # noqa: BLE001 - a parse failure simply means "not an SPDX expression"
         return False
 

@@ -1,0 +1,117 @@
+"""Instantiate the three template questions, closed options and answer aliases for task rows."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from mmbu.build.layouts.sample import Exclusion
+from mmbu.build.questions.options import box_options, label_options, plan_options, rng_for
+from mmbu.build.questions.prototypes import load_prototypes
+from mmbu.curation.manifest import DatasetManifest
+from mmbu.taxonomy.model import Taxonomy
+
+QUESTION_COLUMNS = ("answer", "options", "question_no_context", "question_modality", "question_full_context",
+                    "label", "target", "answer_aliases", "question_version")
+DEFAULT_NONE_ANSWER_RATE = 0.0
+
+
+def label_set(manifest: DatasetManifest) -> list[str]:
+    """The dataset's display labels in manifest order (several raw labels may share one display name)."""
+    names: list[str] = []
+    for raw in manifest.labels:
+        name = manifest.label_spec(raw).name
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def answer_aliases(raw: str, manifest: DatasetManifest, taxonomy: Taxonomy) -> list[str]:
+    """Other accepted wordings of a label for the open-answer pre-check: manifest synonyms, then the
+    canonical name, synonyms and abbreviations of any taxonomy term the label resolves to."""
+    spec = manifest.label_spec(raw)
+    found = [*spec.synonyms]
+    if raw != spec.name:
+        found.append(raw)
+    for facet in taxonomy.facets:
+        term = taxonomy.resolve(facet, spec.name)
+        if term is not None:
+            found.extend([term.name, *term.synonyms, *term.abbreviations])
+    aliases: list[str] = []
+    seen = {spec.name.casefold()}
+    for alias in found:
+        if alias.casefold() not in seen:
+            seen.add(alias.casefold())
+            aliases.append(alias)
+    return aliases
+
+
+def _values(row: pd.Series, manifest: DatasetManifest, target: str | None) -> dict[str, str | None]:
+    def get(name: str) -> str | None:
+        value = row.get(name)
+        return None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+    return {"modality": get("modality"), "sub_modality": get("sub_modality"), "stain": get("stain"),
+            "specimen": get("specimen"), "anatomy": get("specimen_subregion"),
+            "preparation": manifest.questions.preparation, "options_name": manifest.questions.options_name,
+            "target": target}
+
+
+def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonomy: Taxonomy, seed: int, *,
+                          none_answer_rate: float = DEFAULT_NONE_ANSWER_RATE,
+                          prototypes_path: str | Path | None = None) -> tuple[pd.DataFrame, list[Exclusion]]:
+    """Questions, options and answers for one dataset's task rows (items joined with metadata).
+
+    Detection rows need `boxes`/`other_boxes` already in the output PNG frame and `image_width`/
+    `image_height` of that PNG. `none_answer_rate` is the share of closed classification rows whose
+    gold label is deliberately left out so that "None of the above" is the answer (0 by default: the
+    open and closed forms share a row, and the `label` column then keeps the true class).
+    Returns the rows with `QUESTION_COLUMNS` added, and the rows that could not be instantiated.
+    """
+    prototypes = load_prototypes(prototypes_path)
+    labels = label_set(manifest)
+    hints = manifest.questions
+    classify_plan = plan_options(len(labels), hints.n_options, hints.none_of_the_above)
+    box_plan = plan_options(hints.n_options, hints.n_options, hints.none_of_the_above)
+    out: list[dict[str, object]] = []
+    exclusions: list[Exclusion] = []
+
+    def drop(row: pd.Series, reason: str) -> None:
+        exclusions.append(Exclusion(dataset_id=manifest.id, sample_id=row["sample_id"],
+                                    item=str(row.get("source_path")), stage="questions", reason=reason))
+
+    for _, row in rows.iterrows():
+        rng = rng_for(row["sample_id"], seed)
+        raw = row["target"] if row["task"] == "object_detection" else row["label"]
+        spec = manifest.label_spec(raw)
+        if spec is None:
+            drop(row, f"label {raw!r} is not in the manifest's label vocabulary")
+            continue
+        target = spec.name if row["task"] == "object_detection" else None
+        fields = dict(row) | prototypes.render(row["task"], _values(row, manifest, target))
+        fields |= {"label": spec.name, "target": target, "question_version": prototypes.version}
+        if row["task"] == "object_detection":
+            size = (row.get("image_width"), row.get("image_height"))
+            if any(v is None or pd.isna(v) for v in size) or box_plan is None:
+                drop(row, "detection rows need the output image size (image_width, image_height)")
+                continue
+            made = box_options([tuple(b) for b in row["boxes"]], [tuple(b) for b in (row["other_boxes"] or [])],
+                               (int(size[0]), int(size[1])), box_plan, rng, prototypes.none_of_the_above)
+            if made is None:
+                drop(row, "no distractor box with IoU < 0.5 to every gold box fits in this image")
+                continue
+            fields["options"], fields["answer"] = made
+            fields["answer_aliases"] = []
+        else:
+            if classify_plan is None:
+                drop(row, f"the dataset has {len(labels)} label(s): too few for a closed question")
+                continue
+            leave_out = (none_answer_rate > 0 and classify_plan.none_of_the_above
+                         and len(labels) - 1 >= classify_plan.label_slots
+                         and rng_for(row["sample_id"], seed, "none-answer").random() < none_answer_rate)
+            fields["options"], fields["answer"] = label_options(spec.name, labels, classify_plan, rng,
+                                                                prototypes.none_of_the_above, leave_out)
+            fields["answer_aliases"] = answer_aliases(raw, manifest, taxonomy)
+        out.append(fields)
+    columns = list(dict.fromkeys([*rows.columns, *QUESTION_COLUMNS]))
+    return pd.DataFrame(out, columns=columns), exclusions

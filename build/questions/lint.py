@@ -1,0 +1,106 @@
+"""The wording lint: questions speak only of what is visible (DESIGN §4 "Questions").
+
+It rejects disease names, clinical outcomes, words implying malignancy and abbreviations, from the
+maintained lists in `lint_words.yaml` plus every abbreviation in the taxonomy and any all-capitals
+token. Label texts are the dataset's own vocabulary and are exempt inside questions (a detection
+question names its target); `lint_labels` reports labels that hit the lists as warnings instead.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS
+from mmbu.taxonomy.model import Taxonomy
+
+WORDS_PATH = Path(__file__).with_name("lint_words.yaml")
+LINT_COLUMNS = ("dataset_id", "sample_id", "task", "template", "category", "word", "question")
+WORD_CATEGORIES = ("malignancy", "disease", "outcome")
+ALL_CAPS = re.compile(r"(?<![\w&])[A-Z][A-Z0-9&]+(?![\w&])")
+LABEL_MASK = "\x00"  # stands in for exempt label text while linting
+
+
+@dataclass(frozen=True)
+class Hit:
+    category: str
+    word: str
+
+
+class WordingLint:
+    """Compiled word lists; `hits(text)` gives every offending word of one text."""
+
+    def __init__(self, words: dict[str, list[str]], abbreviations: Iterable[str]) -> None:
+        self.patterns: list[tuple[str, re.Pattern[str]]] = []
+        for category in WORD_CATEGORIES:
+            for word in words.get(category, []):
+                # whole words, case-insensitive, with an optional plural ending
+                self.patterns.append((category, re.compile(rf"(?<![\w-]){re.escape(word)}(?:s|es)?(?![\w-])",
+                                                           re.IGNORECASE)))
+        for abbreviation in sorted({*words.get("abbreviations", []), *abbreviations}):
+            self.patterns.append(("abbreviation", re.compile(rf"(?<![\w&]){re.escape(abbreviation)}(?![\w&])")))
+
+    def hits(self, text: str) -> list[Hit]:
+        found: dict[str, Hit] = {}
+        for category, pattern in self.patterns:
+            for match in pattern.finditer(text):
+                found.setdefault(match.group(0).casefold(), Hit(category, match.group(0)))
+        for match in ALL_CAPS.finditer(text):
+            found.setdefault(match.group(0).casefold(), Hit("abbreviation", match.group(0)))
+        return list(found.values())
+
+
+@lru_cache(maxsize=4)
+def _word_lists(path: str) -> dict[str, list[str]]:
+    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+
+
+def wording_lint(taxonomy: Taxonomy, words_path: str | Path | None = None) -> WordingLint:
+    return WordingLint(_word_lists(str(words_path or WORDS_PATH)), taxonomy.abbreviations())
+
+
+def _mask_labels(text: str, labels: Iterable[str]) -> str:
+    for label in sorted({lab for lab in labels if lab}, key=len, reverse=True):
+        text = re.sub(re.escape(label), LABEL_MASK, text, flags=re.IGNORECASE)
+    return text
+
+
+def lint_questions(df: pd.DataFrame, taxonomy: Taxonomy, words_path: str | Path | None = None) -> pd.DataFrame:
+    """One row per (question, offending word), columns `LINT_COLUMNS`; empty when every question is clean."""
+    lint = wording_lint(taxonomy, words_path)
+    records = []
+    for row in df.itertuples(index=False):
+        exempt = [getattr(row, "target", None), getattr(row, "label", None)]
+        for template, column in TEMPLATE_COLUMNS.items():
+            question = getattr(row, column)
+            for hit in lint.hits(_mask_labels(question, exempt)):
+                records.append({"dataset_id": row.dataset_id, "sample_id": row.sample_id, "task": row.task,
+                                "template": template, "category": hit.category, "word": hit.word,
+                                "question": question})
+    return pd.DataFrame(records, columns=list(LINT_COLUMNS))
+
+
+def lint_labels(labels: Iterable[str], taxonomy: Taxonomy, words_path: str | Path | None = None) -> pd.DataFrame:
+    """Labels that hit the word lists (warnings: labels are allowed to be disease-like)."""
+    lint = wording_lint(taxonomy, words_path)
+    records = [{"label": label, "category": hit.category, "word": hit.word}
+               for label in labels for hit in lint.hits(label)]
+    return pd.DataFrame(records, columns=["label", "category", "word"])
+
+
+def format_lint_report(failures: pd.DataFrame, limit: int = 20) -> str:
+    """A readable report: one line per offending question, grouped by dataset."""
+    if failures.empty:
+        return "wording lint: every question is clean"
+    lines = [f"wording lint: {failures['sample_id'].nunique()} question row(s) use forbidden words"]
+    for row in failures.head(limit).itertuples(index=False):
+        lines.append(f"  {row.dataset_id} {row.sample_id} [{row.task}/{row.template}] "
+                     f"{row.category} word {row.word!r}: {row.question}")
+    if len(failures) > limit:
+        lines.append(f"  ... and {len(failures) - limit} more (see the lint report CSV)")
+    return "\n".join(lines)

@@ -1,0 +1,81 @@
+"""Question prototypes as data (`prototypes.yaml`) and their instantiation from one row's metadata."""
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from mmbu.curation.manifest import TASKS
+
+PROTOTYPES_PATH = Path(__file__).with_name("prototypes.yaml")
+TEMPLATES = ("no_context", "modality", "full_context")
+# release column of each template
+TEMPLATE_COLUMNS = {template: f"question_{template}" for template in TEMPLATES}
+
+
+class StainPhrase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    default: str
+    by_modality: dict[str, str] = {}
+
+
+class Prototypes(BaseModel):
+    """The parsed prototype file; `render` turns one row's values into the three questions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: str
+    none_of_the_above: str
+    image_phrase: dict[str, list[list[str]]]
+    stain_phrase: StainPhrase
+    tasks: dict[str, str]
+
+    def model_post_init(self, _context: object) -> None:
+        missing = [t for t in TEMPLATES if t not in self.image_phrase] + [t for t in TASKS if t not in self.tasks]
+        if missing:
+            raise ValueError(f"question prototypes lack {', '.join(missing)}")
+
+    def image_description(self, template: str, values: Mapping[str, str | None]) -> str:
+        """The image phrase of a template, dropping fragments whose values are missing."""
+        values = dict(values)
+        if values.get("stain"):
+            phrase = self.stain_phrase.by_modality.get(values.get("modality") or "", self.stain_phrase.default)
+            values["stain_phrase"] = _fill(phrase, values)
+        parts = []
+        for alternatives in self.image_phrase[template]:
+            for text in alternatives:
+                filled = _fill(text, values)
+                if filled is not None:
+                    parts.append(filled)
+                    break
+        return "".join(parts)
+
+    def render(self, task: str, values: Mapping[str, str | None]) -> dict[str, str]:
+        """The three questions (keyed by release column) for a task and one row's values."""
+        questions = {}
+        for template in TEMPLATES:
+            text = _fill(self.tasks[task], {**values, "image_phrase": self.image_description(template, values)})
+            if text is None:
+                raise ValueError(f"the {task} prototype needs values it was not given: {self.tasks[task]!r}")
+            questions[TEMPLATE_COLUMNS[template]] = " ".join(text.split())
+        return questions
+
+
+def _fill(text: str, values: Mapping[str, str | None]) -> str | None:
+    """`text` with its placeholders filled, or None when one of them has no value."""
+    names = [name for _, name, _, _ in string.Formatter().parse(text) if name]
+    if any(not values.get(name) for name in names):
+        return None
+    return text.format_map({name: values[name] for name in names})
+
+
+@lru_cache(maxsize=4)
+def load_prototypes(path: str | Path | None = None) -> Prototypes:
+    """Read a prototype file (the bundled one by default)."""
+    source = Path(path) if path else PROTOTYPES_PATH
+    return Prototypes.model_validate(yaml.safe_load(source.read_text(encoding="utf-8")))

@@ -1,0 +1,207 @@
+"""Questions: the three templates, fixed-size seeded options, detection boxes, aliases and the wording lint."""
+from __future__ import annotations
+
+
+import pandas as pd
+import pytest
+from support.build_manifests import make_manifest, write_png, write_taxonomy
+
+from mmbu.build.layouts import read_samples
+from mmbu.build.metadata import normalise_metadata, validate_metadata
+from mmbu.build.questions import (
+    attach_metadata,
+    format_lint_report,
+    instantiate_questions,
+    iou,
+    lint_labels,
+    lint_questions,
+    task_items,
+)
+
+NOTA = "None of the above"
+
+
+@pytest.fixture
+def taxonomy(tmp_path):
+    return write_taxonomy(tmp_path)
+
+
+def build_rows(raw, manifest, taxonomy):
+    samples, _ = read_samples(manifest, raw)
+    valid, failures = validate_metadata(normalise_metadata(samples, manifest, taxonomy), taxonomy)
+    assert failures.empty
+    rows, dropped = attach_metadata(task_items(samples, manifest), valid)
+    assert dropped == []
+    return rows
+
+
+@pytest.fixture
+def marrow(tmp_path):
+    raw = tmp_path / "raw"
+    for label in ("MON", "PMY", "EBO", "BNE", "LYT", "EOS"):
+        for k in range(4):
+            write_png(raw / label / f"{label.lower()}_{k}.png", value=k)
+    return raw
+
+
+def test_three_templates_follow_the_bone_marrow_example(marrow, taxonomy):
+    manifest = make_manifest({"kind": "folder_per_class"})
+    questions, dropped = instantiate_questions(build_rows(marrow, manifest, taxonomy), manifest, taxonomy, seed=7)
+    assert dropped == []
+    row = questions.iloc[0]
+    assert row.question_no_context == (
+        "Which myeloid lineage cell type is most consistent with the visual features in this image?")
+    assert row.question_modality == ("Which myeloid lineage cell type is most consistent with the visual features "
+                                     "in this light microscopy image?")
+    assert row.question_full_context == (
+        "Which myeloid lineage cell type is most consistent with the visual features in this brightfield "
+        "microscopy image (light microscopy) of a smear of human bone marrow, stained with May-Grünwald-Giemsa?")
+    assert row.question_version == "mmbu-questions-v1"
+
+
+def test_options_are_fixed_in_size_contain_the_answer_and_are_stable_across_rebuilds(marrow, taxonomy):
+    manifest = make_manifest({"kind": "folder_per_class"})
+    rows = build_rows(marrow, manifest, taxonomy)
+    first, _ = instantiate_questions(rows, manifest, taxonomy, seed=7)
+    shuffled = rows.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    again, _ = instantiate_questions(shuffled, manifest, taxonomy, seed=7)
+    other_seed, _ = instantiate_questions(rows, manifest, taxonomy, seed=8)
+
+    assert len(first) == 24
+    assert all(len(opts) == 5 and NOTA in opts and ans in opts and ans == lab
+               for opts, ans, lab in zip(first.options, first.answer, first.label))
+    assert all(len(set(opts)) == 5 for opts in first.options)
+    labels = {"monocyte", "promyelocyte", "proerythroblast", "band neutrophil", "lymphocyte", "eosinophil"}
+    assert all(set(opts) - {NOTA} <= labels for opts in first.options)
+    by_id = dict(zip(again.sample_id, again.options))
+    assert all(by_id[sid] == opts for sid, opts in zip(first.sample_id, first.options))
+    assert list(first.options) != list(other_seed.options)
+    # the gold label lands in every position over the dataset, so position carries no signal
+    assert {opts.index(ans) for opts, ans in zip(first.options, first.answer)} == set(range(5))
+
+
+def test_small_label_sets_keep_one_option_count_for_the_dataset(tmp_path, taxonomy):
+    raw = tmp_path / "raw"
+    for label in ("MON", "PMY"):
+        write_png(raw / label / "a.png")
+        write_png(raw / label / "b.png")
+    manifest = make_manifest({"kind": "folder_per_class"}, labels={"MON": "monocyte", "PMY": "promyelocyte"})
+    questions, _ = instantiate_questions(build_rows(raw, manifest, taxonomy), manifest, taxonomy, seed=1)
+    assert {len(opts) for opts in questions.options} == {3}
+    without_none = make_manifest({"kind": "folder_per_class"}, labels={"MON": "monocyte", "PMY": "promyelocyte"},
+                                 questions={"none_of_the_above": False, "n_options": 4})
+    questions, _ = instantiate_questions(build_rows(raw, without_none, taxonomy), without_none, taxonomy, seed=1)
+    assert all(sorted(opts) == ["monocyte", "promyelocyte"] for opts in questions.options)
+
+
+def test_none_of_the_above_as_the_answer_when_asked_for(marrow, taxonomy):
+    manifest = make_manifest({"kind": "folder_per_class"})
+    questions, _ = instantiate_questions(build_rows(marrow, manifest, taxonomy), manifest, taxonomy, seed=7,
+                                         none_answer_rate=0.5)
+    left_out = questions[questions.answer == NOTA]
+    assert 4 <= len(left_out) <= 20
+    assert all(lab not in opts and len(opts) == 5 for lab, opts in zip(left_out.label, left_out.options))
+    assert set(questions[questions.answer != NOTA].apply(lambda r: r.answer == r.label, axis=1)) == {True}
+
+
+def test_answer_aliases_come_from_manifest_and_taxonomy(marrow, taxonomy):
+    manifest = make_manifest({"kind": "folder_per_class"})
+    questions, _ = instantiate_questions(build_rows(marrow, manifest, taxonomy), manifest, taxonomy, seed=7)
+    monocyte = questions[questions.label == "monocyte"].iloc[0]
+    assert monocyte.answer_aliases == ["mono", "MON", "monocytes"]
+    assert questions[questions.label == "lymphocyte"].iloc[0].answer_aliases == ["LYT"]
+
+
+def detection_rows(manifest, boxes, others, size=(200, 160)):
+    return pd.DataFrame([{
+        "sample_id": f"demo_marrow-{k:016x}", "dataset_id": manifest.id, "task": "object_detection",
+        "source_path": f"img{k}.png", "label": "ring", "target": "ring", "boxes": boxes, "other_boxes": others,
+        "image_width": size[0], "image_height": size[1], "modality": "light microscopy",
+        "sub_modality": "brightfield microscopy", "stain": None, "specimen": "human", "specimen_subregion": None,
+    } for k in range(30)])
+
+
+def test_detection_options_are_gold_plus_boxes_that_overlap_no_gold(taxonomy):
+    manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
+                             labels={"ring": "ring-stage parasite", "rbc": "red blood cell"})
+    gold = [[10, 10, 50, 40], [100, 90, 130, 120]]
+    questions, dropped = instantiate_questions(detection_rows(manifest, gold, [[60, 60, 90, 90]]), manifest,
+                                               taxonomy, seed=3)
+    assert dropped == []
+    for row in questions.itertuples():
+        assert row.answer == "[10, 10, 50, 40]" and row.answer in row.options and len(row.options) == 5
+        assert NOTA in row.options and row.answer_aliases == []
+        assert row.question_modality.startswith("Locate every ring-stage parasite in this light microscopy image.")
+        boxes = [[int(v) for v in o.strip("[]").split(", ")] for o in row.options if o not in (NOTA, row.answer)]
+        assert len(boxes) == 3
+        for box in boxes:
+            assert 0 <= box[0] < box[2] <= 200 and 0 <= box[1] < box[3] <= 160
+            assert all(iou(box, g) < 0.5 for g in gold)
+    # the other object's box is a natural distractor and is used
+    assert any("[60, 60, 90, 90]" in opts for opts in questions.options)
+
+
+def test_detection_without_room_for_distractors_is_excluded(taxonomy):
+    manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
+                             labels={"ring": "ring-stage parasite"})
+    questions, dropped = instantiate_questions(detection_rows(manifest, [[0, 0, 20, 20]], [], size=(20, 20)).head(1),
+                                               manifest, taxonomy, seed=3)
+    assert questions.empty and "no distractor box" in dropped[0].reason
+
+
+def test_task_items_expand_regions_into_grounded_and_detection_rows(tmp_path, taxonomy):
+    import json
+    raw = tmp_path / "raw"
+    write_png(raw / "a.png", size=(100, 80))
+    (raw / "ann.json").write_text(json.dumps({
+        "images": [{"id": 1, "file_name": "a.png", "width": 100, "height": 80}],
+        "categories": [{"id": 1, "name": "ring"}, {"id": 2, "name": "rbc"}],
+        "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 10, 10]},
+                        {"id": 2, "image_id": 1, "category_id": 1, "bbox": [50, 50, 10, 10]},
+                        {"id": 3, "image_id": 1, "category_id": 2, "bbox": [20, 20, 10, 10]}]}))
+    manifest = make_manifest({"kind": "coco", "annotations": "ann.json"},
+                             tasks=["box_grounded_classification", "object_detection"],
+                             labels={"ring": "ring-stage parasite", "rbc": "red blood cell"})
+    samples, _ = read_samples(manifest, raw)
+    items = task_items(samples, manifest)
+    assert list(items.task) == ["box_grounded_classification"] * 3 + ["object_detection"] * 2
+    detect = items[items.task == "object_detection"].set_index("target")
+    assert detect.loc["ring", "boxes"] == [[1.0, 1.0, 11.0, 11.0], [50.0, 50.0, 60.0, 60.0]]
+    assert detect.loc["ring", "other_boxes"] == [[20.0, 20.0, 30.0, 30.0]]
+    assert items.sample_id.is_unique and set(items.image_sample_id) == {samples[0].sample_id}
+    assert list(task_items(samples, manifest).sample_id) == list(items.sample_id)
+
+
+def test_lint_flags_forbidden_wording_but_not_label_text(marrow, taxonomy):
+    manifest = make_manifest({"kind": "folder_per_class"}, questions={"options_name": "malignant RBC type"})
+    questions, _ = instantiate_questions(build_rows(marrow, manifest, taxonomy).head(2), manifest, taxonomy, seed=1)
+    failures = lint_questions(questions, taxonomy)
+    assert set(zip(failures.category, failures.word)) == {("malignancy", "malignant"), ("abbreviation", "RBC")}
+    assert len(failures) == 2 * 3 * 2  # 2 rows x 3 templates x 2 words
+    assert set(failures.template) == {"no_context", "modality", "full_context"}
+    report = format_lint_report(failures)
+    assert "malignancy word 'malignant'" in report and "[ungrounded_classification/no_context]" in report
+
+    clean = make_manifest({"kind": "folder_per_class"})
+    questions, _ = instantiate_questions(build_rows(marrow, clean, taxonomy), clean, taxonomy, seed=1)
+    assert lint_questions(questions, taxonomy).empty
+    assert format_lint_report(lint_questions(questions, taxonomy)) == "wording lint: every question is clean"
+
+
+def test_detection_targets_are_exempt_and_disease_like_labels_are_warnings(taxonomy):
+    manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
+                             labels={"ring": "tumour nodule"})
+    questions, _ = instantiate_questions(detection_rows(manifest, [[10, 10, 50, 40]], []).head(1), manifest,
+                                         taxonomy, seed=3)
+    assert "tumour nodule" in questions.iloc[0].question_no_context
+    assert lint_questions(questions, taxonomy).empty
+    warnings = lint_labels(["tumour nodule", "monocyte", "CT finding"], taxonomy)
+    assert set(zip(warnings.label, warnings.word)) == {("tumour nodule", "tumour"), ("CT finding", "CT")}
+
+
+def test_lint_catches_taxonomy_abbreviations_and_plurals(taxonomy):
+    from mmbu.build.questions.lint import wording_lint
+    lint = wording_lint(taxonomy)
+    words = {hit.word for hit in lint.hits("Tumors seen with H&E; use MGG here, HE too, he said (e.g. metastases).")}
+    assert words == {"Tumors", "H&E", "MGG", "HE", "e.g.", "metastases"}
+    assert lint.hits("this brightfield microscopy image of a smear") == []
