@@ -190,9 +190,13 @@ def write_ome_tiff(
     names: Sequence[str] | None,
     colours: Sequence[tuple[int, int, int]] | None,
     axes: str = "CYX",
-    pyramid_levels: int = 1,
+    pyramid: Sequence[np.ndarray] = (),
 ) -> Path:
-    """OME-TIFF with OME Channel Name/Color (RGBA packed as a signed int32, as OME stores it)."""
+    """OME-TIFF with OME Channel Name/Color (RGBA packed as a signed int32, as OME stores it).
+
+    `pyramid` holds the reduced levels (stored as SubIFDs, the OME pyramid layout); they may hold
+    different content from the base so a test can tell which level was read.
+    """
     metadata: dict = {"axes": axes}
     channel_meta: dict = {}
     if names is not None:
@@ -203,10 +207,9 @@ def write_ome_tiff(
         metadata["Channel"] = channel_meta
     tile = (64, 64)
     with tifffile.TiffWriter(path, ome=True) as writer:
-        writer.write(channels, metadata=metadata, tile=tile, subifds=pyramid_levels - 1)
-        for level in range(1, pyramid_levels):
-            step = 2**level
-            writer.write(np.ascontiguousarray(channels[..., ::step, ::step]), subfiletype=1, tile=tile)
+        writer.write(channels, metadata=metadata, tile=tile, subifds=len(pyramid))
+        for level in pyramid:
+            writer.write(np.ascontiguousarray(level), subfiletype=1, tile=tile)
     return Path(path)
 
 

@@ -102,8 +102,10 @@ def test_mrxs_without_its_folder_is_one_sentence(tmp_path):
     shutil.rmtree(tmp_path / "slide")
     with pytest.raises(ConversionError, match=r"MIRAX slide slide\.mrxs has no data folder slide/"):
         read(slide, ConvertOptions())
+    empty_folder = tmp_path / "nothing-here"
+    empty_folder.mkdir()
     with pytest.raises(ConversionError, match=r"holds no \.mrxs file"):
-        read(tmp_path / "nothing-here", ConvertOptions()) if (tmp_path / "nothing-here").mkdir() is None else None
+        read(empty_folder, ConvertOptions())
 
 
 def test_transparent_region_takes_the_slide_background(tmp_path):

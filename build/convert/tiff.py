@@ -1,0 +1,318 @@
+"""OME-TIFF and plain TIFF (tifffile + imagecodecs) to 8-bit grayscale or RGB.
+
+The rules, in the order they are applied:
+
+* **Series and level.** Series 0. Of its pyramid levels (`series.levels`, base first) the
+  smallest one whose longest side is still at least `options.max_size` is read (the base when no
+  size is asked); the result is then resized with LANCZOS (nearest for masks). A plane larger than
+  `PIXEL_BUDGET` is refused: such images belong to the whole-slide path, which streams tiles.
+* **Which plane.** Only the pages of one plane are read (`TiffFile.asarray(key=pages)`).
+  Axes other than Y, X, channels (C) and samples (S) — Z, T, generic page stacks (Q/I) — are
+  held at their middle index each; an integer `options.frame` instead indexes the flattened
+  stack of those axes in the file's order (row-major). The chosen index per axis is recorded.
+* **Colour.**
+  - RGB(A) samples (S = 3 or 4) stay colour: 8-bit kept, RGBA composited onto white, deeper or
+    float data scaled by one percentile window over all three samples (keeps the colour balance).
+  - Several channels (C > 1, or S not 3/4): fluorescence, blended additively: each channel is
+    scaled by its own 0.5–99.5 percentile window to 0..1, multiplied by its colour and summed
+    (clipped). A channel's colour is its OME `Color` when present, else looked up by its `Name`
+    in `CHANNEL_NAME_COLOURS` (DAPI → blue, GFP → green, …), else `DEFAULT_PALETTE` by position;
+    the source of every colour is recorded.
+  - One channel: 8-bit kept as is; 16-bit, 32-bit and float scaled by the percentile window of
+    the plane (never by bit shifting — 12-bit data in 16-bit containers stays visible); palette
+    images mapped through their colour map.
+* **Masks** (`options.as_mask`): one channel, values kept (`display.to_label_image`), nearest.
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tifffile
+
+from mmbu.build.convert import display
+from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
+
+PIXEL_BUDGET = 1 << 28  # 268 M samples of one plane; beyond that the WSI path's tiling is needed
+
+# Fluorescence channel names (normalised: lower case, letters and digits only) to display colours.
+# Checked in order, first substring match wins; numbers are excitation/emission lines or dye names.
+CHANNEL_NAME_COLOURS: tuple[tuple[str, tuple[int, int, int]], ...] = (
+    ("dapi", (0, 0, 255)),
+    ("hoechst", (0, 0, 255)),
+    ("nucle", (0, 0, 255)),
+    ("dna", (0, 0, 255)),
+    ("405", (0, 0, 255)),
+    ("cy5", (255, 0, 255)),
+    ("647", (255, 0, 255)),
+    ("640", (255, 0, 255)),
+    ("gfp", (0, 255, 0)),
+    ("fitc", (0, 255, 0)),
+    ("488", (0, 255, 0)),
+    ("green", (0, 255, 0)),
+    ("cy3", (255, 0, 0)),
+    ("tritc", (255, 0, 0)),
+    ("rfp", (255, 0, 0)),
+    ("mcherry", (255, 0, 0)),
+    ("tdtomato", (255, 0, 0)),
+    ("texasred", (255, 0, 0)),
+    ("555", (255, 0, 0)),
+    ("561", (255, 0, 0)),
+    ("568", (255, 0, 0)),
+    ("594", (255, 0, 0)),
+    ("red", (255, 0, 0)),
+    ("blue", (0, 0, 255)),
+)
+# Used only when a channel has neither an OME colour nor a recognisable name.
+DEFAULT_PALETTE: tuple[tuple[int, int, int], ...] = (
+    (255, 0, 0),
+    (0, 255, 0),
+    (0, 0, 255),
+    (255, 0, 255),
+    (0, 255, 255),
+    (255, 255, 0),
+    (255, 255, 255),
+)
+_CHANNEL_AXES = "C"
+_PLANE_AXES = "YX"
+
+
+def read_ome(path: Path, options: ConvertOptions) -> Converted:
+    """Convert an OME-TIFF: OME channel names and colours drive the fluorescence blend."""
+    return _convert(Path(path), options, "ome-tiff")
+
+
+def read_tiff(path: Path, options: ConvertOptions) -> Converted:
+    """Convert a plain (possibly multi-page, 16-bit or float) TIFF."""
+    return _convert(Path(path), options, "tiff")
+
+
+def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted:
+    try:
+        tiff = tifffile.TiffFile(path)
+    except FileNotFoundError as exc:
+        raise ConversionError(f"{path} does not exist") from exc
+    except Exception as exc:  # TiffFileError, struct errors, OSError on truncated headers
+        raise ConversionError(f"{path} is not a readable TIFF file ({_cause(exc)})") from exc
+    with tiff:
+        if not tiff.series:
+            raise ConversionError(f"{path} holds no image series")
+        series = tiff.series[0]
+        level_index = select_level(series, options.max_size)
+        level = series.levels[level_index]
+        axes, shape = level.get_axes(False), level.get_shape(False)
+        plane, plane_index = _read_plane(tiff, path, level_index, level, axes, shape, options.frame)
+        channels_meta = _ome_channels(tiff.ome_metadata) if tiff.is_ome else []
+        colormap = level.keyframe.colormap if level.keyframe.photometric == tifffile.PHOTOMETRIC.PALETTE else None
+        params: dict[str, Any] = {
+            "series": 0,
+            "series_kind": series.kind,
+            "level": level_index,
+            "level_count": len(series.levels),
+            "level_shape": [int(n) for n in level.shape],
+            "axes": series.axes,
+            "plane": plane_index,
+            "dtype": str(plane.dtype),
+            "compression": level.keyframe.compression.name,
+        }
+    if options.as_mask:
+        pixels = _labels(plane, path)
+        params["channels"] = None
+    else:
+        pixels, params["channels"] = _to_display(plane, channels_meta, colormap)
+    pixels = display.resize_longest_side(pixels, options.max_size, is_mask=options.as_mask)
+    frame = options.frame if isinstance(options.frame, int) else None
+    return Converted(pixels=pixels, format=format_name, frame=frame, params=params)
+
+
+def select_level(series: tifffile.TiffPageSeries, max_size: int | None) -> int:
+    """Index of the smallest pyramid level whose longest side is at least `max_size` (0 without one)."""
+    if max_size is None:
+        return 0
+    chosen = 0
+    for index, level in enumerate(series.levels):
+        sizes = dict(zip(level.get_axes(False), level.get_shape(False)))
+        if max(sizes.get("Y", 1), sizes.get("X", 1)) >= max_size:
+            chosen = index
+    return chosen
+
+
+def _read_plane(
+    tiff: tifffile.TiffFile,
+    path: Path,
+    level_index: int,
+    level: tifffile.TiffPageSeries,
+    axes: str,
+    shape: tuple[int, ...],
+    frame: int | str,
+) -> tuple[np.ndarray, dict[str, int]]:
+    """Read the pages of one plane; returns (Y, X, channels) and the index chosen on each stacked axis."""
+    # every page holds one Y×X plane (with its samples); the axes before Y enumerate the pages
+    outer_axes = axes[: axes.index("Y")] if "Y" in axes and "X" in axes else None
+    if outer_axes is not None and outer_axes.endswith("S") and level.keyframe.axes.startswith("S"):
+        outer_axes = outer_axes[:-1]  # planar samples live inside the page
+    if outer_axes is None:
+        raise ConversionError(f"{path} has axes {axes!r} without a Y×X image plane")
+    outer_shape = shape[: len(outer_axes)]
+    if int(np.prod(outer_shape, dtype=np.int64)) != len(level.pages):
+        raise ConversionError(f"{path} lists {len(level.pages)} pages where its axes {axes!r} need {int(np.prod(outer_shape))}")
+    sizes = dict(zip(axes, shape))
+    samples = sizes.get("S", 1)
+    plane_pixels = sizes["Y"] * sizes["X"] * samples * sizes.get("C", 1)
+    if plane_pixels > PIXEL_BUDGET:
+        raise ConversionError(
+            f"{path} has a {sizes['X']}×{sizes['Y']} plane ({plane_pixels / 1e6:.0f} M samples) with no smaller "
+            "pyramid level; convert it as a whole-slide image"
+        )
+    stacked = [(i, a) for i, a in enumerate(outer_axes) if a not in _CHANNEL_AXES]
+    chosen = _plane_indices([outer_shape[i] for i, _ in stacked], frame, path)
+    channel_positions = [i for i, a in enumerate(outer_axes) if a in _CHANNEL_AXES]
+    n_channels = int(np.prod([outer_shape[i] for i in channel_positions], dtype=np.int64)) if channel_positions else 1
+    keys = []
+    for channel in range(n_channels):
+        index = [0] * len(outer_axes)
+        for (position, _axis), value in zip(stacked, chosen):
+            index[position] = value
+        for position, value in zip(channel_positions, np.unravel_index(channel, [outer_shape[i] for i in channel_positions]) if channel_positions else ()):
+            index[position] = int(value)
+        keys.append(int(np.ravel_multi_index(index, outer_shape)) if outer_axes else 0)
+    try:
+        data = tiff.asarray(key=keys, series=0, level=level_index, maxworkers=2)
+    except Exception as exc:  # truncated strips, unknown or unavailable codecs, corrupt tiles
+        if "COMPRESSION" in str(exc):
+            raise ConversionError(f"{path} uses a compression that cannot be decoded ({_cause(exc)})") from exc
+        raise ConversionError(f"{path} has pixel data that cannot be decoded ({_cause(exc)})") from exc
+    keyframe_shape = tuple(level.keyframe.shape)
+    data = data.reshape((len(keys), *keyframe_shape))
+    if level.keyframe.axes.startswith("S"):  # planar samples: (S, Y, X) pages
+        data = np.moveaxis(data, 1, -1)
+    if data.ndim == 3:
+        data = data[..., None]
+    # (channels, Y, X, samples) -> (Y, X, channels * samples)
+    plane = np.moveaxis(data, 0, 2).reshape(data.shape[1], data.shape[2], -1)
+    return plane, {axis: int(value) for (_, axis), value in zip(stacked, chosen)}
+
+
+def _plane_indices(stack_shape: list[int], frame: int | str, path: Path) -> list[int]:
+    """Middle of every stacked axis, or an integer frame unravelled over their flattened stack."""
+    if frame == "middle":
+        return [n // 2 for n in stack_shape]
+    total = int(np.prod(stack_shape, dtype=np.int64)) if stack_shape else 1
+    if not isinstance(frame, int) or not 0 <= frame < total:
+        raise ConversionError(f"page {frame!r} is outside 0..{total - 1} of the image stack in {path}")
+    return [int(v) for v in np.unravel_index(frame, stack_shape)] if stack_shape else []
+
+
+def _ome_channels(ome_xml: str | None) -> list[dict[str, Any]]:
+    """Name and colour (RGB, or None) of each Channel of the first OME Image."""
+    if not ome_xml:
+        return []
+    try:
+        root = ElementTree.fromstring(ome_xml)
+    except ElementTree.ParseError:
+        return []
+    pixels = root.find("{*}Image/{*}Pixels")
+    if pixels is None:
+        return []
+    channels = []
+    for element in pixels.findall("{*}Channel"):
+        colour = element.get("Color")
+        channels.append({"name": element.get("Name"), "colour": _unpack_ome_colour(colour) if colour else None})
+    return channels
+
+
+def _unpack_ome_colour(value: str) -> tuple[int, int, int] | None:
+    """OME stores colours as a signed 32-bit RGBA integer."""
+    try:
+        packed = int(value) & 0xFFFFFFFF
+    except ValueError:
+        return None
+    return (packed >> 24) & 0xFF, (packed >> 16) & 0xFF, (packed >> 8) & 0xFF
+
+
+def channel_colour(name: str | None, ome_colour: tuple[int, int, int] | None, position: int) -> tuple[tuple[int, int, int], str]:
+    """The display colour of a channel and where it came from: OME colour, its name, or the palette."""
+    if ome_colour is not None and any(ome_colour):
+        return ome_colour, "ome-color"
+    if name:
+        normalised = re.sub(r"[^a-z0-9]", "", name.lower())
+        for keyword, colour in CHANNEL_NAME_COLOURS:
+            if keyword in normalised:
+                return colour, f"name:{keyword}"
+    return DEFAULT_PALETTE[position % len(DEFAULT_PALETTE)], "default-palette"
+
+
+def _to_display(
+    plane: np.ndarray, channels_meta: list[dict[str, Any]], colormap: np.ndarray | None
+) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    n = plane.shape[2]
+    if n == 1:
+        return _grey(plane[..., 0], colormap)
+    if n in (3, 4) and len(channels_meta) != n:  # RGB(A) samples, not named fluorescence channels
+        return _rgb(plane)
+    return _blend(plane, channels_meta)
+
+
+def _grey(values: np.ndarray, colormap: np.ndarray | None) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    if colormap is not None:
+        lut = np.rint(np.asarray(colormap, np.float64).T / 257.0).astype(np.uint8)  # 16-bit map entries to 8-bit
+        return lut[np.clip(values, 0, len(lut) - 1)], [{"name": None, "colour": None, "window": "palette colour map"}]
+    if values.dtype == np.uint8:
+        return values, [{"name": None, "colour": None, "window": {"lo": 0, "hi": 255, "source": "8-bit kept"}}]
+    if values.dtype == bool:
+        return values.astype(np.uint8) * 255, [{"name": None, "colour": None, "window": {"lo": 0, "hi": 1, "source": "bilevel"}}]
+    pixels, window = display.grey_to_uint8(values.astype(np.float64, copy=False))
+    return pixels, [{"name": None, "colour": None, "window": window}]
+
+
+def _rgb(plane: np.ndarray) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    if plane.dtype != np.uint8:
+        lo, hi = display.percentile_window(plane[..., :3].astype(np.float64))
+        window = {"lo": lo, "hi": hi, "source": "percentile over R, G and B together"}
+        scaled = display.window_to_uint8(plane.astype(np.float64), lo, hi)
+    else:
+        window = {"lo": 0, "hi": 255, "source": "8-bit kept"}
+        scaled = plane
+    if plane.shape[2] == 4:
+        rgb = display.composite_on_background(np.ascontiguousarray(scaled), (255, 255, 255))
+        source = "RGBA composited onto white"
+    else:
+        rgb, source = np.ascontiguousarray(scaled), "RGB"
+    return rgb, [{"name": source, "colour": None, "window": window}]
+
+
+def _blend(plane: np.ndarray, channels_meta: list[dict[str, Any]]) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """Additive fluorescence blend: per-channel percentile window, times the channel's colour, summed."""
+    n = plane.shape[2]
+    meta = channels_meta if len(channels_meta) == n else [{"name": None, "colour": None}] * n
+    total = np.zeros(plane.shape[:2] + (3,), np.float32)
+    records = []
+    for position in range(n):
+        values = plane[..., position].astype(np.float32)
+        lo, hi = display.percentile_window(values)
+        scaled = display.window_to_uint8(values, lo, hi).astype(np.float32) / 255.0
+        colour, source = channel_colour(meta[position]["name"], meta[position]["colour"], position)
+        total += scaled[..., None] * (np.asarray(colour, np.float32) / 255.0)
+        records.append(
+            {
+                "name": meta[position]["name"],
+                "colour": "#%02X%02X%02X" % colour,
+                "colour_source": source,
+                "window": {"lo": lo, "hi": hi, "source": f"percentile {display.DEFAULT_LOW_PERCENTILE:g}-{display.DEFAULT_HIGH_PERCENTILE:g}"},
+            }
+        )
+    return np.clip(np.rint(total * 255.0), 0, 255).astype(np.uint8), records
+
+
+def _labels(plane: np.ndarray, path: Path) -> np.ndarray:
+    if plane.shape[2] != 1:
+        raise ConversionError(f"{path} has {plane.shape[2]} channels, so it is not a single-channel label mask")
+    return display.to_label_image(plane[..., 0])
+
+
+def _cause(exc: BaseException) -> str:
+    text = str(exc).strip().rstrip(".")
+    return text.splitlines()[0] if text else type(exc).__name__

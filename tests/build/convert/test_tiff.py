@@ -1,0 +1,200 @@
+"""OME-TIFF / TIFF: channel colours by name and OME colour, pyramids, deep grayscale, stacks, masks."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tifffile
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from factories_slide import write_ome_tiff  # noqa: E402
+
+from mmbu.build.convert.base import ConversionError, ConvertOptions  # noqa: E402
+from mmbu.build.convert.tiff import DEFAULT_PALETTE, read_ome, read_tiff  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def banded_channels(levels=(4000, 3000, 1000), size=96) -> np.ndarray:
+    """3 × size × size uint16: channel k bright only in horizontal band k (12-bit values)."""
+    channels = np.zeros((3, size, size), np.uint16)
+    band = size // 3
+    for k, value in enumerate(levels):
+        channels[k, k * band : (k + 1) * band] = value
+    return channels
+
+
+def band_colour(pixels: np.ndarray, k: int, size=96) -> tuple[int, int, int]:
+    band = size // 3
+    return tuple(int(v) for v in pixels[k * band + band // 2, size // 2])
+
+
+def test_ome_colours_land_in_the_right_rgb_component(tmp_path):
+    # channel order deliberately not red, green, blue
+    path = write_ome_tiff(
+        tmp_path / "cells.ome.tif",
+        banded_channels(),
+        names=["mCherry", "DAPI", "GFP"],
+        colours=[(255, 0, 0), (0, 0, 255), (0, 255, 0)],
+    )
+    converted = read_ome(path, ConvertOptions())
+    assert converted.mode == "RGB" and converted.format == "ome-tiff"
+    assert band_colour(converted.pixels, 0) == (255, 0, 0)
+    assert band_colour(converted.pixels, 1) == (0, 0, 255)
+    assert band_colour(converted.pixels, 2) == (0, 255, 0)
+    channels = converted.params["channels"]
+    assert [c["name"] for c in channels] == ["mCherry", "DAPI", "GFP"]
+    assert [c["colour"] for c in channels] == ["#FF0000", "#0000FF", "#00FF00"]
+    assert {c["colour_source"] for c in channels} == {"ome-color"}
+    assert channels[2]["window"]["hi"] == 1000  # per-channel window: the dim channel is not dimmed
+
+
+def test_channel_names_choose_colours_when_ome_has_none(tmp_path):
+    path = write_ome_tiff(tmp_path / "n.ome.tif", banded_channels(), names=["Alexa Fluor 647", "Hoechst 33342", "FITC"], colours=None)
+    converted = read_ome(path, ConvertOptions())
+    assert band_colour(converted.pixels, 0) == (255, 0, 255)
+    assert band_colour(converted.pixels, 1) == (0, 0, 255)
+    assert band_colour(converted.pixels, 2) == (0, 255, 0)
+    assert [c["colour_source"] for c in converted.params["channels"]] == ["name:647", "name:hoechst", "name:fitc"]
+
+
+def test_unnamed_channels_use_the_documented_palette(tmp_path):
+    path = write_ome_tiff(tmp_path / "u.ome.tif", banded_channels(), names=None, colours=None)
+    converted = read_ome(path, ConvertOptions())
+    for k in range(3):
+        assert band_colour(converted.pixels, k) == DEFAULT_PALETTE[k]
+    assert {c["colour_source"] for c in converted.params["channels"]} == {"default-palette"}
+
+
+def test_overlapping_channels_add_up(tmp_path):
+    channels = np.zeros((2, 32, 32), np.uint16)
+    channels[:, 8:24, 8:24] = 2000
+    channels[0, 0, 0] = 2000  # keep each window 0..2000
+    channels[1, 0, 0] = 2000
+    path = write_ome_tiff(tmp_path / "o.ome.tif", channels, names=["a", "b"], colours=[(255, 0, 0), (0, 0, 255)])
+    converted = read_ome(path, ConvertOptions())
+    assert tuple(converted.pixels[16, 16]) == (255, 0, 255) and tuple(converted.pixels[30, 30]) == (0, 0, 0)
+
+
+def test_pyramid_level_nearest_the_output_size(tmp_path):
+    base = banded_channels(size=192)
+    level1 = np.full((3, 96, 96), 500, np.uint16)  # different content per level: uniform
+    level1[0, 0, 0] = level1[1, 0, 0] = level1[2, 0, 0] = 0
+    path = write_ome_tiff(tmp_path / "p.ome.tif", base, ["R", "G", "B"], [(255, 0, 0), (0, 255, 0), (0, 0, 255)], pyramid=[level1])
+    full = read_ome(path, ConvertOptions())
+    assert full.params["level"] == 0 and full.params["level_count"] == 2 and full.pixels.shape == (192, 192, 3)
+    assert band_colour(full.pixels, 1, size=192) == (0, 255, 0)
+    small = read_ome(path, ConvertOptions(max_size=96))
+    assert small.params["level"] == 1 and small.params["level_shape"] == [3, 96, 96]
+    assert tuple(small.pixels[50, 50]) == (255, 255, 255)  # the level-1 content, not the banded base
+    between = read_ome(path, ConvertOptions(max_size=120))
+    assert between.params["level"] == 0 and between.pixels.shape == (120, 120, 3)
+
+
+def test_twelve_bit_grayscale_is_not_black(tmp_path):
+    values = np.tile(np.linspace(0, 4095, 256).astype(np.uint16), (64, 1))
+    path = tmp_path / "twelve.tif"
+    tifffile.imwrite(path, values)
+    converted = read_tiff(path, ConvertOptions())
+    assert converted.mode == "L"
+    assert converted.pixels[:, -10:].min() > 240 and converted.pixels[:, :5].max() < 10
+    assert (values >> 8).max() == 15  # what a bit shift would have shown: nearly black
+    window = converted.params["channels"][0]["window"]
+    assert 4000 < window["hi"] <= 4095 and window["source"].startswith("percentile")
+
+
+def test_float_grayscale_with_nan(tmp_path):
+    values = np.linspace(-1.0, 1.0, 64 * 64, dtype=np.float32).reshape(64, 64)
+    values[0, :8] = np.nan
+    path = tmp_path / "float.tif"
+    tifffile.imwrite(path, values)
+    converted = read_tiff(path, ConvertOptions())
+    assert (converted.pixels[0, :8] == 0).all() and converted.pixels[-1, -1] == 255 and converted.pixels[32, 0] in range(100, 156)
+
+
+def test_stack_middle_page_and_frame_index(tmp_path):
+    stack = np.stack([np.full((20, 30), 1000 * (k + 1), np.uint16) for k in range(5)])
+    stack[:, 0, 0] = 0  # a dark corner gives every page a window
+    path = tmp_path / "stack.tif"
+    tifffile.imwrite(path, stack)
+    middle = read_tiff(path, ConvertOptions())
+    assert middle.params["plane"] == {"Q": 2} and middle.pixels[10, 10] == 255
+    first = read_tiff(path, ConvertOptions(frame=0))
+    assert first.params["plane"] == {"Q": 0} and first.frame == 0
+    with pytest.raises(ConversionError, match=r"page 5 is outside 0\.\.4"):
+        read_tiff(path, ConvertOptions(frame=5))
+
+
+def test_ome_z_stack_reads_one_plane_of_all_channels(tmp_path):
+    data = np.zeros((4, 2, 16, 16), np.uint16)  # Z C Y X
+    for z in range(4):
+        data[z, 0, :, : 4 * (z + 1)] = 100  # the red channel's width tells the plane
+        data[z, 1, 0, 0] = 50
+    path = write_ome_tiff(tmp_path / "z.ome.tif", data, ["Cy3", "DAPI"], None, axes="ZCYX")
+    converted = read_ome(path, ConvertOptions())
+    assert converted.params["plane"]["Z"] == 2
+    assert (converted.pixels[8, :, 0] == 255).sum() == 12
+    assert read_ome(path, ConvertOptions(frame=0)).params["plane"]["Z"] == 0
+
+
+def test_rgb_kept_and_rgba_composited_on_white(tmp_path):
+    rgb = np.random.default_rng(1).integers(0, 256, (40, 50, 3), dtype=np.uint8)
+    tifffile.imwrite(tmp_path / "rgb.tif", rgb, photometric="rgb")
+    converted = read_tiff(tmp_path / "rgb.tif", ConvertOptions())
+    np.testing.assert_array_equal(converted.pixels, rgb)
+    rgba = np.zeros((10, 10, 4), np.uint8)
+    rgba[..., 0] = 200
+    rgba[:5, :, 3] = 255  # top half opaque red, bottom half fully transparent
+    tifffile.imwrite(tmp_path / "rgba.tif", rgba, photometric="rgb", extrasamples=["unassalpha"])
+    composited = read_tiff(tmp_path / "rgba.tif", ConvertOptions()).pixels
+    assert tuple(composited[2, 2]) == (200, 0, 0) and tuple(composited[8, 8]) == (255, 255, 255)
+
+
+def test_sixteen_bit_rgb_keeps_colour_balance(tmp_path):
+    rgb = np.zeros((10, 10, 3), np.uint16)
+    rgb[..., 0] = 4000
+    rgb[..., 1] = 2000
+    rgb[0, 0] = 0
+    tifffile.imwrite(tmp_path / "rgb16.tif", rgb, photometric="rgb")
+    pixel = read_tiff(tmp_path / "rgb16.tif", ConvertOptions()).pixels[5, 5]
+    assert pixel[0] == 255 and abs(int(pixel[1]) - 128) <= 1 and pixel[2] == 0
+
+
+def test_palette_tiff_maps_through_its_colour_map(tmp_path):
+    indices = np.zeros((8, 8), np.uint8)
+    indices[4:] = 1
+    colormap = np.zeros((3, 256), np.uint16)
+    colormap[:, 1] = (65535, 32896, 0)  # index 1 -> orange
+    tifffile.imwrite(tmp_path / "palette.tif", indices, photometric="palette", colormap=colormap)
+    pixels = read_tiff(tmp_path / "palette.tif", ConvertOptions()).pixels
+    assert tuple(pixels[6, 6]) == (255, 128, 0) and tuple(pixels[0, 0]) == (0, 0, 0)
+
+
+def test_label_tiff_is_kept_and_resized_nearest(tmp_path):
+    labels = np.zeros((100, 100), np.uint16)
+    labels[:50, :50] = 3
+    labels[50:, 50:] = 7
+    tifffile.imwrite(tmp_path / "labels.tif", labels)
+    converted = read_tiff(tmp_path / "labels.tif", ConvertOptions(as_mask=True, max_size=33))
+    assert converted.pixels.shape == (33, 33) and set(np.unique(converted.pixels)) == {0, 3, 7}
+    colour = write_ome_tiff(tmp_path / "c.ome.tif", banded_channels(), None, None)
+    with pytest.raises(ConversionError, match="3 channels, so it is not a single-channel label mask"):
+        read_ome(colour, ConvertOptions(as_mask=True))
+
+
+def test_bad_tiffs_are_one_sentence(tmp_path):
+    good = tmp_path / "good.tif"
+    tifffile.imwrite(good, np.arange(256 * 256, dtype=np.uint16).reshape(256, 256), compression="zlib")
+    truncated = tmp_path / "truncated.tif"
+    truncated.write_bytes(good.read_bytes()[:2000])
+    garbage = tmp_path / "garbage.tif"
+    garbage.write_bytes(b"II*\x00" + b"\xff" * 64)
+    for path in (truncated, garbage, FIXTURES / "unopenable.tiff", tmp_path / "missing.tif"):
+        with pytest.raises(ConversionError, match=path.name) as caught:
+            read_tiff(path, ConvertOptions())
+        assert "\n" not in str(caught.value)
+    with pytest.raises(ConversionError, match="uses a compression that cannot be decoded"):
+        read_tiff(FIXTURES / "unopenable.tiff", ConvertOptions())
