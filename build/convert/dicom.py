@@ -131,8 +131,11 @@ def _number_of_frames(header: Dataset) -> int:
 
 
 def choose_frame(requested: int | str, frames: int, path: Path) -> int:
-    """0-based frame index: 'middle' is `frames // 2`; an index outside the file is an error."""
-    if requested == "middle":
+    """0-based frame index: 'middle' is `frames // 2`; an index outside the file is an error.
+
+    A single-frame file ignores the request, so one `--frame` can serve a batch mixing both kinds.
+    """
+    if requested == "middle" or frames == 1:
         return frames // 2
     index = int(requested)
     if not 0 <= index < frames:

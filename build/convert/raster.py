@@ -64,7 +64,7 @@ def _open(path: Path) -> Image.Image:
     except UnidentifiedImageError:
         raise ConversionError(f"{path} cannot be identified as an image by Pillow") from None
     except OSError as error:
-        raise ConversionError(f"{path} cannot be opened as an image ({error})") from None
+        raise ConversionError(f"{path} is truncated or corrupt ({error})") from None
 
 
 def _seek_frame(image: Image.Image, requested: int | str, path: Path) -> int | None:

@@ -70,6 +70,8 @@ def identify(path: str | Path) -> Identified:
     if not path.exists():
         raise ConversionError(f"{path} does not exist")
     head = _read_head(path)
+    if path.suffix.lower() == ".mrxs":
+        return _identify_mrxs(path)  # the index file may even be empty: the slide lives in its folder
     if not head:
         raise ConversionError(f"{path} is empty (0 bytes)")
 
@@ -99,12 +101,16 @@ def identify(path: str | Path) -> Identified:
     pillow_format = _pillow_format(path)
     if pillow_format:
         return Identified("raster", path, pillow_format)
-    if path.suffix.lower() == ".mrxs":
-        raise ConversionError(
-            f"{path} is an MRXS slide index that openslide cannot open; it needs its data folder "
-            f"{path.with_suffix('').name}/ (Slidedat.ini and .dat files) beside it"
-        )
     raise ConversionError(f"{path} is not an image format this converter knows (DICOM, NIfTI, TIFF, whole-slide, JPEG/PNG/BMP/GIF/WebP)")
+
+
+def _identify_mrxs(path: Path) -> Identified:
+    if _openslide_vendor(path) == "mirax":
+        return Identified("wsi", path, "mirax")
+    raise ConversionError(
+        f"{path} is an MRXS slide index that openslide cannot open; it needs its data folder "
+        f"{path.with_suffix('').name}/ (Slidedat.ini and .dat files) beside it"
+    )
 
 
 def mrxs_in_directory(directory: Path) -> Path | None:
@@ -199,26 +205,27 @@ def _identify_dicom(path: Path) -> Identified:
 
 
 def _identify_tiff(path: Path) -> Identified:
+    """OME-XML first (tifffile), then scanner vendors (openslide), then tiled pyramids, else plain TIFF."""
     import tifffile
 
+    vendor = _openslide_vendor(path)
     try:
         with tifffile.TiffFile(path) as tiff:
-            if not tiff.pages:
-                raise ConversionError(f"{path} is a TIFF file without any image")
-            first = tiff.pages.first
-            if tiff.is_ome:
+            if tiff.pages and tiff.is_ome:
                 return Identified("ome-tiff", path, "OME-XML")
-            if tiff.is_ndpi:
-                return Identified("wsi", path, "hamamatsu")
+            if vendor in WSI_VENDORS or tiff.is_ndpi:
+                return Identified("wsi", path, vendor or "hamamatsu")
+            if not tiff.pages:
+                raise ConversionError(f"{path} is a TIFF file without any readable image")
+            first = tiff.pages.first
             first_pixels = int(first.imagewidth) * int(first.imagelength)
             pyramidal = len(tiff.series[0].levels) > 1 if tiff.series else False
     except ConversionError:
         raise
     except Exception as error:  # tifffile raises many types on damaged files
+        if vendor in WSI_VENDORS:  # e.g. NDPI with 64-bit offsets that tifffile refuses
+            return Identified("wsi", path, vendor)
         raise ConversionError(f"{path} is a TIFF file that cannot be parsed ({error})") from None
-    vendor = _openslide_vendor(path)
-    if vendor in WSI_VENDORS:
-        return Identified("wsi", path, vendor)
     if vendor == "generic-tiff" and (pyramidal or first_pixels > _pillow_pixel_budget()):
         # a tiled pyramid, or a single level too big to hold in memory: read by levels/tiles
         return Identified("wsi", path, "generic-tiff")
