@@ -102,6 +102,6 @@ def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path 
     write_report(results, report_path)
     failed = [r for r in results if r.status == "error"]
     console.print(f"{len(results) - len(failed)} of {len(results)} datasets ready in {data_dir / 'raw'}; "
-                  f"report: {report_path}", markup=False, highlight=False)
+                  f"report: {report_path}", markup=False, highlight=False, soft_wrap=True)
     session.close()
     sys.exit(1 if failed else 0)

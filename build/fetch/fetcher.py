@@ -177,7 +177,8 @@ def fetch_all(
         try:
             manifest = load_manifest(path)
         except ManifestError as exc:
-            result = FetchResult(dataset_id=Path(path).stem, status="error", manifest=str(path), error=str(exc))
+            result = FetchResult(dataset_id=Path(path).stem, status="error", manifest=str(path),
+                                 error=" ".join(str(exc).split()))  # YAML errors span lines; the report wants one
         else:
             try:
                 result = fetch_dataset(manifest, data_dir, mirror=mirror, lock=lock, session=session,

@@ -17,6 +17,17 @@ from rich.progress import (
 from rich.text import Text
 
 
+class _FilesOnly(ProgressColumn):
+    """Show a byte column (speed, time left) on download bars only."""
+
+    def __init__(self, column: ProgressColumn) -> None:
+        super().__init__()
+        self._column = column
+
+    def render(self, task: Task) -> Text:
+        return Text("") if task.fields.get("datasets") else self._column.render(task)
+
+
 class _AmountColumn(ProgressColumn):
     """"3/10" on the datasets bar, "1.2/4.0 MB" on a download bar."""
 
@@ -34,7 +45,7 @@ class RichFetchProgress:
     def __init__(self, total_datasets: int, console: Console | None = None) -> None:
         self._progress = Progress(
             TextColumn("{task.description}"), BarColumn(), _AmountColumn(),
-            TransferSpeedColumn(), TimeRemainingColumn(), console=console, transient=False,
+            _FilesOnly(TransferSpeedColumn()), _FilesOnly(TimeRemainingColumn()), console=console, transient=False,
         )
         self._datasets = self._progress.add_task("datasets", total=total_datasets, datasets=True)
         self._file: TaskID | None = None
@@ -64,4 +75,4 @@ class RichFetchProgress:
             self._file = None
 
     def print(self, message: str) -> None:
-        self._progress.console.print(message, markup=False, highlight=False)
+        self._progress.console.print(message, markup=False, highlight=False, soft_wrap=True)

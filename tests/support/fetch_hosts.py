@@ -7,7 +7,7 @@ import tarfile
 import zipfile
 from typing import Any
 
-from support.loopback import LoopbackServer, Reply, file_with_range
+from support.loopback import LoopbackServer, Reply, Request, file_with_range
 
 
 def make_zip(members: dict[str, bytes], compression: int = zipfile.ZIP_DEFLATED) -> bytes:
@@ -58,3 +58,26 @@ def serve_zenodo_record(server: LoopbackServer, record: int, files: dict[str, by
     }, {"X-RateLimit-Limit": "133", "X-RateLimit-Remaining": "120"})
     server.add("GET", f"/api/records/{record}", reply)
     return reply
+
+
+def serve_hf_dataset(server: LoopbackServer, repo: str, revision: str, files: dict[str, bytes]) -> None:
+    """The Hub endpoints huggingface_hub 2.x uses for snapshot_download at a commit sha: the tree listing
+    (`/api/datasets/<repo>/tree/<rev>`), repo info (`/revision/<rev>`) and `/datasets/<repo>/resolve/<rev>/<path>`
+    with `X-Repo-Commit`, `ETag` and `Content-Length`."""
+    tree = [{"type": "file", "oid": hashlib.sha1(data).hexdigest(), "size": len(data), "path": path}
+            for path, data in files.items()]
+    server.add("GET", f"^/api/datasets/{repo}/tree/{revision}", Reply(200, tree))
+    server.add("GET", f"/api/datasets/{repo}/revision/{revision}", Reply(200, {
+        "_id": "66a1b2c3d4e5f60718293a4b", "id": repo, "sha": revision, "private": False, "gated": False,
+        "siblings": [{"rfilename": path} for path in files]}))
+
+    def resolve(request: Request) -> Reply:
+        path = request.path.split(f"/resolve/{revision}/", 1)[1]
+        if path not in files:
+            return Reply(404, {"error": "Entry not found"}, {"X-Error-Code": "EntryNotFound"})
+        data = files[path]
+        return Reply(200, data, {"X-Repo-Commit": revision, "ETag": f'"{hashlib.sha1(data).hexdigest()}"',
+                                 "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"})
+
+    server.add("HEAD", f"^/datasets/{repo}/resolve/", resolve)
+    server.add("GET", f"^/datasets/{repo}/resolve/", resolve)

@@ -31,8 +31,9 @@ def fetch_huggingface(source: HuggingFaceSource, context: FetchContext) -> list[
             user_agent=USER_AGENT,
         )
     except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise FetchError(f"Hugging Face dataset {source.repo}@{source.revision[:12]}: {first_line}") from None
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        summary = " ".join(lines[:2]) or type(exc).__name__  # e.g. "404 Client Error. Repository Not Found for url: ..."
+        raise FetchError(f"Hugging Face dataset {source.repo}@{source.revision[:12]}: {summary}") from None
     root = Path(folder)
     names = tree_files(root, follow_links=True)
     if not names:
