@@ -35,6 +35,7 @@ ERROR_REASONS = (
     "refused",            # the API returned a refusal / content filter instead of an answer
     "image_too_large",    # the image cannot be brought within the model's limits
     "backend_error",      # an in-process backend (vLLM / transformers) raised for this request
+    "invalid_sample",     # the release row cannot be asked (empty question, no options, unreadable image/mask)
 )
 
 
@@ -57,6 +58,7 @@ class RunRecord(BaseModel):
     request_hash: str
     image_size: tuple[int, int] | None = None   # [w, h] of the original release image
     sent_size: tuple[int, int] | None = None    # [w, h] of the image the model saw
+    content_size: tuple[int, int] | None = None  # [w, h] the original was resized to inside the sent canvas
     box_format: dict[str, Any] | None = None     # the registry's declared convention for this model
     attempts: int = 1
     finish_reason: str | None = None

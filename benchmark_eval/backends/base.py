@@ -25,9 +25,10 @@ class ModelRequest:
     max_tokens: int = 512
     temperature: float = 0.0
     seed: int | None = 0
+    image_url: str | None = None      # the data URL, when the caller already built (and shares) it
 
     def data_url(self) -> str:
-        return f"data:{self.image_mime};base64,{base64.b64encode(self.image).decode('ascii')}"
+        return self.image_url or f"data:{self.image_mime};base64,{base64.b64encode(self.image).decode('ascii')}"
 
 
 @dataclass

@@ -29,6 +29,7 @@ import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
+from ..models.registry import ChatQuirks
 from .base import Backend, BackendError, ChatResult, ModelRequest, chat_messages
 from .limiter import AdaptiveConcurrency
 
@@ -151,15 +152,22 @@ class OpenAICompatClient:
         self,
         messages: list[dict[str, Any]],
         *,
-        temperature: float = 0.0,
+        temperature: float | None = 0.0,
         max_tokens: int = 512,
         seed: int | None = 0,
         timeout: float | None = None,
         extra_body: dict[str, Any] | None = None,
+        max_tokens_field: str = "max_tokens",
     ) -> ChatResult:
-        """One chat completion. Raises :class:`BackendError` when no answer could be had."""
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature,
-                                "max_tokens": max_tokens, "n": 1, "stream": False}
+        """One chat completion. Raises :class:`BackendError` when no answer could be had.
+
+        ``temperature=None`` / ``seed=None`` leave the field out (APIs that refuse it);
+        ``max_tokens_field`` is ``max_completion_tokens`` for OpenAI's reasoning models.
+        """
+        body: dict[str, Any] = {"model": self.model, "messages": messages, max_tokens_field: max_tokens,
+                                "n": 1, "stream": False}
+        if temperature is not None:
+            body["temperature"] = temperature
         if seed is not None:
             body["seed"] = seed
         if extra_body:
@@ -267,23 +275,27 @@ def parse_chat_completion(response: httpx.Response, url: str = "") -> ChatResult
 
 
 class OpenAICompatBackend(Backend):
-    """The model under test behind an OpenAI-compatible server."""
+    """The model under test behind an OpenAI-compatible server, honouring the registry's chat quirks."""
 
     name = "openai"
 
-    def __init__(self, client: OpenAICompatClient, *, system_prompt_supported: bool = True,
+    def __init__(self, client: OpenAICompatClient, quirks: ChatQuirks | None = None, *,
                  extra_body: dict[str, Any] | None = None) -> None:
         self.client = client
-        self.system_prompt_supported = system_prompt_supported
+        self.quirks = quirks or ChatQuirks()
         self.extra_body = extra_body
 
     def build_messages(self, request: ModelRequest) -> list[dict[str, Any]]:
-        return chat_messages(request, system_prompt_supported=self.system_prompt_supported)
+        return chat_messages(request, system_prompt_supported=self.quirks.system_prompt)
 
     async def generate(self, request: ModelRequest) -> ChatResult:
         return await self.client.chat(
-            self.build_messages(request), temperature=request.temperature, max_tokens=request.max_tokens,
-            seed=request.seed, extra_body=self.extra_body,
+            self.build_messages(request),
+            temperature=request.temperature if self.quirks.temperature else None,
+            max_tokens=request.max_tokens,
+            seed=request.seed if self.quirks.seed else None,
+            extra_body=self.extra_body,
+            max_tokens_field=self.quirks.max_tokens_field,
         )
 
     async def aclose(self) -> None:

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from mmbu.benchmark_eval.backends import BackendError, ModelRequest, OpenAICompatBackend, OpenAICompatClient
+from mmbu.benchmark_eval.models import ChatQuirks
 from support.openai_server import OpenAIServer
 
 TEXT = [{"role": "user", "content": "Reply with one letter.\nA. nucleus\nB. platelet"}]
@@ -129,7 +130,7 @@ def test_backend_sends_image_first_and_folds_system_prompt_when_unsupported(serv
 
     async def go(supported):
         client = OpenAICompatClient(server.url, "m")
-        backend = OpenAICompatBackend(client, system_prompt_supported=supported)
+        backend = OpenAICompatBackend(client, ChatQuirks(system_prompt=supported))
         try:
             await backend.generate(request)
         finally:

@@ -1,0 +1,148 @@
+"""The model registry: ``registry.yaml`` validated by pydantic. A new model is a new YAML entry.
+
+Each entry says where the model lives (HF repo id or API model name), which backends can serve
+it, the box convention it answers in (:class:`BoxFormat`), the image-size limits the runner must
+respect before sending, and chat quirks (system role, thinking tags, sampling parameters the API
+refuses).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .box_format import BoxFormat, SmartResize
+
+REGISTRY_PATH = Path(__file__).with_name("registry.yaml")
+BackendName = Literal["openai", "vllm", "hf"]
+
+
+class RegistryError(Exception):
+    """The registry file is invalid or a model name is unknown; the message says which."""
+
+
+class ImageLimits(BaseModel):
+    """What the runner does to an image before sending it to this model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_pixels: int | None = None      # downscale (aspect kept) so w*h <= this
+    max_side: int | None = None        # downscale so max(w, h) <= this
+    pad_to_square: Literal["none", "top_left"] = "none"   # pad right/bottom (black) to a square canvas
+    encoding: Literal["png", "jpeg"] = "png"
+    max_bytes: int | None = None       # encoded size cap (APIs); JPEG quality is lowered to fit
+
+
+class ChatQuirks(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    system_prompt: bool = True                       # False: the system text is folded into the user turn
+    thinking_tags: tuple[str, str] | None = None     # (open, close) of reasoning the parser must strip
+    temperature: bool = True                         # False: the API refuses a temperature other than its default
+    seed: bool = True
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+
+
+class ModelEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str                                  # what --model takes and records carry
+    display_name: str                          # the paper's name
+    hf_id: str | None = None                   # Hugging Face repo for open weights
+    api_model: str | None = None               # the provider's model name for hosted APIs
+    revision: str | None = None                # pinned HF revision, when known
+    family: str
+    backends: tuple[BackendName, ...] = ("openai", "vllm", "hf")
+    default_base_url: str | None = None        # hosted APIs only
+    box_format: BoxFormat
+    image: ImageLimits = Field(default_factory=ImageLimits)
+    chat: ChatQuirks = Field(default_factory=ChatQuirks)
+    max_tokens: int = 512
+    aliases: tuple[str, ...] = ()
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelEntry:
+        if not (self.hf_id or self.api_model):
+            raise ValueError("an entry needs an hf_id or an api_model")
+        resize = self.box_format.resize
+        if isinstance(resize, SmartResize) and self.image.max_pixels not in (None, resize.max_pixels):
+            raise ValueError("image.max_pixels must equal box_format.resize.max_pixels (the image is sent smart-resized)")
+        return self
+
+    @property
+    def served_name(self) -> str:
+        """The name to put in the request's ``model`` field by default."""
+        return self.api_model or self.hf_id or self.name
+
+    @property
+    def slug(self) -> str:
+        return model_slug(self.name)
+
+
+def model_slug(name: str) -> str:
+    """A folder name for a model: ``Qwen/Qwen2.5-VL-7B-Instruct`` -> ``Qwen__Qwen2.5-VL-7B-Instruct``."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name.replace("/", "__"))
+
+
+class Registry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int
+    models: list[ModelEntry]
+
+    @model_validator(mode="after")
+    def _unique(self) -> Registry:
+        seen: dict[str, str] = {}
+        for entry in self.models:
+            for key in (entry.name, entry.display_name, entry.hf_id, entry.api_model, *entry.aliases):
+                if key is None:
+                    continue
+                owner = seen.setdefault(key.casefold(), entry.name)
+                if owner != entry.name:
+                    raise ValueError(f"'{key}' names both {owner} and {entry.name}")
+        return self
+
+    def find(self, name: str) -> ModelEntry | None:
+        """The entry whose name, paper name, HF id, API name or alias matches (case-insensitive)."""
+        wanted = name.casefold()
+        for entry in self.models:
+            keys = (entry.name, entry.display_name, entry.hf_id, entry.api_model, *entry.aliases)
+            if any(k is not None and k.casefold() == wanted for k in keys):
+                return entry
+        return None
+
+    def get(self, name: str) -> ModelEntry:
+        entry = self.find(name)
+        if entry is None:
+            raise RegistryError(f"model '{name}' is not in the registry ({REGISTRY_PATH.name}); known: "
+                                + ", ".join(e.name for e in self.models))
+        return entry
+
+
+def load_registry(path: str | Path | None = None) -> Registry:
+    """Load and validate a registry YAML (default: the bundled one)."""
+    path = Path(path) if path else REGISTRY_PATH
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return Registry.model_validate(data)
+    except (OSError, yaml.YAMLError) as exc:
+        raise RegistryError(f"{path}: cannot read the model registry ({exc})") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise RegistryError(f"{path}: invalid model registry at {where}: {first['msg']}") from exc
+
+
+@lru_cache(maxsize=1)
+def default_registry() -> Registry:
+    return load_registry()
+
+
+def ad_hoc_entry(name: str, scale: str, *, order: str = "xyxy") -> ModelEntry:
+    """An entry for a model outside the registry; its box convention must be given explicitly."""
+    return ModelEntry(name=name, display_name=name, hf_id=name, family="unregistered",
+                      box_format=BoxFormat(scale=scale, order=order), notes="not in the registry; --box-format given")

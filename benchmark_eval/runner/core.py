@@ -1,0 +1,338 @@
+"""Ask a model every selected question of a release and append one run record per answer.
+
+The pipeline: release rows stream in (images a Parquet batch at a time); for each row the
+prompts of every selected (form, template) are built and hashed; configurations whose key and
+request hash already have an ``ok`` record are skipped (that is the resume); the image is
+prepared once per row (resize, ROI, encode — in a worker thread) and shared by its requests;
+answers go to a single writer that appends and fsyncs them in groups. Nothing is dropped: a
+request that gets no usable answer becomes an ``error`` record with its reason.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..backends.base import Backend, BackendError, ChatResult, ModelRequest
+from ..models.registry import ModelEntry
+from ..records import RecordKey, RecordWriter, RunRecord, read_records, repair_truncated_tail
+from ..release import SampleImages, iter_images, load_samples
+from ..tasks.images import Frames, ImageTooLarge, ImageUnreadable, image_size_of, plan_frames, prepare_image
+from ..tasks.prompts import PROMPT_VERSION, Prompt, PromptError, build_prompt
+from ..tasks.spec import FORMS, TASK_SPECS, TEMPLATES
+
+TASKS_ORDER = tuple(TASK_SPECS)
+
+PREDICTIONS_FILE = "predictions.jsonl"
+
+
+@dataclass
+class RunConfig:
+    release_dir: Path
+    runs_dir: Path
+    entry: ModelEntry
+    tasks: tuple[str, ...]
+    forms: tuple[str, ...]
+    templates: tuple[str, ...]
+    limit: int | None = None
+    max_tokens: int = 512
+    temperature: float = 0.0
+    seed: int | None = 0
+    concurrency: int = 32
+    batch_size: int = 256          # for in-process backends (vLLM, transformers)
+    backend_name: str = "openai"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.runs_dir / self.entry.slug
+
+    @property
+    def predictions(self) -> Path:
+        return self.run_dir / PREDICTIONS_FILE
+
+
+@dataclass
+class Progress:
+    """Counters the CLI shows; `on_change` is called after every update."""
+
+    expected: int = 0
+    skipped: int = 0
+    ok: int = 0
+    error: int = 0
+    reasons: Counter = field(default_factory=Counter)
+    on_change: Callable[[Progress], None] | None = None
+
+    @property
+    def done(self) -> int:
+        return self.skipped + self.ok + self.error
+
+    def add(self, record: RunRecord) -> None:
+        if record.status == "ok":
+            self.ok += 1
+        else:
+            self.error += 1
+            self.reasons[record.error_reason or "unknown"] += 1
+        if self.on_change:
+            self.on_change(self)
+
+
+@dataclass
+class RunOutcome:
+    expected: dict[RecordKey, str]            # key -> the request hash this run expects
+    progress: Progress
+    truncated_tail: str | None = None
+
+
+def request_hash(entry: ModelEntry, prompt: Prompt | None, *, image_sha256: str, mask_sha256: str | None,
+                 boxes: Any, generation: dict[str, Any], config_key: tuple[str, str, str]) -> str:
+    """sha256 of everything that determines the request: a change in any of it re-asks the model."""
+    payload = {
+        "prompt_version": PROMPT_VERSION,
+        "model": entry.name, "served": entry.served_name, "revision": entry.revision,
+        "box_format": entry.box_format.model_dump(mode="json"), "image_limits": entry.image.model_dump(mode="json"),
+        "system_prompt_supported": entry.chat.system_prompt,
+        "system": prompt.system if prompt else None, "prompt": prompt.text if prompt else None,
+        "image_sha256": image_sha256, "mask_sha256": mask_sha256, "boxes": boxes,
+        "generation": generation, "config": list(config_key),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def completed_ok(records: list[RunRecord]) -> set[tuple[RecordKey, str]]:
+    return {(r.key, r.request_hash) for r in records if r.status == "ok"}
+
+
+def _boxes(row: dict[str, Any]) -> list[list[float]] | None:
+    boxes = row.get("boxes")
+    if boxes is None:
+        return None
+    return [[float(v) for v in box] for box in boxes]
+
+
+class Runner:
+    def __init__(self, config: RunConfig, backend: Backend, progress: Progress | None = None) -> None:
+        self.config = config
+        self.backend = backend
+        self.progress = progress or Progress()
+        self.expected: dict[RecordKey, str] = {}
+        self._queue: asyncio.Queue[RunRecord | None] = asyncio.Queue()
+        self._generation = {"temperature": config.temperature, "max_tokens": config.max_tokens, "seed": config.seed}
+
+    # -- records ----------------------------------------------------------------------------
+    def _record(self, sample_id: str, task: str, form: str, template: str, rhash: str, frames: Frames | None,
+                **fields: Any) -> RunRecord:
+        return RunRecord(
+            sample_id=sample_id, task=task, form=form, template=template, model=self.config.entry.name,
+            prompt_version=PROMPT_VERSION, request_hash=rhash,
+            image_size=frames.image_size if frames else None, sent_size=frames.sent_size if frames else None,
+            content_size=frames.content_size if frames else None,
+            box_format=self.config.entry.box_format.model_dump(mode="json"), backend=self.backend.name,
+            created_at=time.time(), **fields,
+        )
+
+    def _emit(self, record: RunRecord) -> None:
+        self._queue.put_nowait(record)
+        self.progress.add(record)
+
+    def _from_answer(self, answer: ChatResult | BackendError, base: dict[str, Any]) -> RunRecord:
+        if isinstance(answer, BackendError):
+            return self._record(**base, status="error", error=str(answer), error_reason=answer.reason,
+                                latency_s=round(answer.latency_s, 4), attempts=answer.attempts)
+        common = dict(latency_s=round(answer.latency_s, 4), attempts=answer.attempts,
+                      finish_reason=answer.finish_reason, usage=answer.usage)
+        if answer.is_refusal:
+            return self._record(**base, status="error", error_reason="refused",
+                                error=f"the model refused to answer: {answer.refusal}", **common)
+        if answer.is_empty:
+            return self._record(**base, status="error", error_reason="empty_answer",
+                                error="the model returned an empty answer", **common)
+        return self._record(**base, status="ok", output=answer.text, **common)
+
+    async def _writer(self, writer: RecordWriter) -> None:
+        while True:
+            first = await self._queue.get()
+            batch = [first]
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            records = [r for r in batch if r is not None]
+            if records:
+                await asyncio.to_thread(writer.write_many, records)
+            if any(r is None for r in batch):
+                return
+
+    # -- work -------------------------------------------------------------------------------
+    async def run(self) -> RunOutcome:
+        config = self.config
+        config.run_dir.mkdir(parents=True, exist_ok=True)
+        truncated = repair_truncated_tail(config.predictions)
+        done = completed_ok(read_records(config.predictions))
+        tables = {}
+        for task in config.tasks:
+            frame = load_samples(config.release_dir, task, columns=TASK_SPECS[task].columns)
+            if config.limit is not None:
+                frame = frame.head(config.limit)
+            tables[task] = frame
+        self.progress.expected = sum(len(t) for t in tables.values()) * len(config.forms) * len(config.templates)
+        with RecordWriter(config.predictions) as writer:
+            writer_task = asyncio.create_task(self._writer(writer))
+            try:
+                for task, table in tables.items():
+                    await self._run_task(task, table, done)
+            finally:
+                self._queue.put_nowait(None)
+                await writer_task
+        return RunOutcome(self.expected, self.progress, truncated)
+
+    async def _run_task(self, task: str, table: Any, done: set[tuple[RecordKey, str]]) -> None:
+        rows = {row["sample_id"]: row for row in table.to_dict("records")}
+        if not rows:
+            return
+        images = iter_images(self.config.release_dir, task, rows.keys())
+        slots = asyncio.Semaphore(self.config.concurrency * 2)   # requests scheduled but not finished
+        prep = asyncio.Semaphore(4)                               # rows being prepared at once
+        pending: set[asyncio.Task] = set()
+        batch: list[tuple[ModelRequest, dict[str, Any]]] = []
+        while True:
+            item = await asyncio.to_thread(next, images, None)
+            if item is None:
+                break
+            await prep.acquire()
+            work = asyncio.create_task(self._row(task, rows[item.sample_id], item, done, slots, prep, pending, batch))
+            pending.add(work)
+            work.add_done_callback(pending.discard)
+            if self.backend.prefers_batches and len(batch) >= self.config.batch_size:
+                await self._flush_batch(batch)
+        while pending:
+            await asyncio.gather(*list(pending))
+        if batch:
+            await self._flush_batch(batch)
+
+    async def _row(self, task: str, row: dict[str, Any], images: SampleImages, done: set[tuple[RecordKey, str]],
+                   slots: asyncio.Semaphore, prep: asyncio.Semaphore, pending: set[asyncio.Task],
+                   batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
+        entry, spec = self.config.entry, TASK_SPECS[task]
+        sample_id = row["sample_id"]
+        boxes = _boxes(row) if spec.roi == "box" else None
+        mask = images.mask if spec.roi == "mask" else None
+        image_sha = hashlib.sha256(images.image).hexdigest()
+        mask_sha = hashlib.sha256(mask).hexdigest() if mask else None
+        to_ask: list[tuple[str, str, Prompt, str]] = []
+        frames: Frames | None = None
+        problem: tuple[str, str] | None = None
+        try:
+            frames = plan_frames(image_size_of(images.image), entry)
+        except ImageTooLarge as exc:
+            problem = ("image_too_large", str(exc))
+        except ImageUnreadable as exc:
+            problem = ("invalid_sample", f"sample '{sample_id}': {exc}")
+        if problem is None and spec.roi == "box" and not boxes:
+            problem = ("invalid_sample", f"sample '{sample_id}': column 'boxes' is empty; the ROI cannot be drawn")
+        if problem is None and spec.roi == "mask" and mask is None:
+            problem = ("invalid_sample", f"sample '{sample_id}': column 'mask' is empty; the ROI cannot be drawn")
+        for form in self.config.forms:
+            for template in self.config.templates:
+                key = (sample_id, task, form, template, entry.name, PROMPT_VERSION)
+                prompt = None
+                reason = problem
+                if reason is None:
+                    try:
+                        prompt = build_prompt(task, form, template, row, box_format=entry.box_format, frames=frames)
+                    except PromptError as exc:
+                        reason = ("invalid_sample", str(exc))
+                rhash = request_hash(entry, prompt, image_sha256=image_sha, mask_sha256=mask_sha, boxes=boxes,
+                                     generation=self._generation, config_key=(task, form, template))
+                self.expected[key] = rhash
+                if reason is not None:
+                    self._emit(self._record(sample_id, task, form, template, rhash, frames, status="error",
+                                            error_reason=reason[0], error=reason[1], attempts=0))
+                elif (key, rhash) in done:
+                    self.progress.skipped += 1
+                else:
+                    to_ask.append((form, template, prompt, rhash))
+        if self.progress.on_change:
+            self.progress.on_change(self.progress)
+        if not to_ask:
+            prep.release()
+            return
+        try:
+            prepared = await asyncio.to_thread(prepare_image, images.image, entry, boxes=boxes, mask_png=mask)
+        except (ImageTooLarge, ImageUnreadable) as exc:
+            reason = "image_too_large" if isinstance(exc, ImageTooLarge) else "invalid_sample"
+            for form, template, _, rhash in to_ask:
+                self._emit(self._record(sample_id, task, form, template, rhash, frames, status="error",
+                                        error_reason=reason, error=f"sample '{sample_id}': {exc}", attempts=0))
+            return
+        finally:
+            prep.release()
+        for form, template, prompt, rhash in to_ask:
+            request = ModelRequest(
+                request_id=f"{sample_id}/{task}/{form}/{template}", prompt=prompt.text, image=prepared.data,
+                image_mime=prepared.mime, image_url=prepared.data_url, system=prompt.system,
+                max_tokens=self.config.max_tokens, temperature=self.config.temperature, seed=self.config.seed)
+            base = dict(sample_id=sample_id, task=task, form=form, template=template, rhash=rhash,
+                        frames=prepared.frames)
+            if self.backend.prefers_batches:
+                batch.append((request, base))
+                continue
+            await slots.acquire()
+            asked = asyncio.create_task(self._ask(request, base, slots))
+            pending.add(asked)
+            asked.add_done_callback(pending.discard)
+
+    async def _ask(self, request: ModelRequest, base: dict[str, Any], slots: asyncio.Semaphore) -> None:
+        try:
+            try:
+                answer: ChatResult | BackendError = await self.backend.generate(request)
+            except BackendError as exc:
+                answer = exc
+            self._emit(self._from_answer(answer, base))
+        finally:
+            slots.release()
+
+    async def _flush_batch(self, batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
+        current, batch[:] = list(batch), []
+        answers = await self.backend.generate_batch([request for request, _ in current])
+        for (_, base), answer in zip(current, answers):
+            self._emit(self._from_answer(answer, base))
+
+
+def completeness(predictions: Path, expected: dict[RecordKey, str]) -> list[dict[str, Any]]:
+    """Expected vs present vs ok per (task, form, template), from what is on disk now."""
+    latest: dict[RecordKey, RunRecord] = {}
+    for record in read_records(predictions, on_truncated=lambda _: None):
+        if record.key in expected:
+            latest[record.key] = record
+    table: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for key, rhash in expected.items():
+        config = (key[1], key[2], key[3])
+        row = table.setdefault(config, {"task": config[0], "form": config[1], "template": config[2],
+                                        "expected": 0, "present": 0, "ok": 0, "error": 0, "reasons": Counter()})
+        row["expected"] += 1
+        record = latest.get(key)
+        if record is None:
+            continue
+        row["present"] += 1
+        if record.status == "ok" and record.request_hash == rhash:
+            row["ok"] += 1
+        else:
+            row["error"] += 1
+            row["reasons"][record.error_reason or ("stale_request" if record.status == "ok" else "unknown")] += 1
+    rows = []
+    def order(config: tuple[str, str, str]) -> tuple[int, int, int]:
+        return (_index(TASKS_ORDER, config[0]), _index(FORMS, config[1]), _index(TEMPLATES, config[2]))
+
+    for config in sorted(table, key=order):
+        row = table[config]
+        row["reasons"] = dict(row["reasons"])
+        rows.append(row)
+    return rows
+
+
+def _index(values: tuple[str, ...], value: str) -> int:
+    return values.index(value) if value in values else len(values)

@@ -1,0 +1,116 @@
+"""The run manifest (``run.json``) and the completeness report, written atomically.
+
+``run.json`` says what produced the records: package versions, the release (path and its
+``build_info.json``), the model (registry entry, served name, revision), backend settings, prompt
+version, generation parameters and seeds, and the command line with secrets removed. Earlier
+invocations into the same run directory are kept under ``invocations``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+RUN_FILE = "run.json"
+COMPLETENESS_FILE = "completeness.json"
+_PACKAGES = ("mmbu", "httpx", "pyarrow", "pandas", "pillow", "pydantic", "tenacity", "vllm", "transformers", "torch")
+_SECRET_OPTION = re.compile(r"^--?[\w-]*(key|token|secret|password)[\w-]*$", re.I)
+_URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    """Write JSON to a temp file in the same folder, fsync, then rename over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(payload, out, indent=2, sort_keys=False, default=str)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """The command line without secrets: values of *key/token/secret/password* options, URL credentials."""
+    cleaned: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            cleaned.append("<redacted>")
+            hide_next = False
+            continue
+        name, eq, value = arg.partition("=")
+        if _SECRET_OPTION.match(name) and not name.endswith("-env"):
+            if eq:
+                cleaned.append(f"{name}=<redacted>")
+            else:
+                cleaned.append(arg)
+                hide_next = True
+            continue
+        cleaned.append(_URL_USERINFO.sub("<redacted>@", arg))
+    return cleaned
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def build_manifest(*, release_dir: Path, entry: dict[str, Any], served_model: str, backend: dict[str, Any],
+                   prompt_version: str, generation: dict[str, Any], selection: dict[str, Any],
+                   argv: list[str], started_at: float, finished_at: float | None,
+                   previous: dict[str, Any] | None) -> dict[str, Any]:
+    build_info_path = release_dir / "build_info.json"
+    try:
+        build_info = json.loads(build_info_path.read_text(encoding="utf-8")) if build_info_path.is_file() else None
+    except (OSError, json.JSONDecodeError):
+        build_info = {"error": f"{build_info_path} is not valid JSON"}
+    invocation = {
+        "command_line": redact_argv(argv),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started_at)),
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(finished_at)) if finished_at else None,
+        "selection": selection,
+    }
+    invocations = list((previous or {}).get("invocations", []))
+    invocations.append(invocation)
+    return {
+        "tool": "mmbu eval run",
+        "release": str(release_dir.resolve()),
+        "release_build_info": build_info,
+        "model": entry["name"],
+        "model_id": entry.get("hf_id") or entry.get("api_model"),
+        "model_revision": entry.get("revision"),
+        "served_model": served_model,
+        "registry_entry": entry,
+        "backend": backend,
+        "prompt_version": prompt_version,
+        "generation": generation,
+        "seeds": {"generation_seed": generation.get("seed")},
+        "versions": {"python": platform.python_version(), **package_versions()},
+        "platform": platform.platform(),
+        "python_executable": sys.executable,
+        "invocations": invocations,
+    }
+
+
+def read_previous(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, json.JSONDecodeError):
+        return None

@@ -1,0 +1,184 @@
+"""Prepare an image for a model: resize to its limits, draw the region of interest, pad, encode.
+
+The one documented ROI presentation (part of ``PROMPT_VERSION``): the image is first resized to
+what the model will see, then the ROI is drawn on that copy as a 3-pixel pure-green
+(0, 255, 0) outline placed just *outside* the region — a rectangle around each box for
+box-grounded rows, the contour around the mask for mask-grounded rows — so the region's own
+pixels are never painted over. The question names the colour. The original is never modified.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from PIL import Image, ImageDraw
+from scipy import ndimage
+
+from ..models.box_format import smart_resize
+from ..models.registry import ImageLimits, ModelEntry, SmartResize
+
+ROI_COLOUR = (0, 255, 0)
+ROI_COLOUR_NAME = "green"
+ROI_LINE_WIDTH = 3
+JPEG_QUALITIES = (92, 85, 75, 60, 45)
+
+
+class ImageTooLarge(Exception):
+    """The image cannot be brought within the model's limits; the message says why."""
+
+
+class ImageUnreadable(Exception):
+    """The release's image (or mask) bytes cannot be decoded."""
+
+
+@dataclass(frozen=True)
+class Frames:
+    """The three sizes (w, h) that tie a model's answer to the original image (see models.box_format)."""
+
+    image_size: tuple[int, int]
+    content_size: tuple[int, int]
+    sent_size: tuple[int, int]
+
+
+@dataclass
+class PreparedImage:
+    """An encoded image, ready to send, with its frames; the data URL is built once and cached."""
+
+    data: bytes
+    mime: str
+    frames: Frames
+
+    @cached_property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+    @cached_property
+    def data_url(self) -> str:
+        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+
+
+def image_size_of(png: bytes) -> tuple[int, int]:
+    """(w, h) from the image header only (no pixel decoding)."""
+    try:
+        with Image.open(io.BytesIO(png)) as image:
+            return image.size
+    except (OSError, Image.DecompressionBombError, ValueError) as exc:
+        raise ImageUnreadable(f"image cannot be read ({exc})") from exc
+
+
+def plan_frames(image_size: tuple[int, int], entry: ModelEntry) -> Frames:
+    """The content and sent sizes the model's limits give for an original of `image_size`."""
+    w, h = image_size
+    resize = entry.box_format.resize
+    limits = entry.image
+    if isinstance(resize, SmartResize):
+        try:
+            new_h, new_w = smart_resize(h, w, resize.factor, resize.min_pixels, resize.max_pixels)
+        except ValueError as exc:
+            raise ImageTooLarge(f"a {w}x{h} image cannot be smart-resized for {entry.name}: {exc}") from exc
+        content = (new_w, new_h)
+    else:
+        content = _fit(w, h, limits)
+    if limits.pad_to_square == "top_left":
+        side = max(content)
+        return Frames(image_size, content, (side, side))
+    return Frames(image_size, content, content)
+
+
+def _fit(w: int, h: int, limits: ImageLimits) -> tuple[int, int]:
+    scale = 1.0
+    if limits.max_pixels and w * h > limits.max_pixels:
+        scale = min(scale, math.sqrt(limits.max_pixels / (w * h)))
+    if limits.max_side and max(w, h) > limits.max_side:
+        scale = min(scale, limits.max_side / max(w, h))
+    if scale >= 1.0:
+        return w, h
+    new_w, new_h = max(1, math.floor(w * scale)), max(1, math.floor(h * scale))
+    if min(new_w, new_h) < 1 or max(w, h) / min(w, h) > 1000:
+        raise ImageTooLarge(f"a {w}x{h} image cannot be fitted within the limits without vanishing")
+    return new_w, new_h
+
+
+def _decode(data: bytes, what: str) -> Image.Image:
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.load()
+        return image
+    except Image.DecompressionBombError as exc:
+        raise ImageTooLarge(f"the {what} exceeds Pillow's decompression-bomb limit ({exc})") from exc
+    except (OSError, ValueError, SyntaxError) as exc:
+        raise ImageUnreadable(f"the {what} cannot be decoded ({exc})") from exc
+
+
+def draw_boxes(image: Image.Image, boxes: list[tuple[float, float, float, float]]) -> Image.Image:
+    """A copy with a green outline just outside each box (boxes in `image` pixels, x2/y2 exclusive)."""
+    out = image.copy()
+    draw = ImageDraw.Draw(out)
+    for x1, y1, x2, y2 in boxes:
+        x1, y1 = math.floor(x1), math.floor(y1)
+        x2, y2 = math.ceil(x2), math.ceil(y2)
+        draw.rectangle([x1 - ROI_LINE_WIDTH, y1 - ROI_LINE_WIDTH, x2 - 1 + ROI_LINE_WIDTH, y2 - 1 + ROI_LINE_WIDTH],
+                       outline=ROI_COLOUR, width=ROI_LINE_WIDTH)
+    return out
+
+
+def draw_mask_outline(image: Image.Image, mask: Image.Image) -> Image.Image:
+    """A copy with a green ring of ROI_LINE_WIDTH pixels around the mask's region (mask same size)."""
+    if mask.size != image.size:
+        raise ImageUnreadable(f"the mask is {mask.size[0]}x{mask.size[1]} but the image is {image.size[0]}x{image.size[1]}")
+    region = np.asarray(mask.convert("L")) > 0
+    ring = ndimage.binary_dilation(region, iterations=ROI_LINE_WIDTH) & ~region
+    pixels = np.array(image)
+    pixels[ring] = ROI_COLOUR
+    return Image.fromarray(pixels, "RGB")
+
+
+def prepare_image(png: bytes, entry: ModelEntry, *, boxes: list[list[float]] | None = None,
+                  mask_png: bytes | None = None) -> PreparedImage:
+    """Resize, draw the ROI, pad and encode an image for `entry`.
+
+    `boxes` (original pixels) are drawn for box-grounded rows, `mask_png` outlined for
+    mask-grounded rows. Raises :class:`ImageTooLarge` when the limits cannot be met and
+    :class:`ImageUnreadable` for bytes that do not decode.
+    """
+    image = _decode(png, "image").convert("RGB")
+    frames = plan_frames(image.size, entry)
+    content = image if frames.content_size == image.size else image.resize(frames.content_size, Image.Resampling.BICUBIC)
+    sx, sy = frames.content_size[0] / image.size[0], frames.content_size[1] / image.size[1]
+    if boxes:
+        content = draw_boxes(content, [(b[0] * sx, b[1] * sy, b[2] * sx, b[3] * sy) for b in boxes])
+    if mask_png is not None:
+        mask = _decode(mask_png, "mask").convert("L")
+        if mask.size != image.size:
+            raise ImageUnreadable(f"the mask is {mask.size[0]}x{mask.size[1]} but the image is {image.size[0]}x{image.size[1]}")
+        if mask.size != frames.content_size:
+            mask = mask.resize(frames.content_size, Image.Resampling.NEAREST)
+        content = draw_mask_outline(content, mask)
+    canvas = content
+    if frames.sent_size != frames.content_size:
+        canvas = Image.new("RGB", frames.sent_size, (0, 0, 0))
+        canvas.paste(content, (0, 0))
+    data, mime = _encode(canvas, entry.image)
+    return PreparedImage(data, mime, frames)
+
+
+def _encode(image: Image.Image, limits: ImageLimits) -> tuple[bytes, str]:
+    if limits.encoding == "png":
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG", compress_level=1)  # speed over size: it only crosses a socket
+        data = buffer.getvalue()
+        if limits.max_bytes is None or len(data) <= limits.max_bytes:
+            return data, "image/png"
+    for quality in JPEG_QUALITIES:
+        buffer = io.BytesIO()
+        image.save(buffer, format="JPEG", quality=quality)
+        data = buffer.getvalue()
+        if limits.max_bytes is None or len(data) <= limits.max_bytes:
+            return data, "image/jpeg"
+    raise ImageTooLarge(f"the encoded image is {len(data)} bytes even as JPEG quality {JPEG_QUALITIES[-1]}; "
+                        f"the limit is {limits.max_bytes}")
