@@ -22,7 +22,7 @@ def strip_reasoning(text: str) -> str:
     ``<think>`` that never closes means the model never reached an answer, so everything from it
     on is dropped. Unicode is NFKC-normalised, which maps full-width ``Ｂ`` to ``B``.
     """
-    text = unicodedata.normalize("NFKC", text or "")
+    text = unicodedata.normalize("NFKC", text if isinstance(text, str) else "")
     text = _THINK_BLOCK.sub(" ", text)
     closes = list(_THINK_CLOSE.finditer(text))
     if closes:

@@ -1,14 +1,8 @@
 """Box extraction and conversion into the original image's pixels by the declared convention."""
 import pytest
 
-from mmbu.benchmark_eval.parser import (
-    BoxFormat,
-    SmartResize,
-    extract_boxes,
-    parse_box_string,
-    smart_resize,
-    to_original_pixels,
-)
+from mmbu.benchmark_eval.models.box_format import BoxFormat, SmartResize
+from mmbu.benchmark_eval.parser import extract_boxes, parse_box_string, to_original_pixels
 
 
 @pytest.mark.parametrize(
@@ -69,33 +63,21 @@ def test_the_same_numbers_mean_different_boxes_under_different_conventions():
     assert to_original_pixels(raw, BoxFormat(scale="norm1000"), (400, 400)) == (40, 40, 120, 120)
 
 
-def test_qwen25_smart_resize_matches_the_processor():
-    spec = SmartResize()  # transformers' defaults: factor 28, 56*56 .. 14*14*4*1280 pixels
-    assert smart_resize(512, 512, spec) == (504, 504)
-    assert smart_resize(1000, 500, spec) == (1008, 504)
-    # over the budget: beta = sqrt(4000*3000/1003520) = 3.458; 4000/beta = 1156.7 -> 41*28, 3000/beta = 867.5 -> 30*28
-    w, h = smart_resize(4000, 3000, spec)
-    assert (w, h) == (1148, 840) and w * h <= spec.max_pixels
-    # under the minimum: scaled up
-    assert smart_resize(20, 20, spec) == (56, 56)
-
-
 def test_qwen25_pixel_boxes_refer_to_the_resized_image():
-    fmt = BoxFormat(scale="pixel", resize="qwen25_smart_resize(min_pixels=3136, max_pixels=28*28*1280)")
-    assert fmt.resize == SmartResize(min_pixels=3136, max_pixels=1003520)
-    # a 1000x500 image is seen as 1008x504; the box [504, 252, 1008, 504] is the right-bottom quarter
+    fmt = BoxFormat(scale="pixel", resize=SmartResize(min_pixels=3136, max_pixels=1003520, factor=28))
+    # a 1000x500 image is seen by the processor as 1008x504; [504, 252, 1008, 504] is its right-bottom quarter
     assert to_original_pixels((504, 252, 1008, 504), fmt, (1000, 500)) == (500, 250, 1000, 500)
-    # sent at half size: the processor sees smart_resize(500, 250) = (504, 252)
+    # sent at half size: the processor sees smart_resize(250, 500) = 252x504
     assert to_original_pixels((252, 126, 504, 252), fmt, (1000, 500), (500, 250)) == (500, 250, 1000, 500)
+    # without the declared resize the same numbers are read as plain pixels of the sent image
+    plain = BoxFormat(scale="pixel")
+    assert to_original_pixels((252, 126, 504, 252), plain, (1000, 500), (500, 250)) == (504, 252, 1000, 500)
 
 
-def test_resize_spellings():
-    assert BoxFormat(scale="pixel", resize="none").resize is None
-    assert BoxFormat(scale="pixel", resize={"kind": "qwen25_smart_resize", "max_pixels": 1000}).resize.max_pixels == 1000
-    with pytest.raises(ValueError):
-        BoxFormat(scale="pixel", resize="bicubic_guess")
-    with pytest.raises(ValueError):
-        BoxFormat(scale="pixels")
+def test_padded_canvas_maps_through_the_content_size():
+    # 1000x500 image shrunk to 500x250 and padded (top-left) to a 500x500 canvas; 0-1000 of the canvas
+    fmt = BoxFormat(scale="norm1000")
+    assert to_original_pixels((500, 250, 1000, 500), fmt, (1000, 500), (500, 500), (500, 250)) == (500, 250, 1000, 500)
 
 
 def test_clip_swap_and_reject():

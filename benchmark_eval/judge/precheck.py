@@ -1,0 +1,40 @@
+"""The deterministic pre-check: an open answer that *is* the gold label needs no judge call.
+
+Equivalent when the answer — the whole reply, or the value of its last ``Answer:`` line —
+equals the gold answer or one of the row's ``answer_aliases`` after normalisation (NFKC,
+casefold, punctuation and whitespace collapsed, a leading article dropped). The pre-check only
+ever says "equivalent"; anything else goes to the LLM judge.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ..parser import normalise_label_text, strip_reasoning
+
+_ANSWER_LINE = re.compile(r"^[ \t>#*_-]*(?:final[ \t]+answer|answer)[ \t*_]*[:=][ \t]*(.+)$", re.I | re.M)
+_ARTICLE = re.compile(r"^(?:a|an|the)\s+")
+
+
+def _forms(text: str) -> set[str]:
+    normalised = normalise_label_text(text)
+    return {normalised, _ARTICLE.sub("", normalised)} - {""}
+
+
+def final_answer_text(output: str | None) -> str:
+    """What the judge is shown: the reply without reasoning blocks and code fences."""
+    return strip_reasoning(output or "")
+
+
+def precheck_equivalent(output: str | None, gold: str, aliases: Iterable[str] | None = ()) -> bool:
+    """True when the answer is the gold answer (or an alias) up to normalisation."""
+    text = final_answer_text(output)
+    answers = _forms(text)
+    lines = _ANSWER_LINE.findall(text)
+    if lines:
+        answers |= _forms(lines[-1])
+    golds: set[str] = set()
+    for value in (gold, *(aliases or ())):
+        if value:
+            golds |= _forms(str(value))
+    return bool(answers & golds)

@@ -1,0 +1,147 @@
+"""Judge a run's open answers: pre-check, then the LLM judge over an OpenAI-compatible server.
+
+Only open classification answers are judged (open detection is scored by IoU). Each distinct
+(answer, gold) pair is judged once per judge model and prompt version; verdicts are appended to
+``judgements.jsonl`` as they arrive, so a killed judge resumes where it stopped. A reply whose
+last line is not a verdict is asked again (``verdict_attempts`` times in all); after that, or
+when the server gives no answer at all, the pair is recorded as a judge *error* — never as
+"not equivalent".
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..backends.base import BackendError
+from ..scoring.output import write_json
+from ..scoring.rundir import JUDGE_FILE, RunDir, load_gold
+from .cache import JUDGEMENTS_FILE, Judgement, VerdictCache, now, verdict_key
+from .precheck import final_answer_text, precheck_equivalent
+from .prompt import JUDGE_PROMPT_VERSION, judge_messages, parse_verdict, prompt_sha256
+
+DETECTION = "object_detection"
+DEFAULT_VERDICT_ATTEMPTS = 3
+ChatFunction = Callable[[list[dict]], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class JudgeItem:
+    answer: str
+    gold: str
+    aliases: tuple[str, ...]
+
+
+@dataclass
+class JudgeSummary:
+    judge_model: str
+    open_records: int = 0  # open answers looked at
+    precheck: int = 0      # answers equal to the gold answer or an alias
+    cached: int = 0        # answers whose (answer, gold) pair already had a verdict
+    judged: int = 0        # distinct pairs judged now
+    errors: int = 0        # distinct pairs left without a verdict
+    error_messages: list[str] = field(default_factory=list)
+
+
+def open_items(run: RunDir, gold: dict[str, pd.DataFrame] | None = None) -> list[JudgeItem]:
+    """The open classification answers of a run that have a model answer, joined to their gold."""
+    gold = gold if gold is not None else load_gold(run.release_dir)
+    records = run.records[(run.records["form"] == "open") & (run.records["task"] != DETECTION)
+                          & (run.records["status"] == "ok")]
+    items = []
+    for task, group in records.groupby("task", sort=False):
+        if task not in gold:
+            continue
+        table = gold[task]
+        for sample_id, output in zip(group["sample_id"], group["output"]):
+            if sample_id not in table.index:
+                continue
+            row = table.loc[sample_id]
+            aliases = row.get("answer_aliases")
+            items.append(JudgeItem(final_answer_text(output), str(row["answer"]),
+                                   tuple(aliases) if aliases is not None else ()))
+    return items
+
+
+async def ask_for_verdict(chat: ChatFunction, answer: str, gold: str, attempts: int) -> tuple[bool | None, int, str | None, str | None]:
+    """(verdict or None, attempts used, the judge's last reply, error message)."""
+    reply: str | None = None
+    for attempt in range(1, attempts + 1):
+        try:
+            reply = await chat(judge_messages(answer, gold))
+        except BackendError as exc:
+            return None, attempt, reply, f"judge server gave no answer ({exc.reason}): {exc}"
+        verdict = parse_verdict(reply)
+        if verdict is not None:
+            return verdict, attempt, reply, None
+    return None, attempts, reply, f"no VERDICT line in the judge's reply after {attempts} attempts"
+
+
+async def judge_items(
+    items: list[JudgeItem],
+    chat: ChatFunction,
+    cache: VerdictCache,
+    judge_model: str,
+    *,
+    prompt_version: str = JUDGE_PROMPT_VERSION,
+    verdict_attempts: int = DEFAULT_VERDICT_ATTEMPTS,
+    progress: Callable[[int], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> JudgeSummary:
+    """Pre-check every item, then ask the judge about each distinct uncached (answer, gold) pair."""
+    summary = JudgeSummary(judge_model, open_records=len(items))
+    sha = prompt_sha256()
+    pending: dict[str, JudgeItem] = {}
+    prechecked: dict[str, Judgement] = {}
+    for item in items:
+        key = verdict_key(item.answer, item.gold, judge_model, prompt_version)
+        if precheck_equivalent(item.answer, item.gold, item.aliases):
+            summary.precheck += 1
+            if cache.get(key) is None and key not in prechecked:
+                prechecked[key] = Judgement(key=key, answer=item.answer, gold=item.gold, judge_model=judge_model,
+                                            prompt_version=prompt_version, prompt_sha256=sha, verdict="equivalent",
+                                            method="precheck", created_at=now())
+            continue
+        if cache.get(key) is not None:
+            summary.cached += 1
+        else:
+            pending.setdefault(key, item)
+    cache.append(prechecked.values())
+    if on_start:
+        on_start(len(pending))
+
+    async def one(key: str, item: JudgeItem) -> None:
+        verdict, used, reply, error = await ask_for_verdict(chat, item.answer, item.gold, verdict_attempts)
+        entry = Judgement(
+            key=key, answer=item.answer, gold=item.gold, judge_model=judge_model, prompt_version=prompt_version,
+            prompt_sha256=sha, method="llm", attempts=used, judge_output=(reply or "")[-2000:] or None, error=error,
+            verdict="error" if verdict is None else ("equivalent" if verdict else "not_equivalent"), created_at=now())
+        cache.append([entry])
+        if verdict is None:
+            summary.errors += 1
+            summary.error_messages.append(f"{item.answer[:60]!r} vs {item.gold!r}: {error}")
+        else:
+            summary.judged += 1
+        if progress:
+            progress(1)
+
+    await asyncio.gather(*(one(key, item) for key, item in pending.items()))
+    return summary
+
+
+def write_judge_file(run_dir: Path, judge_model: str, prompt_version: str = JUDGE_PROMPT_VERSION,
+                     second_judge_model: str | None = None) -> Path:
+    """``judge.json``: which judge's verdicts ``score`` uses for this run (never a URL with a key, never a key)."""
+    return write_json(run_dir / JUDGE_FILE, {
+        "judge_model": judge_model, "prompt_version": prompt_version, "prompt_sha256": prompt_sha256(),
+        "second_judge_model": second_judge_model, "judgements": JUDGEMENTS_FILE,
+    })
+
+
+def read_judge_file(run_dir: Path) -> dict | None:
+    path = run_dir / JUDGE_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None

@@ -1,0 +1,54 @@
+"""Random baselines: the expected micro-F1 of a model that answers uniformly at random.
+
+Each record gets ``p`` = its chance of a hit under the random answerer and ``g`` = its number of
+gold items. One random prediction per record gives TP ~ Bernoulli(p), FP = 1 − TP, FN = g − TP,
+so micro-F1 = 2·ΣTP / (n + Σg) — linear in ΣTP — and its expectation is exactly
+
+    baseline = 2·Σp / (n + Σg)          (= mean p when every g is 1)
+
+* closed (every task, detection included): a uniform pick among this sample's options,
+  ``p = 1 / number of options`` — the paper's Random row (0.199 / 0.162 / 0.183 / 0.172);
+* open classification: a uniform pick among the dataset's label set (its distinct gold answers
+  in this task of the release, after normalisation), judged right only when it is the gold
+  label, ``p = 1 / label-set size``;
+* open detection: one box with corners drawn uniformly in the image; ``p`` is the Monte Carlo
+  probability (fixed seed, :data:`BOX_DRAWS` draws) that it reaches IoU ≥ 0.5 with a gold box.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+
+from ..parser import normalise_label_text
+from .metrics import IOU_THRESHOLD, iou_matrix
+
+BOX_DRAWS = 512
+
+
+def expected_f1(p: np.ndarray, n_gold: np.ndarray) -> float:
+    """``2·Σp / (n + Σg)``: the exact expected micro-F1 of one random answer per record."""
+    p = np.asarray(p, float)
+    denominator = len(p) + float(np.sum(n_gold))
+    return float(2 * p.sum() / denominator) if denominator else float("nan")
+
+
+def open_label_odds(table: pd.DataFrame) -> dict[str, float]:
+    """Per dataset: 1 / the number of distinct (normalised) gold answers in this task."""
+    labels = table["answer"].astype(str).map(normalise_label_text)
+    sizes = labels.groupby(table["dataset_id"]).nunique()
+    return {dataset: 1.0 / size for dataset, size in sizes.items() if size}
+
+
+def random_box_hit_odds(gold: list, size: tuple[int, int], *, seed: int, key: str, draws: int = BOX_DRAWS) -> float:
+    """Chance that a box with uniform random corners in a ``size`` image hits a gold box (IoU ≥ 0.5)."""
+    if not gold:
+        return 0.0
+    digest = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "little")
+    rng = np.random.default_rng([seed, digest])
+    width, height = size
+    xs = np.sort(rng.uniform(0, width, size=(draws, 2)), axis=1)
+    ys = np.sort(rng.uniform(0, height, size=(draws, 2)), axis=1)
+    boxes = np.column_stack([xs[:, 0], ys[:, 0], xs[:, 1], ys[:, 1]])
+    return float((iou_matrix(boxes, gold).max(axis=1) >= IOU_THRESHOLD).mean())

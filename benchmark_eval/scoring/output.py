@@ -1,0 +1,50 @@
+"""Atomic writers for score artefacts: a reader never sees half a file."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN/inf become null, numpy scalars become Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_atomic(path: str | Path, data: bytes) -> Path:
+    """Write `data` to a temporary file beside `path`, fsync it, then rename it over `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json(path: str | Path, payload: Any) -> Path:
+    text = json.dumps(_clean(payload), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return write_atomic(path, text.encode("utf-8"))
+
+
+def write_csv(path: str | Path, records: list[dict]) -> Path:
+    return write_atomic(path, pd.DataFrame(records).to_csv(index=False).encode("utf-8"))

@@ -1,0 +1,200 @@
+"""Scoring runs on a small release written in the test: counts, F1, deltas, baselines, breakdowns, pairs."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from eval_run_factory import make_record, write_run  # noqa: E402
+from support.eval_release import write_release  # noqa: E402
+
+from mmbu.benchmark_eval.judge.cache import Judgement, VerdictCache, verdict_key
+from mmbu.benchmark_eval.judge.prompt import JUDGE_PROMPT_VERSION
+from mmbu.benchmark_eval.judge.run import write_judge_file
+from mmbu.benchmark_eval.release import load_samples
+from mmbu.benchmark_eval.scoring.cli import score
+from mmbu.benchmark_eval.scoring.scores import ScoreOptions, score_runs
+
+UNG, DET = "ungrounded_classification", "object_detection"
+SCORE_KEYS = {"kind", "model", "task", "form", "template", "n", "f1", "ci_low", "ci_high", "random_baseline",
+              "parse_failures", "judge_errors"}
+DELTA_KEYS = {"kind", "model", "task", "template", "delta", "ci_low", "ci_high"}
+QWEN25 = {"scale": "pixel", "order": "xyxy",
+          "resize": {"kind": "qwen25_smart_resize", "min_pixels": 3136, "max_pixels": 1003520, "factor": 28}}
+NORM1000 = {"scale": "norm1000", "order": "xyxy"}
+
+
+def letter(row, text=None):
+    return "ABCDE"[list(row["options"]).index(text or row["answer"])]
+
+
+def wrong_letter(row):
+    return next(l for l, o in zip("ABCDE", row["options"]) if o != row["answer"])
+
+
+@pytest.fixture
+def release(tmp_path):
+    return write_release(tmp_path / "release", tasks=(UNG, DET), count=4, size=(320, 240))
+
+
+def closed_and_open_records(release, model):
+    gold = load_samples(release, UNG).set_index("sample_id")
+    ids = list(gold.index)
+    closed = [
+        make_record(ids[0], UNG, "closed", "no_context", letter(gold.loc[ids[0]]), model),
+        make_record(ids[1], UNG, "closed", "no_context", f"Answer: {letter(gold.loc[ids[1]])}", model),
+        make_record(ids[2], UNG, "closed", "no_context", wrong_letter(gold.loc[ids[2]]), model),
+        make_record(ids[3], UNG, "closed", "no_context", "I cannot tell from this image.", model),
+    ]
+    # fixture labels cycle nucleus, mitochondrion, red blood cell, platelet
+    opened = [
+        make_record(ids[0], UNG, "open", "no_context", "Nucleus.", model),            # pre-check
+        make_record(ids[1], UNG, "open", "no_context", "an organelle", model),        # judge: not equivalent
+        make_record(ids[2], UNG, "open", "no_context", "erythrocyte", model),         # judge: equivalent
+        make_record(ids[3], UNG, "open", "no_context", None, model, status="error"),  # run error: left out
+    ]
+    return closed + opened
+
+
+def add_verdicts(run_dir, release, judge_model="judge-a"):
+    gold = load_samples(release, UNG).set_index("sample_id")
+    ids = list(gold.index)
+    cache = VerdictCache(run_dir / "judgements.jsonl")
+    entries = []
+    for sample, answer, verdict in ((ids[1], "an organelle", "not_equivalent"), (ids[2], "erythrocyte", "equivalent")):
+        g = gold.loc[sample, "answer"]
+        entries.append(Judgement(key=verdict_key(answer, g, judge_model, JUDGE_PROMPT_VERSION), answer=answer, gold=g,
+                                 judge_model=judge_model, prompt_version=JUDGE_PROMPT_VERSION, verdict=verdict,
+                                 method="llm"))
+    cache.append(entries)
+    write_judge_file(run_dir, judge_model)
+
+
+def test_closed_is_accuracy_and_open_waits_for_the_judge(tmp_path, release):
+    run_dir = write_run(tmp_path / "runs", "model-x", release, closed_and_open_records(release, "model-x"))
+    report = score_runs([run_dir], options=ScoreOptions(resamples=200))
+    closed, opened = report.scores
+    assert set(closed) == SCORE_KEYS and closed["kind"] == "score"
+    # 2 right, 1 wrong, 1 unparseable: F1 = 2*2 / (2*2 + 2 + 2) = 0.5 = accuracy
+    assert (closed["n"], closed["f1"], closed["parse_failures"], closed["judge_errors"]) == (4, 0.5, 1, 0)
+    assert closed["random_baseline"] == pytest.approx(0.2)  # five options each
+    assert closed["ci_low"] <= 0.5 <= closed["ci_high"]
+    # no judge yet: only the pre-checked answer is scored; two await a verdict; the run error is left out
+    assert (opened["n"], opened["f1"], opened["judge_errors"]) == (1, 1.0, 2)
+    assert opened["random_baseline"] == pytest.approx(0.25)  # four distinct labels in the dataset
+    diagnostics = {(d["form"]): d for d in report.diagnostics}
+    assert diagnostics["open"]["run_errors"] == 1 and diagnostics["open"]["judge_pending"] == 2
+    assert diagnostics["closed"]["parse_failure_rate"] == 0.25
+
+    add_verdicts(run_dir, release)
+    report = score_runs([run_dir], options=ScoreOptions(resamples=200))
+    closed, opened = report.scores
+    # pre-check equivalent, judge equivalent, judge not equivalent: 2*2 / (2*2 + 1 + 1)
+    assert (opened["n"], opened["f1"], opened["judge_errors"]) == (3, pytest.approx(2 / 3, abs=1e-6), 0)
+    (delta,) = report.deltas
+    assert set(delta) == DELTA_KEYS
+    # paired over the 3 samples scored in both forms: closed 2/3 right (ids 0, 1), open 2/3 right (ids 0, 2)
+    assert delta["delta"] == pytest.approx(0.0) and delta["ci_low"] <= 0 <= delta["ci_high"]
+
+
+def test_score_command_writes_the_contract_and_says_the_judge_has_not_run(tmp_path, release):
+    run_dir = write_run(tmp_path / "runs", "model-x", release, closed_and_open_records(release, "model-x"))
+    out = tmp_path / "out" / "scores.json"
+    result = CliRunner().invoke(score, [str(run_dir), "--out", str(out), "--resamples", "100", "--by", "modality"])
+    assert result.exit_code == 1, result.output
+    assert "`mmbu eval judge` has not run" in result.output
+    records = json.loads(out.read_text())
+    assert {r["kind"] for r in records} == {"score", "delta"}
+    assert all(set(r) == (SCORE_KEYS if r["kind"] == "score" else DELTA_KEYS) for r in records)
+    breakdowns = json.loads((out.parent / "scores.breakdowns.json").read_text())
+    assert {b["field"] for b in breakdowns} == {"modality"}
+    assert {b["value"] for b in breakdowns} == {"light microscopy"}
+    assert (out.parent / "scores.diagnostics.json").exists() and (out.parent / "scores.paired.json").exists()
+
+    add_verdicts(run_dir, release)
+    result = CliRunner().invoke(score, [str(run_dir), "--out", str(out), "--resamples", "100"])
+    # every open answer now has a verdict; the one record without a model answer still makes it exit 1
+    assert result.exit_code == 1, result.output
+    assert "has not run" not in result.output and "1 records have no model answer" in result.output
+
+
+def test_score_command_input_errors_exit_2(tmp_path, release):
+    run_dir = write_run(tmp_path / "runs", "model-x", release, closed_and_open_records(release, "model-x"))
+    out = tmp_path / "scores.json"
+    cases = [
+        ([str(tmp_path / "missing")], "no predictions.jsonl"),
+        ([str(run_dir), "--release", str(tmp_path / "elsewhere")], "release directory does not exist"),
+        ([str(run_dir), "--by", "colour"], "--by colour: no such field"),
+        ([str(run_dir), "--cluster-by-image"], "no 'image_sha256' column"),
+    ]
+    for arguments, message in cases:
+        result = CliRunner().invoke(score, [*arguments, "--out", str(out)])
+        assert result.exit_code == 2, result.output
+        assert message in result.output and "Traceback" not in result.output
+    assert not out.exists()  # nothing half-written
+
+
+def detection_records(release, model, box_format, answer_for):
+    gold = load_samples(release, DET).set_index("sample_id")
+    records = []
+    for sample_id, row in gold.iterrows():
+        box = [float(v) for v in row["boxes"][0]]
+        records.append(make_record(sample_id, DET, "open", "no_context", answer_for(sample_id, box), model,
+                                   image_size=(320, 240), sent_size=(320, 240), box_format=box_format))
+        records.append(make_record(sample_id, DET, "closed", "no_context", letter(row), model,
+                                   image_size=(320, 240), sent_size=(320, 240), box_format=box_format))
+    return records
+
+
+def test_open_detection_in_two_box_conventions(tmp_path, release):
+    ids = sorted(load_samples(release, DET)["sample_id"])
+
+    def norm1000(sample_id, box):
+        if sample_id == ids[3]:
+            return "I cannot find it."                                       # unparseable: FP 1, FN 1
+        x1, y1, x2, y2 = box
+        values = [round(x1 / 320 * 1000), round(y1 / 240 * 1000), round(x2 / 320 * 1000), round(y2 / 240 * 1000)]
+        if sample_id == ids[2]:
+            values = [0, 0, 50, 50]                                          # a miss: FP 1, FN 1
+        return f"<ref>cell</ref><box>[{values}]</box>"
+
+    def qwen25(sample_id, box):
+        # smart_resize(240, 320) = 252 x 308: pixel answers live in that frame
+        x1, y1, x2, y2 = box
+        scaled = [round(x1 * 308 / 320), round(y1 * 252 / 240), round(x2 * 308 / 320), round(y2 * 252 / 240)]
+        extra = ', {"bbox_2d": [300, 230, 308, 252]}' if sample_id == ids[0] else ""  # an extra box: FP 1
+        return f'```json\n[{{"bbox_2d": {scaled}, "label": "cell"}}{extra}]\n```'
+
+    runs = [write_run(tmp_path / "runs", "internvl-like", release, detection_records(release, "internvl-like", NORM1000, norm1000)),
+            write_run(tmp_path / "runs", "qwen25-like", release, detection_records(release, "qwen25-like", QWEN25, qwen25))]
+    report = score_runs(runs, options=ScoreOptions(resamples=100))
+    scores = {(s["model"], s["form"]): s for s in report.scores}
+    # internvl-like: TP 2, FP 2, FN 2 -> 4 / 8
+    assert scores[("internvl-like", "open")]["f1"] == pytest.approx(0.5)
+    assert scores[("internvl-like", "open")]["parse_failures"] == 1
+    # qwen25-like: TP 4, FP 1 (the extra box), FN 0 -> 8 / 9
+    assert scores[("qwen25-like", "open")]["f1"] == pytest.approx(8 / 9, abs=1e-6)
+    # closed detection: the option letter of the gold box
+    assert scores[("qwen25-like", "closed")]["f1"] == 1.0
+    baseline = scores[("qwen25-like", "open")]["random_baseline"]
+    assert 0 < baseline < 0.2  # a uniformly random box rarely reaches IoU 0.5 with a small gold box
+    # win/tie/loss on the shared detection records
+    pairs = {(p["task"], p["form"]): p for p in report.paired}
+    opened = pairs[(DET, "open")]
+    assert (opened["model_a"], opened["model_b"]) == ("internvl-like", "qwen25-like")
+    # per-record F1: internvl 1, 1, 0, 0 ; qwen 2/3, 1, 1, 1 -> internvl wins 1, ties 1, loses 2
+    assert (opened["wins"], opened["ties"], opened["losses"]) == (1, 1, 2)
+    outcomes = report.outcomes
+    paths = set(outcomes.loc[outcomes["model"] == "internvl-like", "parse_path"])
+    assert {"internvl_box", "unparseable:no_box"} <= paths
+
+
+def test_detection_without_a_declared_convention_is_refused(tmp_path, release):
+    run_dir = write_run(tmp_path / "runs", "mystery", release,
+                        detection_records(release, "mystery", None, lambda s, b: str(b)))
+    out = tmp_path / "scores.json"
+    result = CliRunner().invoke(score, [str(run_dir), "--out", str(out)])
+    assert result.exit_code == 2 and "has no box_format" in result.output
