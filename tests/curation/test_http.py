@@ -178,3 +178,13 @@ def test_stream_with_range_then_the_host_is_free_again(loopback):
     with client.stream(f"{loopback.url}/file.bin", headers={"Range": "bytes=4-"}) as response:
         assert response.status_code == 206 and response.content == b"456789"
     assert client.get_json(f"{loopback.url}/x") == {"ok": True}
+
+
+def test_low_remaining_quota_pauses_the_host_until_reset(loopback):
+    reset = int(time.time()) + 2
+    loopback.add("GET", "/x", [Reply(200, {"n": 1}, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)}),
+                               Reply(200, {"n": 2})])
+    client = session()
+    client.get_json(f"{loopback.url}/x")
+    client.get_json(f"{loopback.url}/x")
+    assert time.time() >= reset - 0.05

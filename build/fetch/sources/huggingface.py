@@ -1,9 +1,10 @@
 """Hugging Face dataset repos at a pinned commit, through huggingface_hub's own snapshot_download.
 
 huggingface_hub reads HF_ENDPOINT when it is imported; we read it at call time and pass it explicitly,
-so the variable works however the process started. Downloads land in `$MMBU_DATA/downloads/huggingface`
-(huggingface_hub's cache: it resumes interrupted files itself) and are copied into staging. HF_TOKEN is
-picked up by huggingface_hub from the environment.
+so the variable works however the process started. Downloads land in `$MMBU_DATA/downloads/<id>/huggingface`
+(huggingface_hub's cache layout: it resumes interrupted files itself) and are copied into staging; the folder
+goes once the dataset is complete. HF_TOKEN is picked up by huggingface_hub from the environment. Retries and
+429 handling are huggingface_hub's own (`http_backoff`), not the PoliteSession's.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def fetch_huggingface(source: HuggingFaceSource, context: FetchContext) -> list[
             repo_type="dataset",
             revision=source.revision,
             allow_patterns=source.patterns,
-            cache_dir=context.data_dir / "downloads" / "huggingface",
+            cache_dir=context.downloads / "huggingface",  # removed with downloads/<id>/ once the fetch succeeds
             endpoint=os.environ.get("HF_ENDPOINT") or None,
             user_agent=USER_AGENT,
         )
