@@ -154,7 +154,8 @@ def _one_pass(session: PoliteSession, request: DownloadRequest, part: Path, side
     offset = part.stat().st_size if part.exists() and state else 0
     if offset and state.get("size") is not None and offset >= state["size"]:
         offset = 0  # a stale or over-long part file: start over
-    headers: dict[str, str] = dict(request.headers)
+    # identity: byte offsets and sizes must refer to the file itself, not to a compressed transfer of it.
+    headers: dict[str, str] = {"Accept-Encoding": "identity", **request.headers}
     if offset:
         headers["Range"] = f"bytes={offset}-"
         if state.get("etag"):
