@@ -3,7 +3,7 @@
 Public face:
     read_samples(manifest, raw_dir) -> (list[Sample], list[Exclusion])
     Sample, Region, Exclusion, make_sample_id
-    regions_from_mask, region_mask, read_mask, mask_png          (masks -> regions -> ROI PNG)
+    regions_from_mask, region_mask, read_mask, mask_box, mask_png (masks -> regions -> ROI PNG + box)
     FrameMap, frame_map_from_record, map_boxes, map_mask          (source frame -> PNG frame)
 
 A layout that does not match the files, labels without images, masks of the wrong size and labels
@@ -16,7 +16,7 @@ from pathlib import Path
 from mmbu.build.layouts import coco, folder_per_class, label_table, mask_pairs, voc, yolo
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.frames import FrameMap, frame_map_from_record, map_boxes, map_mask
-from mmbu.build.layouts.masks import MaskError, mask_png, read_mask, region_mask, regions_from_mask
+from mmbu.build.layouts.masks import MaskError, mask_box, mask_png, read_mask, region_mask, regions_from_mask
 from mmbu.build.layouts.sample import EXCLUSION_COLUMNS, Box, Exclusion, Region, Sample, make_sample_id
 from mmbu.curation.manifest import DatasetManifest
 
@@ -45,6 +45,6 @@ def read_samples(manifest: DatasetManifest, raw_dir: str | Path) -> tuple[list[S
 
 __all__ = [
     "EXCLUSION_COLUMNS", "Box", "Exclusion", "FrameMap", "MaskError", "READERS", "Region", "Sample",
-    "frame_map_from_record", "make_sample_id", "map_boxes", "map_mask", "mask_png", "read_mask", "read_samples",
+    "frame_map_from_record", "make_sample_id", "map_boxes", "map_mask", "mask_box", "mask_png", "read_mask", "read_samples",
     "region_mask", "regions_from_mask",
 ]

@@ -95,6 +95,19 @@ def region_mask(mask: np.ndarray, region: Region) -> np.ndarray:
     return components == region.component
 
 
+def mask_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:
+    """Pixel-edge box of a boolean mask, None when empty (e.g. a speck lost in downscaling).
+
+    After a mask is resized, take the mask-grounded row's box from the resized mask, so the two
+    agree exactly; a separately scaled box can differ by a resampling pixel.
+    """
+    found = ndimage.find_objects(mask.astype(np.uint8))
+    if not found or found[0] is None:
+        return None
+    x1, y1, x2, y2 = _box(found[0])
+    return int(x1), int(y1), int(x2), int(y2)
+
+
 def mask_png(mask: np.ndarray) -> bytes:
     """A boolean mask as an 8-bit PNG (0 outside, 255 inside) - the release's `mask` image."""
     buffer = io.BytesIO()

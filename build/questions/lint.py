@@ -65,7 +65,7 @@ def wording_lint(taxonomy: Taxonomy, words_path: str | Path | None = None) -> Wo
 
 
 def _mask_labels(text: str, labels: Iterable[str]) -> str:
-    for label in sorted({lab for lab in labels if lab}, key=len, reverse=True):
+    for label in sorted({lab for lab in labels if isinstance(lab, str) and lab}, key=len, reverse=True):
         text = re.sub(re.escape(label), LABEL_MASK, text, flags=re.IGNORECASE)
     return text
 

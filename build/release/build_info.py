@@ -1,0 +1,47 @@
+"""build_info.json: what produced a release (versions, manifest and taxonomy hashes, seeds)."""
+from __future__ import annotations
+
+import hashlib
+import platform
+import sys
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+# distributions whose versions change pixels, tables or questions
+TRACKED_PACKAGES = ("mmbu", "numpy", "pillow", "pydicom", "pylibjpeg", "pylibjpeg-openjpeg", "python-gdcm",
+                    "nibabel", "openslide-python", "openslide-bin", "tifffile", "imagecodecs", "scipy", "pandas",
+                    "pandera", "pyarrow", "datasets", "pydantic", "pyyaml", "matplotlib")
+
+
+def package_versions(names: Iterable[str] = TRACKED_PACKAGES) -> dict[str, str | None]:
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def manifest_hashes(paths: Iterable[str | Path]) -> dict[str, str]:
+    """sha256 of each manifest file, keyed by its stem (the dataset id)."""
+    return {Path(p).stem: hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in sorted(map(str, paths))}
+
+
+def collect_build_info(*, seed: int, taxonomy_hash: str, manifest_paths: Iterable[str | Path] = (),
+                       question_version: str | None = None, extra: Mapping[str, object] | None = None
+                       ) -> dict[str, object]:
+    """The build_info dict `write_release` stores; the pipeline may add its command line, jobs, etc. in `extra`."""
+    return {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": package_versions(),
+        "seeds": {"questions": seed},
+        "taxonomy_sha256": taxonomy_hash,
+        "manifests_sha256": manifest_hashes(manifest_paths),
+        "question_version": question_version,
+        **(extra or {}),
+    }

@@ -1,0 +1,113 @@
+"""croissant.json (MLCommons Croissant 1.1): one FileObject per shard with its sha256, one RecordSet per
+config reading the shards' columns, and `prov:wasDerivedFrom` naming every source dataset."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from mmbu.build.release.checksums import file_sha256
+from mmbu.build.release.features import RELEASE_COLUMNS
+from mmbu.curation.manifest import DatasetManifest
+
+CONTEXT = {
+    "@language": "en",
+    "@vocab": "https://schema.org/",
+    "citeAs": "cr:citeAs",
+    "column": "cr:column",
+    "conformsTo": "dct:conformsTo",
+    "cr": "http://mlcommons.org/croissant/",
+    "rai": "http://mlcommons.org/croissant/RAI/",
+    "data": {"@id": "cr:data", "@type": "@json"},
+    "dataType": {"@id": "cr:dataType", "@type": "@vocab"},
+    "dct": "http://purl.org/dc/terms/",
+    "equivalentProperty": "cr:equivalentProperty",
+    "examples": {"@id": "cr:examples", "@type": "@json"},
+    "extract": "cr:extract",
+    "field": "cr:field",
+    "fileProperty": "cr:fileProperty",
+    "fileObject": "cr:fileObject",
+    "fileSet": "cr:fileSet",
+    "format": "cr:format",
+    "includes": "cr:includes",
+    "isLiveDataset": "cr:isLiveDataset",
+    "jsonPath": "cr:jsonPath",
+    "key": "cr:key",
+    "md5": "cr:md5",
+    "parentField": "cr:parentField",
+    "path": "cr:path",
+    "prov": "http://www.w3.org/ns/prov#",
+    "recordSet": "cr:recordSet",
+    "references": "cr:references",
+    "regex": "cr:regex",
+    "repeated": "cr:repeated",
+    "replace": "cr:replace",
+    "samplingRate": "cr:samplingRate",
+    "sc": "https://schema.org/",
+    "separator": "cr:separator",
+    "source": "cr:source",
+    "subField": "cr:subField",
+    "transform": "cr:transform",
+}
+# columns whose Croissant type is not text
+DATA_TYPES = {"image": "sc:ImageObject", "mask": "sc:ImageObject", "image_width": "sc:Integer",
+              "image_height": "sc:Integer", "objective_power": "sc:Float", "microns_per_pixel": "sc:Float"}
+LIST_COLUMNS = ("boxes", "options", "answer_aliases")
+
+
+def spdx_url(license_id: str) -> str:
+    return f"https://spdx.org/licenses/{license_id}.html"
+
+
+def _field(config: str, column: str, fileset: str) -> dict:
+    source: dict = {"fileSet": {"@id": fileset}, "extract": {"column": column}}
+    if column in ("image", "mask"):
+        source["transform"] = {"jsonPath": "bytes"}
+    field = {"@type": "cr:Field", "@id": f"{config}/{column}", "name": f"{config}/{column}",
+             "dataType": DATA_TYPES.get(column, "sc:Text"), "source": source}
+    if column in LIST_COLUMNS:
+        field["description"] = "a list (boxes: lists of four integers)"
+    return field
+
+
+def build_croissant(release_dir: Path, shards: Mapping[str, Sequence[Path]], manifests: Sequence[DatasetManifest],
+                    version: str, description: str, date_published: str, url: str | None = None) -> dict:
+    """The JSON-LD document for a release whose shards are already written."""
+    distribution: list[dict] = []
+    record_sets: list[dict] = []
+    for config, paths in shards.items():
+        for path in paths:
+            name = path.relative_to(release_dir).as_posix()
+            distribution.append({"@type": "cr:FileObject", "@id": name, "name": name, "contentUrl": name,
+                                 "encodingFormat": "application/x-parquet", "sha256": file_sha256(path)})
+        fileset = f"{config}-parquet"
+        distribution.append({"@type": "cr:FileSet", "@id": fileset, "name": fileset,
+                             "encodingFormat": "application/x-parquet",
+                             "includes": f"data/{config}/*.parquet"})
+        record_sets.append({"@type": "cr:RecordSet", "@id": config, "name": config,
+                            "description": f"Rows of the {config} task (split test).",
+                            "key": {"@id": f"{config}/sample_id"},
+                            "field": [_field(config, column, fileset) for column in RELEASE_COLUMNS]})
+    licences = sorted({m.license for m in manifests})
+    document = {
+        "@context": CONTEXT,
+        "@type": "sc:Dataset",
+        "name": "MMBU-rebuilt",
+        "description": description,
+        "conformsTo": "http://mlcommons.org/croissant/1.1",
+        "citeAs": "MMBU: Massive Multi-modal Biomedical Understanding benchmark (ECCV 2026), rebuilt with the "
+                  "MMBU toolkit; cite every source dataset listed in prov:wasDerivedFrom.",
+        "license": [spdx_url(lic) for lic in licences],
+        "version": version,
+        "datePublished": date_published,
+        "isLiveDataset": False,
+        "prov:wasDerivedFrom": [
+            {"@id": m.homepage or m.metadata.url, "name": m.title, "url": m.homepage or m.metadata.url,
+             "license": spdx_url(m.license), "citation": m.citation}
+            for m in sorted(manifests, key=lambda m: m.id)
+        ],
+        "distribution": distribution,
+        "recordSet": record_sets,
+    }
+    if url:
+        document["url"] = url
+    return document

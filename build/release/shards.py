@@ -1,0 +1,64 @@
+"""Parquet shards with embedded PNG bytes, at most `max_shard_bytes` each (HF's 500 MB default)."""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from mmbu.build.release.features import SPLIT, release_features
+
+MAX_SHARD_BYTES = 500 * 1000 * 1000  # datasets.config.MAX_SHARD_SIZE ("500MB")
+MAX_ROW_GROUP_BYTES = 100 * 1000 * 1000  # datasets.config.MAX_ROW_GROUP_SIZE ("100MB")
+
+
+def row_bytes(row: dict) -> int:
+    """A row's weight for sharding: its image and mask bytes plus its text (an upper bound on the PNG part)."""
+    size = 0
+    for value in row.values():
+        if isinstance(value, dict) and value.get("bytes"):
+            size += len(value["bytes"])
+        elif isinstance(value, str):
+            size += len(value.encode("utf-8"))
+        elif isinstance(value, list):
+            size += sum(len(str(v)) for v in value)
+        else:
+            size += 8
+    return size
+
+
+def plan_shards(rows: Sequence[dict], max_shard_bytes: int = MAX_SHARD_BYTES) -> list[list[dict]]:
+    """Consecutive groups of rows whose weight stays under the limit (a single huge row gets its own shard)."""
+    shards: list[list[dict]] = [[]]
+    weight = 0
+    for row in rows:
+        size = row_bytes(row)
+        if shards[-1] and weight + size > max_shard_bytes:
+            shards.append([])
+            weight = 0
+        shards[-1].append(row)
+        weight += size
+    return [shard for shard in shards if shard]
+
+
+def shard_name(index: int, count: int) -> str:
+    return f"{SPLIT}-{index:05d}-of-{count:05d}.parquet"
+
+
+def write_shards(rows: Sequence[dict], config_dir: Path, max_shard_bytes: int = MAX_SHARD_BYTES) -> list[Path]:
+    """Write one config's rows (already in release order) as shards; each file is written temp + replace."""
+    schema = release_features().arrow_schema
+    shards = plan_shards(rows, max_shard_bytes)
+    config_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for index, shard in enumerate(shards):
+        path = config_dir / shard_name(index, len(shards))
+        table = pa.Table.from_pylist(shard, schema=schema)
+        average = max(1, sum(row_bytes(r) for r in shard) // len(shard))
+        temp = path.with_name(f".{path.name}.tmp")
+        pq.write_table(table, temp, row_group_size=max(1, MAX_ROW_GROUP_BYTES // average), compression="zstd")
+        os.replace(temp, path)
+        paths.append(path)
+    return paths

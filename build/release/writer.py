@@ -1,0 +1,123 @@
+"""Write a whole release directory atomically (DESIGN §3.4).
+
+Everything is written into a hidden sibling directory first; only a complete release is renamed
+into place, so a reader never sees a half-written one and a killed build leaves the old one intact.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from mmbu.build.layouts.sample import EXCLUSION_COLUMNS, Exclusion
+from mmbu.build.release.card import render_card, render_license
+from mmbu.build.release.checksums import write_sha256sums
+from mmbu.build.release.croissant import build_croissant
+from mmbu.build.release.features import CONFIGS
+from mmbu.build.release.rows import release_records
+from mmbu.build.release.shards import MAX_SHARD_BYTES, write_shards
+from mmbu.build.release.stats import write_statistics
+from mmbu.curation.manifest import DatasetManifest
+
+DESCRIPTION = ("Biomedical visual-perception benchmark (MMBU) rebuilt from public datasets: ungrounded, "
+               "box-grounded and mask-grounded classification and object detection, closed and open forms, "
+               "three prompt templates, 13 metadata fields per row.")
+
+
+@dataclass
+class ReleaseSummary:
+    """What was written: shards per config, row counts, and items dropped by the writer itself."""
+
+    path: Path
+    shards: dict[str, list[Path]] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)
+    exclusions: list[Exclusion] = field(default_factory=list)
+    statistics: dict = field(default_factory=dict)
+
+
+def _exclusion_frame(exclusions: Iterable[Exclusion] | pd.DataFrame) -> pd.DataFrame:
+    if isinstance(exclusions, pd.DataFrame):
+        frame = exclusions.reindex(columns=list(EXCLUSION_COLUMNS))
+    else:
+        frame = pd.DataFrame([e.model_dump() for e in exclusions], columns=list(EXCLUSION_COLUMNS))
+    return frame.sort_values(["dataset_id", "stage", "item", "reason"], na_position="first").reset_index(drop=True)
+
+
+def _write_json(path: Path, document: object) -> None:
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+
+
+def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
+                  manifests: Sequence[DatasetManifest], build_info: Mapping[str, object], *,
+                  exclusions: Iterable[Exclusion] | pd.DataFrame = (), version: str = "0.1.0",
+                  max_shard_bytes: int = MAX_SHARD_BYTES, homepage: str | None = None) -> ReleaseSummary:
+    """Write `<out_dir>/` with data shards, README.md card, LICENSE, croissant.json, build_info.json,
+    exclusions.csv, stats/ and SHA256SUMS, replacing any previous release only once all is written.
+
+    `rows_by_task` maps a task config to its question rows (`instantiate_questions` output plus an
+    `image` column — PNG path or bytes — and, for mask rows, a `mask` column: PNG path, bytes or a
+    boolean array). Boxes must already be in the PNG's pixel frame. Configs without rows are left
+    out of the card (an empty Parquet shard cannot be loaded). Rows whose image is missing or not a
+    PNG are dropped and listed in exclusions.csv with stage `release`.
+    """
+    out_dir = Path(out_dir)
+    unknown = sorted(set(rows_by_task) - set(CONFIGS))
+    if unknown:
+        raise ValueError(f"unknown task config(s) {', '.join(unknown)}; expected {', '.join(CONFIGS)}")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    summary = ReleaseSummary(path=out_dir)
+    try:
+        written_rows: dict[str, pd.DataFrame] = {}
+        counts: dict[str, dict[str, int]] = {}
+        for config in CONFIGS:
+            frame = rows_by_task.get(config)
+            if frame is None or frame.empty:
+                continue
+            records, dropped = release_records(frame)
+            summary.exclusions.extend(dropped)
+            if not records:
+                continue
+            summary.shards[config] = write_shards(records, staging / "data" / config, max_shard_bytes)
+            summary.rows[config] = len(records)
+            kept = pd.DataFrame([{k: r[k] for k in ("dataset_id", "modality", "sub_modality")} for r in records])
+            written_rows[config] = kept
+            counts[config] = {k: int(v) for k, v in kept.groupby("dataset_id").size().items()}
+        all_exclusions = _exclusion_frame(
+            pd.concat([_exclusion_frame(exclusions), _exclusion_frame(summary.exclusions)], ignore_index=True))
+        all_exclusions.to_csv(staging / "exclusions.csv", index=False, quoting=csv.QUOTE_MINIMAL)
+        used = sorted({d for per in counts.values() for d in per})
+        sources = [m for m in manifests if m.id in used]
+        (staging / "README.md").write_text(render_card(counts, sources, version, len(all_exclusions)),
+                                           encoding="utf-8")
+        (staging / "LICENSE").write_text(render_license(sources), encoding="utf-8")
+        published = str(build_info.get("created") or datetime.now(timezone.utc).isoformat())[:10]
+        shards = {config: [staging / p.relative_to(staging) for p in paths] for config, paths in summary.shards.items()}
+        _write_json(staging / "croissant.json", build_croissant(
+            staging, shards, sources, version, DESCRIPTION, published, homepage))
+        _write_json(staging / "build_info.json", {**build_info, "release_version": version, "rows": summary.rows})
+        summary.statistics = write_statistics(written_rows, staging / "stats")
+        write_sha256sums(staging)
+        _swap_into_place(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    summary.shards = {c: [out_dir / p.relative_to(staging) for p in paths] for c, paths in summary.shards.items()}
+    return summary
+
+
+def _swap_into_place(staging: Path, out_dir: Path) -> None:
+    """Rename the finished staging dir to `out_dir`; an older release is moved aside, then removed."""
+    previous = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+    if out_dir.exists():
+        os.replace(out_dir, previous)
+    os.replace(staging, out_dir)
+    shutil.rmtree(previous, ignore_errors=True)

@@ -1,0 +1,166 @@
+"""The release on disk: loadable both ways, croissant-valid, checksummed, with the contract's columns."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+
+import datasets
+import mlcroissant as mlc
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from PIL import Image
+
+from mmbu.build.release import CONFIGS, CONTRACT_COLUMNS, verify_sha256sums, write_release
+
+
+def cache(out):
+    """A fresh datasets cache per release dir: the user's cache must neither be used nor written."""
+    return str(out.parent / f"hf-cache-{out.name}")
+
+
+@pytest.fixture(scope="module")
+def release(built):
+    out = built["base"] / "release"
+    summary = write_release(built["rows_by_task"], out, built["manifests"], built["build_info"],
+                            exclusions=built["exclusions"])
+    return out, summary
+
+
+def test_every_config_has_shards_named_like_hf_and_the_contract_columns(release):
+    out, summary = release
+    assert set(summary.shards) == set(CONFIGS)
+    for config in CONFIGS:
+        shards = sorted((out / "data" / config).glob("*.parquet"))
+        assert [s.name for s in shards] == ["test-00000-of-00001.parquet"]
+        names = pq.read_schema(shards[0]).names
+        assert names[: len(CONTRACT_COLUMNS)] == list(CONTRACT_COLUMNS)
+        assert {"answer_aliases", "image_sha256", "task", "label"} <= set(names)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_load_dataset_by_config_name_and_from_parquet_files(release, config):
+    out, summary = release
+    by_name = datasets.load_dataset(str(out), config, split="test", cache_dir=cache(out))
+    from_files = datasets.load_dataset("parquet", data_files=[str(p) for p in summary.shards[config]], split="train",
+                                       cache_dir=cache(out))
+    assert len(by_name) == len(from_files) == summary.rows[config]
+    assert isinstance(by_name.features["image"], datasets.Image)
+    row = by_name[0]
+    assert row["answer"] in row["options"] and row["sample_id"] == from_files[0]["sample_id"]
+    assert row["image"].size == (row["image_width"], row["image_height"])
+    if config == "mask_grounded_classification":
+        mask = np.asarray(row["mask"])
+        x1, y1, x2, y2 = row["boxes"][0]
+        inside = np.argwhere(mask == 255)
+        assert mask.shape == (row["image_height"], row["image_width"])
+        assert (inside.min(axis=0).tolist(), (inside.max(axis=0) + 1).tolist()) == ([y1, x1], [y2, x2])
+    else:
+        assert row["mask"] is None
+
+
+def test_boxes_and_masks_are_in_the_converted_png_frame(release):
+    out, _ = release
+    rows = datasets.load_dataset(str(out), "box_grounded_classification", split="test", cache_dir=cache(out))
+    glands = rows.filter(lambda r: r["dataset_id"] == "demo_glands")
+    boxes = sorted({tuple(r["boxes"][0]) for r in glands if r["label"] == "gland"})
+    # source boxes (4, 4, 24, 20) and (40, 30, 60, 44) in a 64x48 image, converted to 32x24
+    assert boxes == [(2, 2, 12, 10), (20, 15, 30, 22)]
+    detect = datasets.load_dataset(str(out), "object_detection", split="test", cache_dir=cache(out))
+    gland_rows = [r for r in detect if r["target"] == "gland"]
+    assert gland_rows and all(r["answer"] in ("[2, 2, 12, 10]", "[20, 15, 30, 22]") for r in gland_rows)
+
+
+def test_card_yaml_lists_configs_and_the_licence_table(release):
+    out, _ = release
+    text = (out / "README.md").read_text(encoding="utf-8")
+    header = yaml.safe_load(text.split("---")[1])
+    assert header["license"] == "other" and header["license_link"] == "LICENSE"
+    assert [c["config_name"] for c in header["configs"]] == list(CONFIGS)
+    assert header["configs"][0]["data_files"] == [
+        {"split": "test", "path": "data/ungrounded_classification/test-*.parquet"}]
+    assert "| `demo_glands` | Demo dataset | CC-BY-SA-4.0 |" in text
+    assert "| `demo_marrow` | Demo dataset | CC-BY-4.0 | 12 |" in text
+
+
+def test_croissant_validates_with_mlcroissant_and_pins_every_shard(release):
+    out, summary = release
+    document = json.loads((out / "croissant.json").read_text(encoding="utf-8"))
+    dataset = mlc.Dataset(jsonld=out / "croissant.json")  # raises ValidationError on an invalid file
+    assert dataset.metadata.name == "MMBU-rebuilt"
+    assert not dataset.metadata.ctx.issues.errors and not dataset.metadata.ctx.issues.warnings
+    files = {d["contentUrl"]: d["sha256"] for d in document["distribution"] if d["@type"] == "cr:FileObject"}
+    sums = dict(line.split("  ")[::-1] for line in (out / "SHA256SUMS").read_text().splitlines())
+    assert files and all(sums[name] == digest for name, digest in files.items())
+    assert {d["name"] for d in document["prov:wasDerivedFrom"]} == {"Demo dataset"}
+    assert len(document["prov:wasDerivedFrom"]) == 2
+    records = list(dataset.records("ungrounded_classification"))
+    assert len(records) == summary.rows["ungrounded_classification"]
+    image = records[0]["ungrounded_classification/image"]  # mlcroissant decodes the PNG bytes
+    assert isinstance(image, Image.Image) and image.format == "PNG" and image.size == (32, 24)
+
+
+def test_sha256sums_cover_every_file_and_sha256sum_agrees(release):
+    out, _ = release
+    assert verify_sha256sums(out) == []
+    result = subprocess.run(["sha256sum", "--check", "--quiet", "SHA256SUMS"], cwd=out, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    listed = {line.split("  ")[1] for line in (out / "SHA256SUMS").read_text().splitlines()}
+    assert {"README.md", "croissant.json", "build_info.json", "exclusions.csv", "LICENSE",
+            "stats/rows_per_modality.png"} <= listed
+    (out / "LICENSE").write_text("tampered")
+    assert verify_sha256sums(out) == ["LICENSE: checksum differs"]
+
+
+def test_build_info_and_exclusions(release, built):
+    out, summary = release
+    info = json.loads((out / "build_info.json").read_text())
+    assert info["seeds"] == {"questions": built["build_info"]["seeds"]["questions"]}
+    assert info["taxonomy_sha256"] == built["taxonomy"].content_hash
+    assert info["packages"]["pandera"] and info["rows"] == summary.rows
+    with (out / "exclusions.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == ["dataset_id", "sample_id", "item", "stage", "reason"]
+    assert any(r["item"] == "XYZ/stray.png" and r["stage"] == "layout" for r in rows)
+
+
+def test_statistics_summary_and_plots(release):
+    out, summary = release
+    stats = json.loads((out / "stats" / "summary.json").read_text())
+    assert stats["rows"] == sum(summary.rows.values())
+    assert stats["per_modality"] == {"digital pathology": stats["rows"] - 12, "light microscopy": 12}
+    for name in ("rows_per_task.png", "rows_per_modality.png", "rows_per_sub_modality.png"):
+        with Image.open(out / "stats" / name) as image:
+            assert image.format == "PNG" and image.width > 600
+
+
+def test_rebuild_is_byte_identical_in_data_and_replaces_atomically(release, built):
+    out, summary = release
+    before = {p.name: p.read_bytes() for config in CONFIGS for p in (out / "data" / config).glob("*.parquet")}
+    again = write_release(built["rows_by_task"], out, built["manifests"], built["build_info"],
+                          exclusions=built["exclusions"])
+    after = {p.name: p.read_bytes() for config in CONFIGS for p in (out / "data" / config).glob("*.parquet")}
+    assert before == after and again.rows == summary.rows
+    assert [p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}")] == []
+
+
+def test_small_shard_limit_splits_configs(built):
+    out = built["base"] / "sharded"
+    summary = write_release(built["rows_by_task"], out, built["manifests"], built["build_info"],
+                            max_shard_bytes=2_000)
+    shards = summary.shards["ungrounded_classification"]
+    assert len(shards) > 1 and shards[-1].name == f"test-{len(shards) - 1:05d}-of-{len(shards):05d}.parquet"
+    loaded = datasets.load_dataset(str(out), "ungrounded_classification", split="test", cache_dir=cache(out))
+    assert len(loaded) == 12
+
+
+def test_a_failed_write_leaves_the_previous_release_untouched(release, built):
+    out, _ = release
+    before = (out / "SHA256SUMS").read_bytes()
+    broken = {"ungrounded_classification": built["rows_by_task"]["ungrounded_classification"].drop(columns="answer")}
+    with pytest.raises(ValueError, match="lack the column"):
+        write_release(broken, out, built["manifests"], built["build_info"])
+    assert (out / "SHA256SUMS").read_bytes() == before
+    assert [p.name for p in out.parent.iterdir() if ".tmp-" in p.name] == []
