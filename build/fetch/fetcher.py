@@ -83,6 +83,14 @@ def _extract_all(files: list[FetchedFile], staging: Path, limits: ExtractLimits)
             path.unlink()
 
 
+def _remove_leftovers(raw_dir: Path) -> None:
+    """Staging and replaced folders of this dataset left by a killed run (one fetch per data dir at a time)."""
+    for leftover in raw_dir.parent.glob(f".{raw_dir.name}.staging-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    for leftover in raw_dir.parent.glob(f".{raw_dir.name}.old-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
 def _swap_into_place(staging: Path, raw_dir: Path) -> None:
     """Replace raw/<id>/ by the staging folder with renames only (same file system)."""
     old = None
@@ -121,6 +129,7 @@ def fetch_dataset(
                                          "seconds": time.monotonic() - started})
 
     raw_dir.parent.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(raw_dir)
     staging = Path(tempfile.mkdtemp(prefix=f".{manifest.id}.staging-", dir=raw_dir.parent))
     context = FetchContext(
         dataset_id=manifest.id, licence=manifest.license, session=session or PoliteSession(),

@@ -44,8 +44,9 @@ def fetch_zenodo(source: ZenodoSource, context: FetchContext) -> list[FetchedFil
     for key in wanted:
         entry = entries[key]
         checksum = entry.get("checksum") or ""
-        url = (entry.get("links") or {}).get("self") or \
-            f"{base}/api/records/{source.record}/files/{quote(key)}/content"
+        url = (entry.get("links") or {}).get("self") or ""
+        if not url.startswith(base + "/"):  # missing, or pointing elsewhere than MMBU_ZENODO_URL says
+            url = f"{base}/api/records/{source.record}/files/{quote(key)}/content"
         fetched.append(context.download(DownloadRequest(
             url=url, name=key, size=entry.get("size"),
             md5=checksum.removeprefix("md5:") if checksum.startswith("md5:") else None,

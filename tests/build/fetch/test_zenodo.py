@@ -112,3 +112,23 @@ def test_429_with_retry_after_is_honoured(loopback, monkeypatch, write_manifest,
     assert result.status == "fetched", result.error
     assert time.monotonic() - started >= 1.0
     assert len(loopback.requests_to("/api/records/14")) == 2
+
+
+def test_file_links_elsewhere_are_fetched_from_the_configured_base(loopback, monkeypatch, write_manifest, data_dir,
+                                                                   session):
+    monkeypatch.setenv("MMBU_ZENODO_URL", loopback.url)
+    record = serve_zenodo_record(loopback, 15, {"labels.csv": LABELS})
+    record.body["files"][0]["links"]["self"] = "https://zenodo.org/api/records/15/files/labels.csv/content"
+    result = fetch_dataset(write_manifest("elsewhere", {"kind": "zenodo", "record": 15}), data_dir, session=session)
+    assert result.status == "fetched", result.error
+    assert loopback.requests_to("/api/records/15/files/labels.csv/content")
+
+
+def test_leftovers_of_a_killed_run_are_cleared(loopback, monkeypatch, write_manifest, data_dir, session):
+    monkeypatch.setenv("MMBU_ZENODO_URL", loopback.url)
+    serve_zenodo_record(loopback, 16, {"labels.csv": LABELS})
+    stale = data_dir / "raw" / ".killed.staging-abc123"
+    (stale / "half").mkdir(parents=True)
+    assert fetch_dataset(write_manifest("killed", {"kind": "zenodo", "record": 16}), data_dir,
+                         session=session).status == "fetched"
+    assert not stale.exists() and sorted(p.name for p in (data_dir / "raw").iterdir()) == ["killed"]
