@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mmbu.curation.manifest.layout import Layout
 from mmbu.curation.manifest.source import Source
@@ -121,6 +121,15 @@ class DatasetManifest(_Strict):
     labels: dict[str, str | LabelSpec] = Field(min_length=1, description="Raw label -> display name.")
     questions: QuestionHints
     curation: CurationHistory
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels_keys_as_text(cls, value: object) -> object:
+        # YAML reads `0: background` with an integer key; raw labels are compared as text everywhere.
+        if isinstance(value, dict):
+            return {str(key) if isinstance(key, (int, float)) and not isinstance(key, bool) else key: item
+                    for key, item in value.items()}
+        return value
 
     def label_spec(self, raw: str) -> LabelSpec | None:
         """The display name and synonyms for a raw label, or None if it is not in the vocabulary."""

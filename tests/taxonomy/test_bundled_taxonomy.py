@@ -119,3 +119,20 @@ def test_closest_suggests_a_near_spelling():
     assert TAXONOMY.closest("stain", "heamatoxylin and eosin").id == "hematoxylin_and_eosin"
     assert TAXONOMY.closest("anatomy", "hipocampus").id == "hippocampus"
     assert TAXONOMY.closest("anatomy", "qqqqqq") is None
+
+
+@pytest.mark.parametrize("code, modality", [
+    ("CT", "computed tomography"), ("MR", "magnetic resonance imaging"), ("US", "ultrasound imaging"),
+    ("DX", "x-ray imaging"), ("CR", "x-ray imaging"), ("MG", "x-ray imaging"), ("XA", "x-ray imaging"),
+    ("RF", "x-ray imaging"), ("SM", "digital pathology"), ("GM", "light microscopy"), ("ES", "endoscopy"),
+    ("OP", "optical imaging"), ("OPT", "optical imaging"), ("XC", "clinical photography"),
+])
+def test_dicom_modality_codes_resolve(code, modality):
+    """The build reads DICOM Modality headers through `resolve`; the standard codes must land on a modality."""
+    assert TAXONOMY.resolve("modality", code).name == modality
+
+
+def test_dicom_body_part_values_resolve_in_anatomy():
+    for raw, name in [("ABDOMEN", "abdomen"), ("HEAD", "head"), ("CHEST", "thorax"), ("KNEE", "knee"),
+                      ("BREAST", "breast"), ("WHOLE BODY", "whole body")]:
+        assert TAXONOMY.resolve("anatomy", raw).name == name

@@ -161,3 +161,11 @@ def test_find_manifest_files_takes_files_and_directories(tmp_path):
     assert find_manifest_files([tmp_path / "b", one]) == [two, one]
     with pytest.raises(FileNotFoundError, match="missing.yaml: no such file"):
         find_manifest_files([tmp_path / "missing.yaml"])
+
+
+def test_numeric_raw_labels_are_read_as_text(tmp_path):
+    labels = {0: "neutrophil", 1: "lymphocyte", 2: "monocyte", 3: "eosinophil"}
+    path = write_manifest(tmp_path, manifest_dict(labels=labels))
+    manifest = load_manifest(path)
+    assert list(manifest.labels) == ["0", "1", "2", "3"]
+    assert manifest.label_spec("1").name == "lymphocyte"
