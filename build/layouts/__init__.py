@@ -5,6 +5,7 @@ Public face:
     Sample, Region, Exclusion, make_sample_id
     regions_from_mask, region_mask, read_mask, mask_box, mask_png (masks -> regions -> ROI PNG + box)
     FrameMap, frame_map_from_record, map_boxes, map_mask          (source frame -> PNG frame)
+    with_converted_mask(sample, converted_mask_slice, manifest)   (volumes: regions from the chosen slice)
 
 A layout that does not match the files, labels without images, masks of the wrong size and labels
 outside the manifest's vocabulary each become an `Exclusion`; nothing here raises for bad data.
@@ -18,6 +19,7 @@ from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.frames import FrameMap, frame_map_from_record, map_boxes, map_mask
 from mmbu.build.layouts.masks import MaskError, mask_box, mask_png, read_mask, region_mask, regions_from_mask
 from mmbu.build.layouts.sample import EXCLUSION_COLUMNS, Box, Exclusion, Region, Sample, make_sample_id
+from mmbu.build.layouts.volumes import with_converted_mask
 from mmbu.curation.manifest import DatasetManifest
 
 # layout kind -> reader; a new layout is a new module plus one line here
@@ -37,7 +39,11 @@ def read_samples(manifest: DatasetManifest, raw_dir: str | Path) -> tuple[list[S
     if not ctx.raw_dir.is_dir():
         ctx.exclude(str(raw_dir), "the dataset has not been fetched: its raw folder does not exist")
         return [], ctx.exclusions
-    READERS[manifest.layout.kind](manifest.layout, ctx)
+    try:
+        READERS[manifest.layout.kind](manifest.layout, ctx)
+    except Exception as exc:  # noqa: BLE001 - a reader bug or an unreadable file must not stop the build
+        ctx.exclude(str(raw_dir), f"the {manifest.layout.kind} layout stopped early ({type(exc).__name__}: {exc}); "
+                                  f"{len(ctx.samples)} sample(s) read before it are kept")
     if not ctx.samples and not ctx.exclusions:
         ctx.exclude(str(raw_dir), f"the {manifest.layout.kind} layout found no sample in the fetched files")
     return ctx.samples, ctx.exclusions
@@ -46,5 +52,5 @@ def read_samples(manifest: DatasetManifest, raw_dir: str | Path) -> tuple[list[S
 __all__ = [
     "EXCLUSION_COLUMNS", "Box", "Exclusion", "FrameMap", "MaskError", "READERS", "Region", "Sample",
     "frame_map_from_record", "make_sample_id", "map_boxes", "map_mask", "mask_box", "mask_png", "read_mask", "read_samples",
-    "region_mask", "regions_from_mask",
+    "region_mask", "regions_from_mask", "with_converted_mask",
 ]

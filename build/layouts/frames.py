@@ -33,15 +33,23 @@ class FrameMap:
         return (self.output_size[0] / self.source_size[0], self.output_size[1] / self.source_size[1])
 
 
+# params keys (in order of trust) naming the full-resolution source frame as [width, height]:
+# an explicit source_size; level 0 of a slide (mmbu.build.convert.wsi); the size before a max_size
+# resize (mmbu.build.convert.dispatch)
+SOURCE_SIZE_KEYS = ("source_size", "level0_dimensions", "resized_from")
+
+
 def frame_map_from_record(record: Mapping[str, Any], source_size: tuple[int, int] | None = None) -> FrameMap:
     """The map for one conversion-report line (DESIGN §3.2).
 
-    The output size is the record's `width`/`height`; the source size is `params.source_size`
-    ([width, height] at full resolution, level 0 for slides) when the converter recorded it, else
-    `source_size` (e.g. `Sample.image_size`). Without either, the conversion kept the size.
+    The output size is the record's `width`/`height`; the source size comes from the first of
+    `SOURCE_SIZE_KEYS` recorded in `params`, else `source_size` (e.g. `Sample.image_size`). With
+    neither, the conversion kept the size.
     """
     output = (int(record["width"]), int(record["height"]))
-    recorded = (record.get("params") or {}).get("source_size")
+    params = record.get("params") or {}
+    recorded = next((params[k] for k in SOURCE_SIZE_KEYS if params.get(k) and all(int(v) > 0 for v in params[k])),
+                    None)
     source = tuple(int(v) for v in recorded) if recorded else source_size
     return FrameMap(source_size=tuple(source) if source else output, output_size=output)
 

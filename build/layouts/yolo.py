@@ -35,8 +35,13 @@ def read(layout: YoloLayout, ctx: LayoutContext) -> None:
         if size is None:
             ctx.exclude(ctx.rel(image), "the image size cannot be read, so normalised YOLO boxes cannot be placed")
             continue
+        try:
+            lines = label_file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            ctx.exclude(ctx.rel(label_file), f"the YOLO label file cannot be read as text ({exc})")
+            continue
         regions = []
-        for number, line in enumerate(label_file.read_text(encoding="utf-8").splitlines(), start=1):
+        for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             where = f"{ctx.rel(label_file)}:{number}"

@@ -5,18 +5,25 @@ Public face:
     attach_metadata(items, valid_metadata) -> (DataFrame, [Exclusion])
     instantiate_questions(rows, manifest, taxonomy, seed) -> (DataFrame, [Exclusion])
     lint_questions(df, taxonomy) -> DataFrame                       one row per offending word
+    drop_lint_failures(df, failures) -> (DataFrame, [Exclusion])     rejected rows become exclusions
     lint_labels(labels, taxonomy) -> DataFrame                      warnings for disease-like labels
     format_lint_report(failures) -> str
     load_prototypes() -> Prototypes
 """
 from mmbu.build.questions.instantiate import QUESTION_COLUMNS, answer_aliases, instantiate_questions, label_set
 from mmbu.build.questions.items import ITEM_COLUMNS, attach_metadata, task_items
-from mmbu.build.questions.lint import LINT_COLUMNS, format_lint_report, lint_labels, lint_questions
+from mmbu.build.questions.lint import (
+    LINT_COLUMNS,
+    drop_lint_failures,
+    format_lint_report,
+    lint_labels,
+    lint_questions,
+)
 from mmbu.build.questions.options import box_text, iou, rng_for
 from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, TEMPLATES, Prototypes, load_prototypes
 
 __all__ = [
     "ITEM_COLUMNS", "LINT_COLUMNS", "QUESTION_COLUMNS", "TEMPLATES", "TEMPLATE_COLUMNS", "Prototypes",
-    "answer_aliases", "attach_metadata", "box_text", "format_lint_report", "instantiate_questions", "iou",
+    "answer_aliases", "attach_metadata", "box_text", "drop_lint_failures", "format_lint_report", "instantiate_questions", "iou",
     "label_set", "lint_labels", "lint_questions", "load_prototypes", "rng_for", "task_items",
 ]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from mmbu.build.layouts.sample import Exclusion
 from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS
 from mmbu.taxonomy.model import Taxonomy
 
@@ -104,3 +105,16 @@ def format_lint_report(failures: pd.DataFrame, limit: int = 20) -> str:
     if len(failures) > limit:
         lines.append(f"  ... and {len(failures) - limit} more (see the lint report CSV)")
     return "\n".join(lines)
+
+
+def drop_lint_failures(df: pd.DataFrame, failures: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion]]:
+    """Rows whose questions pass the lint, and one exclusion (stage `lint`) per rejected row."""
+    if failures.empty:
+        return df, []
+    exclusions = []
+    for (dataset_id, sample_id), group in failures.groupby(["dataset_id", "sample_id"], sort=True):
+        words = ", ".join(f"{w!r} ({c}, {t})" for w, c, t in
+                          group[["word", "category", "template"]].drop_duplicates().itertuples(index=False))
+        exclusions.append(Exclusion(dataset_id=dataset_id, sample_id=sample_id, item=sample_id, stage="lint",
+                                    reason=f"the question wording uses forbidden words: {words}"))
+    return df[~df["sample_id"].isin(set(failures["sample_id"]))].reset_index(drop=True), exclusions

@@ -14,6 +14,13 @@ def test_boxes_scale_with_the_recorded_source_size_and_snap_outwards():
         (100, 200, 300, 401), (2000, 1000, 2048, 1024)]
 
 
+def test_slide_level0_and_max_size_records_of_the_converters_are_understood():
+    slide = {"width": 1024, "height": 512, "params": {"level": 1, "level0_dimensions": [4096, 2048]}}
+    assert frame_map_from_record(slide).scale == (0.25, 0.25)
+    resized = {"width": 100, "height": 50, "params": {"resized_from": [400, 200]}}
+    assert frame_map_from_record(resized, (999, 999)).scale == (0.25, 0.25)
+
+
 def test_without_a_recorded_source_size_the_sample_size_is_used_or_the_size_was_kept():
     assert frame_map_from_record({"width": 50, "height": 40, "params": {}}, (100, 80)).scale == (0.5, 0.5)
     assert frame_map_from_record({"width": 50, "height": 40, "params": {}}).scale == (1.0, 1.0)

@@ -10,6 +10,7 @@ from mmbu.build.layouts import read_samples
 from mmbu.build.metadata import normalise_metadata, validate_metadata
 from mmbu.build.questions import (
     attach_metadata,
+    drop_lint_failures,
     format_lint_report,
     instantiate_questions,
     iou,
@@ -181,6 +182,9 @@ def test_lint_flags_forbidden_wording_but_not_label_text(marrow, taxonomy):
     assert set(failures.template) == {"no_context", "modality", "full_context"}
     report = format_lint_report(failures)
     assert "malignancy word 'malignant'" in report and "[ungrounded_classification/no_context]" in report
+    kept, rejected = drop_lint_failures(questions, failures)
+    assert kept.empty and len(rejected) == 2 and {e.stage for e in rejected} == {"lint"}
+    assert "'malignant' (malignancy, no_context)" in rejected[0].reason
 
     clean = make_manifest({"kind": "folder_per_class"})
     questions, _ = instantiate_questions(build_rows(marrow, clean, taxonomy), clean, taxonomy, seed=1)
