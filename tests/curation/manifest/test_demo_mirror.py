@@ -16,6 +16,8 @@ import openslide
 import pydicom
 import tifffile
 from PIL import Image
+from pydicom.overlays import get_overlay_array
+from scipy import ndimage
 
 from mmbu.curation.manifest import find_manifest_files, load_manifest
 from mmbu.curation.manifest.validate import layout_tasks
@@ -120,3 +122,26 @@ def test_whole_slide_image_opens_as_an_aperio_slide():
         assert slide.properties["aperio.AppMag"] == "20"
         region = np.asarray(slide.read_region((1000, 1500), 0, (64, 64)).convert("RGB"))
         assert region.std() > 5  # tissue, not blank background
+
+
+def derive_overlay_mask(dicom: pydicom.Dataset) -> np.ndarray:
+    """The documented derivation of demo_mri_liver_overlay's mask: the largest filled region of overlay 6000."""
+    overlay = get_overlay_array(dicom, 0x6000).astype(bool)
+    regions, count = ndimage.label(ndimage.binary_fill_holes(overlay))
+    sizes = ndimage.sum_labels(np.ones_like(regions), regions, index=range(1, count + 1))
+    return (regions == 1 + int(np.argmax(sizes))).astype(np.uint8)
+
+
+def test_liver_mask_is_the_filled_hand_drawn_contour():
+    dicom = pydicom.dcmread(MIRROR / "demo_mri_liver_overlay/images/examples_overlay.dcm")
+    assert dicom.SeriesDescription.startswith("marked lesion")
+    assert dicom[0x6000, 0x0022].value == "Siemens MedCom Object Graphics"
+    committed = np.asarray(Image.open(MIRROR / "demo_mri_liver_overlay/masks/examples_overlay.png"))
+    assert committed.shape == dicom.pixel_array.shape
+    np.testing.assert_array_equal(committed, derive_overlay_mask(dicom))
+    rows, columns = np.nonzero(committed)
+    assert committed.sum() == 920
+    assert (rows.min(), rows.max(), columns.min(), columns.max()) == (139, 173, 46, 80)
+    # the outlined lesion is brighter than the liver around it
+    ring = ndimage.binary_dilation(committed, iterations=8) & ~ndimage.binary_dilation(committed, iterations=2)
+    assert dicom.pixel_array[committed > 0].mean() > dicom.pixel_array[ring].mean()
