@@ -276,13 +276,27 @@ def _file_voi(values: np.ndarray, view: Dataset, index: int, params: dict, path:
         raise ConversionError(
             f"window index {index} was requested but {path} has {count} {'VOI LUT(s)' if has_lut else 'window(s)'}"
         )
-    if has_lut and np.issubdtype(values.dtype, np.floating) and np.all(values == np.rint(values)):
+    if not has_lut:
+        center, width = _pick(view["WindowCenter"].value, index), _pick(view["WindowWidth"].value, index)
+        function = str(view.get("VOILUTFunction", "LINEAR")).strip().upper() or "LINEAR"
+        explanation = view.get("WindowCenterWidthExplanation")
+        params["window"] = {
+            "center": center, "width": width, "function": function, "source": "file window",
+            "index": index, "count": count, "explanation": str(_pick(explanation, index)) if explanation else None,
+        }
+        if function == "LINEAR" and width >= 1:
+            # pydicom's LINEAR formula straight to 8 bits (same bounds, same slope; no float64 round trip
+            # through the stored range). `test_linear_window_matches_pydicom` keeps the two in step.
+            lo, hi = center_width_to_bounds(center, width)
+            return window_to_uint8(values, lo, hi)
+    elif np.issubdtype(values.dtype, np.floating) and np.all(values == np.rint(values)):
         values = values.astype(np.int64)  # LUT indices must be integers (float input is warned against)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             voi = apply_voi_lut(values, view, index=index, prefer_lut=True)
     except (ValueError, NotImplementedError, IndexError) as error:
+        params.pop("window", None)
         params["window_note"] = f"the file's VOI could not be applied ({_first_line(error)})"
         return None
     if has_lut:
@@ -296,13 +310,6 @@ def _file_voi(values: np.ndarray, view: Dataset, index: int, params: dict, path:
         }
     else:
         y_lo, y_hi = _window_output_range(view, index)
-        explanation = view.get("WindowCenterWidthExplanation")
-        params["window"] = {
-            "center": _pick(view["WindowCenter"].value, index), "width": _pick(view["WindowWidth"].value, index),
-            "function": str(view.get("VOILUTFunction", "LINEAR")), "source": "file window",
-            "index": index, "count": count,
-            "explanation": str(_pick(explanation, index)) if explanation else None,
-        }
     return _scale_output(voi, y_lo, y_hi)
 
 

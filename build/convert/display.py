@@ -52,12 +52,17 @@ def percentile_window(
 
 def window_to_uint8(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """Map `[lo, hi]` linearly onto 0..255 (clipped), NaN-safe; see the module docstring for edge cases."""
-    data = np.asarray(values, dtype=np.float64)
+    data = np.asarray(values)
     if hi <= lo:
         return np.where(data > lo, 255, 0).astype(np.uint8)  # NaN > lo is False -> 0
-    scaled = (data - lo) * (255.0 / (hi - lo))
-    scaled = np.nan_to_num(scaled, nan=0.0, posinf=255.0, neginf=0.0)
-    return np.clip(np.rint(scaled), 0, 255).astype(np.uint8)
+    # in place on one float64 buffer: these arrays can be tens of megapixels
+    scaled = np.subtract(data, lo, dtype=np.float64)
+    scaled *= 255.0 / (hi - lo)
+    np.clip(scaled, 0.0, 255.0, out=scaled)  # also sends +Inf to 255 and -Inf to 0
+    np.rint(scaled, out=scaled)
+    if np.issubdtype(data.dtype, np.floating):
+        scaled[np.isnan(scaled)] = 0.0
+    return scaled.astype(np.uint8)
 
 
 def center_width_to_bounds(center: float, width: float) -> tuple[float, float]:

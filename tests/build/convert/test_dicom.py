@@ -299,3 +299,21 @@ def _colour_blocks(block: int = 8) -> np.ndarray:
     colours = np.array([[[200, 30, 30], [30, 200, 30], [30, 30, 200]], [[240, 240, 40], [40, 240, 240], [128, 128, 128]]],
                        np.uint8)
     return colours.repeat(block, axis=0).repeat(block, axis=1)
+
+
+@pytest.mark.parametrize("window", [(40, 400), (-600, 1500), (1000, 1), (3.7, 2.2), (500, 10_000)])
+@pytest.mark.parametrize("slope", [1.0, -2.0, 0.5])
+def test_linear_window_matches_pydicom(tmp_path, window, slope):
+    # the LINEAR fast path must agree with pydicom's apply_voi_lut scaled by its output range
+    from pydicom import dcmread
+    from pydicom.pixels import apply_modality_lut, apply_voi_lut
+
+    stored = np.random.default_rng(1).integers(0, 4096, (32, 32)).astype(np.uint16)
+    path = fd.write_ct(tmp_path / "w.dcm", stored, slope=slope, window=window)
+    ds = dcmread(path)
+    modality = apply_modality_lut(ds.pixel_array, ds)
+    ends = apply_voi_lut(np.array([-np.inf, np.inf]), ds, prefer_lut=False)
+    expected = np.rint((apply_voi_lut(modality, ds) - ends[0]) / (ends[1] - ends[0]) * 255)
+    converted = read_image(path).pixels.astype(int)
+    assert np.abs(converted - expected).max() <= 1
+    assert np.mean(converted != expected) < 0.01
