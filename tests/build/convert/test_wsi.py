@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tifffile
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -23,6 +24,7 @@ from factories_slide import (  # noqa: E402
 )
 
 from mmbu.build.convert.base import ConversionError, ConvertOptions  # noqa: E402
+from mmbu.build.convert import wsi  # noqa: E402
 from mmbu.build.convert.wsi import plan_read, read  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -125,17 +127,22 @@ def test_label_slide_keeps_values_with_nearest(tmp_path):
     assert len(values) <= 3 and abs(int(values[len(values) // 2]) - LEVEL_COLOURS[2][0]) <= 12
 
 
-def test_huge_single_level_is_streamed_with_bounded_memory(tmp_path):
-    """8192² RGBA is 256 MiB in one read_region (what get_thumbnail does); streamed tiles stay under 64 MiB."""
+@pytest.mark.parametrize(
+    ("decoder", "fast_path_min_factor", "tiles"),
+    [("tifffile+imagecodecs", 2, None), ("openslide", 10**9, 64)],
+)
+def test_huge_single_level_is_streamed_with_bounded_memory(tmp_path, decoder, fast_path_min_factor, tiles):
+    """8192² RGBA is 256 MiB in one read_region (what get_thumbnail does); both streamed paths stay under 64 MiB."""
     path = write_single_level_tiff(tmp_path / "single.tiff", 8192)
     script = textwrap.dedent(
         f"""
         import json, resource
         from pathlib import Path
+        from mmbu.build.convert import wsi
         from mmbu.build.convert.base import ConvertOptions
-        from mmbu.build.convert.wsi import read
+        wsi.FAST_PATH_MIN_FACTOR = {fast_path_min_factor}
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        converted = read(Path({str(path)!r}), ConvertOptions(max_size=1024))
+        converted = wsi.read(Path({str(path)!r}), ConvertOptions(max_size=1024))
         after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         p = converted.pixels
         print(json.dumps({{"growth_kib": after - before, "params": converted.params, "shape": p.shape,
@@ -144,10 +151,22 @@ def test_huge_single_level_is_streamed_with_bounded_memory(tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     report = json.loads(result.stdout)
-    assert report["params"]["level"] == 0 and report["params"]["read"]["tiles"] == 64
+    assert report["params"]["decoder"] == decoder and report["params"]["read"]["tiles"] == tiles
+    assert report["params"]["level"] == 0 and report["params"]["read"]["reduce_factor"] == 8
     assert report["growth_kib"] < 64 * 1024, f"peak grew by {report['growth_kib'] / 1024:.0f} MiB"
     assert report["shape"] == [1024, 1024, 3]
     assert close_to(report["left"], (220, 30, 30)) and close_to(report["right"], (30, 30, 220))
+
+
+def test_tifffile_and_openslide_paths_give_identical_pixels(tmp_path, monkeypatch):
+    path = tmp_path / "textured.tiff"
+    rng = np.random.default_rng(3)
+    tifffile.imwrite(path, rng.integers(0, 256, (1000, 1300, 3), dtype=np.uint8), photometric="rgb", tile=(96, 112), compression="zlib")
+    fast = read(path, ConvertOptions(max_size=300))  # factor 4, tiles not multiples of it
+    monkeypatch.setattr(wsi, "FAST_PATH_MIN_FACTOR", 10**9)
+    slow = read(path, ConvertOptions(max_size=300))
+    assert (fast.params["decoder"], slow.params["decoder"]) == ("tifffile+imagecodecs", "openslide")
+    np.testing.assert_array_equal(fast.pixels, slow.pixels)
 
 
 def test_corrupt_and_unsupported_slides_are_one_sentence(tmp_path):

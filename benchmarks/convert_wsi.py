@@ -1,0 +1,185 @@
+"""Whole-slide thumbnails: `mmbu convert` against libvips `vipsthumbnail`, same inputs, same run.
+
+Run by hand (needs `apt-get install -y libvips-tools` for the peer):
+
+    .venv/bin/python benchmarks/convert_wsi.py [--runs 3] [--write-results]
+
+Inputs are generated once into `benchmarks/.work/` (git-ignored) with tifffile, tile by tile:
+
+* `pyramid-32768.tiff`: 32768² JPEG-tiled RGB, levels halving down to 256 px (a generic pyramidal
+  TIFF as openslide and libvips read it);
+* `single-20480.tiff`: 20480² JPEG-tiled RGB with one level only (BigTIFF).
+
+Tiles cycle through a few textured patches so JPEG decoding costs something like tissue does.
+Each tool makes a 2048-px PNG; wall time and peak RSS come from `/usr/bin/time -v`, the median of
+`--runs` runs is kept. For reference, openslide's own `get_thumbnail` is run once on the
+single-level file under an address-space cap (it reads the whole level at once).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import tifffile
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / "benchmarks" / ".work"
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+HEADING = "## Whole-slide thumbnails vs libvips"
+OUTPUT_SIZE = 2048
+TILE = 256
+GET_THUMBNAIL_CAP_BYTES = 12 * 2**30  # keeps the reference run from taking the machine down
+
+
+def texture_tiles(count: int = 8, tile: int = TILE) -> list[np.ndarray]:
+    """Smooth random stain-like patches: pinks and purples with structure at several scales."""
+    rng = np.random.default_rng(0)
+    tiles = []
+    for _ in range(count):
+        noise = rng.random((tile // 16, tile // 16, 3))
+        coarse = np.kron(noise, np.ones((16, 16, 1)))
+        fine = rng.random((tile, tile, 3)) * 0.25
+        base = np.array([225, 160, 200]) - (coarse * 0.6 + fine) * np.array([60, 110, 50])
+        tiles.append(np.clip(base, 0, 255).astype(np.uint8))
+    return tiles
+
+
+def write_level(writer: tifffile.TiffWriter, size: int, tiles: list[np.ndarray], reduced: bool) -> None:
+    across = -(-size // TILE)
+
+    def generate():
+        for index in range(across * across):
+            yield tiles[index % len(tiles)]
+
+    writer.write(
+        generate(), shape=(size, size, 3), dtype=np.uint8, photometric="rgb", tile=(TILE, TILE),
+        compression="jpeg", compressionargs={"level": 85}, subfiletype=1 if reduced else 0,
+    )
+
+
+def make_inputs() -> dict[str, Path]:
+    WORK.mkdir(parents=True, exist_ok=True)
+    tiles = texture_tiles()
+    pyramid = WORK / "pyramid-32768.tiff"
+    if not pyramid.exists():
+        partial = pyramid.with_suffix(".partial")
+        with tifffile.TiffWriter(partial, bigtiff=True) as writer:
+            size = 32768
+            while size >= TILE:
+                write_level(writer, size, tiles, reduced=size != 32768)
+                size //= 2
+        os.replace(partial, pyramid)
+    single = WORK / "single-20480.tiff"
+    if not single.exists():
+        partial = single.with_suffix(".partial")
+        with tifffile.TiffWriter(partial, bigtiff=True) as writer:
+            write_level(writer, 20480, tiles, reduced=False)
+        os.replace(partial, single)
+    return {"pyramid 32768² (levels ×2)": pyramid, "single level 20480²": single}
+
+
+def timed(command: list[str], limit_bytes: int | None = None) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS MiB, exit code) of one run under /usr/bin/time -v."""
+    prefix = ["prlimit", f"--as={limit_bytes}"] if limit_bytes else []
+    result = subprocess.run(["/usr/bin/time", "-v", *prefix, *command], capture_output=True, text=True)
+    wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", result.stderr)
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in wall.groups())
+    rss_kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr).group(1))
+    return hours * 3600 + minutes * 60 + seconds, rss_kib / 1024, result.returncode
+
+
+def mmbu_command(source: Path, out: Path) -> list[str]:
+    return [str(ROOT / ".venv" / "bin" / "mmbu"), "convert", str(source), "--out", str(out), "--max-size", str(OUTPUT_SIZE)]
+
+
+def vips_command(source: Path, out: Path) -> list[str]:
+    return ["vipsthumbnail", str(source), "--size", f"{OUTPUT_SIZE}x{OUTPUT_SIZE}", "-o", str(out / "vips.png")]
+
+
+def get_thumbnail_command(source: Path, out: Path) -> list[str]:
+    script = (
+        "import sys, openslide; s = openslide.OpenSlide(sys.argv[1]); "
+        f"s.get_thumbnail(({OUTPUT_SIZE}, {OUTPUT_SIZE})).save(sys.argv[2])"
+    )
+    return [sys.executable, "-c", script, str(source), str(out / "openslide.png")]
+
+
+def median_run(command_for, source: Path, runs: int) -> tuple[float, float]:
+    walls, peaks = [], []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as out:
+            wall, peak, code = timed(command_for(source, Path(out)))
+            if code != 0:
+                raise SystemExit(f"{command_for.__name__} failed on {source}")
+        walls.append(wall)
+        peaks.append(peak)
+    return statistics.median(walls), max(peaks)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--write-results", action="store_true", help=f"replace the '{HEADING}' section of RESULTS.md")
+    args = parser.parse_args()
+    if not shutil.which("vipsthumbnail"):
+        raise SystemExit("vipsthumbnail not found: apt-get install -y libvips-tools")
+    inputs = make_inputs()
+    vips_version = subprocess.run(["vips", "--version"], capture_output=True, text=True).stdout.strip()
+    rows = []
+    for name, source in inputs.items():
+        mmbu_wall, mmbu_peak = median_run(mmbu_command, source, args.runs)
+        vips_wall, vips_peak = median_run(vips_command, source, args.runs)
+        rows.append((name, mmbu_wall, vips_wall, mmbu_peak, vips_peak))
+        print(f"{name}: mmbu {mmbu_wall:.2f} s {mmbu_peak:.0f} MiB | vips {vips_wall:.2f} s {vips_peak:.0f} MiB", flush=True)
+    with tempfile.TemporaryDirectory() as out:
+        single = inputs["single level 20480²"]
+        ref_wall, ref_peak, ref_code = timed(get_thumbnail_command(single, Path(out)), GET_THUMBNAIL_CAP_BYTES)
+    reference = (
+        f"openslide `get_thumbnail` on the single-level file: {ref_wall:.1f} s, peak RSS {ref_peak:.0f} MiB"
+        + ("" if ref_code == 0 else f" (failed under the {GET_THUMBNAIL_CAP_BYTES / 2**30:.0f} GiB address-space cap)")
+    )
+    print(reference)
+    table = [
+        "| input | mmbu s | vipsthumbnail s | time ratio | mmbu peak RSS MiB | vips peak RSS MiB |",
+        "|---|---|---|---|---|---|",
+        *(f"| {n} | {mw:.2f} | {vw:.2f} | {mw / vw:.2f}× | {mp:.0f} | {vp:.0f} |" for n, mw, vw, mp, vp in rows),
+    ]
+    section = "\n".join(
+        [
+            HEADING,
+            "",
+            f"`benchmarks/convert_wsi.py --runs {args.runs}`: 2048-px PNG from JPEG-tiled RGB TIFFs generated by the script; "
+            f"wall time is the median of {args.runs} runs (whole command, interpreter start included), peak RSS the maximum, "
+            f"both from `/usr/bin/time -v`. Peer: {vips_version} `vipsthumbnail --size 2048x2048`. "
+            "Targets: time ratio ≤ 1.5×, peak ≤ 256 MiB (pyramid) and ≤ 512 MiB (single level).",
+            "",
+            *table,
+            "",
+            f"Reference: {reference}.",
+            "",
+        ]
+    )
+    print(section)
+    if args.write_results:
+        _replace_section(section)
+
+
+def _replace_section(section: str) -> None:
+    text = RESULTS.read_text(encoding="utf-8")
+    pattern = re.compile(rf"^{re.escape(HEADING)}\n.*?(?=^## |\Z)", re.S | re.M)
+    text = pattern.sub(section + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
+    partial = RESULTS.with_suffix(".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, RESULTS)
+
+
+if __name__ == "__main__":
+    main()
