@@ -46,16 +46,21 @@ def problems(report: ScoreReport) -> list[str]:
     return messages
 
 
+TASK_SHORT = {"ungrounded_classification": "ungrounded", "box_grounded_classification": "box-grounded",
+              "mask_grounded_classification": "mask-grounded", "object_detection": "detection"}
+
+
 def summary_table(report: ScoreReport) -> Table:
-    table = Table(title="micro-F1 [95% CI]", show_lines=False)
-    for column in ("model", "task", "form", "template", "n", "F1 [CI]", "random", "parse fail", "judge err"):
-        table.add_column(column, justify="right" if column in ("n", "random", "parse fail", "judge err") else "left")
+    table = Table(title="micro-F1 with 95% bootstrap interval", show_lines=False)
+    for column in ("model", "task", "form", "template", "n", "F1", "95% CI", "random", "parse fail", "judge err"):
+        table.add_column(column, no_wrap=True, overflow="ellipsis", max_width=28 if column == "model" else None,
+                         justify="left" if column in ("model", "task", "form", "template") else "right")
     for item in report.scores:
-        ci = f"{item['f1']:.3f} [{item['ci_low']:.3f}, {item['ci_high']:.3f}]" if item["ci_low"] is not None else (
-            "—" if item["f1"] is None or item["n"] == 0 else f"{item['f1']:.3f}")
+        f1 = "—" if item["f1"] is None or item["n"] == 0 else f"{item['f1']:.3f}"
+        ci = "—" if item["ci_low"] is None else f"{item['ci_low']:.3f}–{item['ci_high']:.3f}"
         random = "—" if item["random_baseline"] is None else f"{item['random_baseline']:.3f}"
-        table.add_row(item["model"], item["task"], item["form"], item["template"], str(item["n"]), ci, random,
-                      str(item["parse_failures"]), str(item["judge_errors"]))
+        table.add_row(item["model"], TASK_SHORT.get(item["task"], item["task"]), item["form"], item["template"],
+                      str(item["n"]), f1, ci, random, str(item["parse_failures"]), str(item["judge_errors"]))
     return table
 
 
@@ -92,7 +97,10 @@ def score(run_dirs: tuple[Path, ...], out: Path, release: Path | None, by: tuple
     write_json(paths["breakdowns"], report.breakdowns)
     write_json(paths["paired"], report.paired)
     write_json(paths["diagnostics"], report.diagnostics)
-    Console().print(summary_table(report))
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)  # a pipe or CI log gets the whole table, not one squeezed to 80 columns
+    console.print(summary_table(report))
     # plain lines (not rich) so messages are never re-wrapped and stay greppable
     for message in report.warnings:
         click.echo(f"warning: {message}", err=True)

@@ -1,0 +1,133 @@
+"""The Markdown report: the paper's results table (closed / open (Δ) per task), CIs, diagnostics."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+from ..release import TASKS
+from ..scoring.baselines import expected_f1
+from ..scoring.scores import TEMPLATES, ScoreReport
+
+TASK_TITLES = {
+    "ungrounded_classification": "Ungrounded classification",
+    "box_grounded_classification": "Box-grounded classification",
+    "mask_grounded_classification": "Mask-grounded classification",
+    "object_detection": "Object detection",
+}
+TEMPLATE_TITLES = {"no_context": "No Context", "modality": "Modality", "full_context": "Full Context"}
+
+
+def _f(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None or pd.isna(value) else f"{value:.{digits}f}"
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table (no extra dependency such as tabulate)."""
+    header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    rows = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *rows])
+
+
+def random_baselines(report: ScoreReport) -> dict[tuple[str, str], float]:
+    """(task, form) → expected F1 of a random answerer over every scored sample of that task and form.
+
+    The baseline depends on the samples, not on the model: each sample counts once.
+    """
+    scored = report.outcomes[report.outcomes["scored"]]
+    unique = scored.drop_duplicates(["task", "form", "sample_id"])
+    return {(task, form): expected_f1(group["random_p"], group["n_gold"])
+            for (task, form), group in unique.groupby(["task", "form"])}
+
+
+def results_table(report: ScoreReport, template: str, display: Callable[[str], str]) -> pd.DataFrame:
+    """The paper's table for one template: a row per model, a ``closed / open (Δ)`` cell per task."""
+    scores = {(s["model"], s["task"], s["form"]): s for s in report.scores if s["template"] == template}
+    deltas = {(d["model"], d["task"]): d for d in report.deltas if d["template"] == template}
+    tasks = [t for t in TASKS if any(key[1] == t for key in scores)]
+    models = list(dict.fromkeys(s["model"] for s in report.scores))
+    rows = []
+    for model in models:
+        row = {"Model": display(model)}
+        for task in tasks:
+            closed = scores.get((model, task, "closed"))
+            opened = scores.get((model, task, "open"))
+            delta = deltas.get((model, task))
+            text = f"{_f(closed['f1'] if closed else None)} / {_f(opened['f1'] if opened else None)}"
+            row[TASK_TITLES[task]] = text + (f" ({_f(delta['delta'])})" if delta else "")
+        rows.append(row)
+    baselines = random_baselines(report)
+    random_row = {"Model": "Random"}
+    for task in tasks:
+        random_row[TASK_TITLES[task]] = f"{_f(baselines.get((task, 'closed')))} / {_f(baselines.get((task, 'open')))}"
+    rows.append(random_row)
+    return pd.DataFrame(rows)
+
+
+def ci_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataFrame:
+    rows = []
+    for s in report.scores:
+        rows.append({"Model": display(s["model"]), "Task": TASK_TITLES.get(s["task"], s["task"]), "Form": s["form"],
+                     "Template": TEMPLATE_TITLES.get(s["template"], s["template"]), "n": s["n"],
+                     "F1": _f(s["f1"]), "95% CI": f"[{_f(s['ci_low'])}, {_f(s['ci_high'])}]",
+                     "Random": _f(s["random_baseline"])})
+    return pd.DataFrame(rows)
+
+
+def diagnostics_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataFrame:
+    rows = []
+    for d in report.diagnostics:
+        rows.append({"Model": display(d["model"]), "Task": TASK_TITLES.get(d["task"], d["task"]), "Form": d["form"],
+                     "Template": TEMPLATE_TITLES.get(d["template"], d["template"]), "Records": d["records"],
+                     "Run errors": d["run_errors"],
+                     "Parse failures": f"{d['parse_failures']} ({_f(d['parse_failure_rate'], 3)})",
+                     "Judge errors": f"{d['judge_failed'] + d['judge_pending']} ({_f(d['judge_error_rate'], 3)})",
+                     "Pre-checked": d["precheck"]})
+    return pd.DataFrame(rows)
+
+
+def paired_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataFrame:
+    rows = []
+    for p in report.paired:
+        if p["task"] != "all" and p["template"] != "no_context":
+            continue
+        rows.append({"A": display(p["model_a"]), "B": display(p["model_b"]),
+                     "Task": TASK_TITLES.get(p["task"], "all records"), "Form": p["form"],
+                     "Template": TEMPLATE_TITLES.get(p["template"], p["template"]), "n": p["n"],
+                     "A wins": f"{p['wins']} ({_f(p['win_rate'], 3)})", "Ties": p["ties"],
+                     "B wins": f"{p['losses']} ({_f(p['loss_rate'], 3)})"})
+    return pd.DataFrame(rows)
+
+
+def markdown_report(report: ScoreReport, display: Callable[[str], str], plots: dict[str, str],
+                    agreement: list[dict], options_text: str) -> str:
+    """The whole report as Markdown; `plots` maps a title to a PNG file name beside the report."""
+    parts = ["# MMBU evaluation report", "",
+             "Micro-F1 = 2·ΣTP / (2·ΣTP + ΣFP + ΣFN). For single-answer closed questions it equals accuracy "
+             "(an unparseable answer is one false positive and one false negative). Cells read "
+             "**closed / open (Δ = closed − open)**; the Random row gives the expected F1 of a uniform random "
+             "answer (closed / open). " + options_text, ""]
+    for template in TEMPLATES:
+        if not any(s["template"] == template for s in report.scores):
+            continue
+        parts += [f"## Results — {TEMPLATE_TITLES[template]} template", "",
+                  _markdown(results_table(report, template, display)), ""]
+    for title, file_name in plots.items():
+        parts += [f"## {title}", "", f"![{title}]({file_name})", ""]
+    parts += ["## Scores with 95% bootstrap intervals", "", _markdown(ci_table(report, display)), "",
+              "## Parse failures and judge errors", "",
+              "Parse failures are scored as wrong. Judge errors (no verdict: the judge failed or has not run) "
+              "and run errors (no model answer) are left out of F1.", "",
+              _markdown(diagnostics_table(report, display)), ""]
+    if report.paired:
+        parts += ["## Paired comparisons (per-record win / tie / loss)", "",
+                  "Per record, the score is that record's F1 (1 or 0 for one-answer questions); only records "
+                  "both models answered and that were scored for both count.", "",
+                  _markdown(paired_table(report, display)), ""]
+    if agreement:
+        rows = pd.DataFrame([{"Run": a["run"], "First judge": a["first_judge"], "Second judge": a["second_judge"],
+                              "Pairs": a["n"], "Cohen's kappa": _f(a["kappa"]), "Flip rate": _f(a["flip_rate"])}
+                             for a in agreement])
+        parts += ["## Judge agreement", "", _markdown(rows), ""]
+    return "\n".join(parts) + "\n"
