@@ -48,10 +48,11 @@ def resolve_model(name: str, box_format: str | None, registry_path: Path | None)
 
 
 def make_backend(kind: str, entry: ModelEntry, *, base_urls: list[str], api_key_env: str, served_model: str,
-                 concurrency: int, timeout: float, max_attempts: int, tensor_parallel_size: int) -> Backend:
+                 concurrency: int, timeout: float, max_attempts: int, retry_backoff: float,
+                 tensor_parallel_size: int) -> Backend:
     if kind == "openai":
         client = OpenAICompatClient(base_urls, served_model, api_key_env=api_key_env, concurrency=concurrency,
-                                    timeout_s=timeout, max_attempts=max_attempts)
+                                    timeout_s=timeout, max_attempts=max_attempts, backoff_s=retry_backoff)
         return OpenAICompatBackend(client, entry.chat)
     if kind == "vllm":
         from ..backends.vllm_offline import VLLMOfflineBackend
@@ -99,6 +100,8 @@ def completeness_table(rows: list[dict]) -> Table:
 @click.option("--timeout", type=click.FloatRange(0.1), default=120.0, show_default=True, help="Per-request timeout in seconds.")
 @click.option("--max-attempts", type=click.IntRange(1), default=6, show_default=True,
               help="Attempts per request on 429/5xx/timeouts before recording an error.")
+@click.option("--retry-backoff", type=click.FloatRange(0), default=1.0, show_default=True,
+              help="Base in seconds of the jittered exponential backoff between attempts (Retry-After wins).")
 @click.option("--batch-size", type=click.IntRange(1), default=256, show_default=True, help="Batch size for vllm/hf backends.")
 @click.option("--tensor-parallel-size", type=click.IntRange(1), default=1, show_default=True, help="vLLM tensor parallelism.")
 @click.option("--registry", "registry_path", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None,
@@ -108,7 +111,7 @@ def completeness_table(rows: list[dict]) -> Table:
 def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_kind: str, api_key_env: str | None,
         served_model_name: str | None, concurrency: int, tasks: str | None, forms: str | None, templates: str | None,
         limit: int | None, box_format: str | None, max_tokens: int | None, seed: int, timeout: float,
-        max_attempts: int, batch_size: int, tensor_parallel_size: int, registry_path: Path | None,
+        max_attempts: int, retry_backoff: float, batch_size: int, tensor_parallel_size: int, registry_path: Path | None,
         runs_dir: Path) -> None:
     """Ask a model every selected question of a release; append one record per answer.
 
@@ -148,7 +151,7 @@ def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_
                        batch_size=batch_size, backend_name=backend_kind)
     backend = make_backend(backend_kind, entry, base_urls=urls, api_key_env=key_env, served_model=served,
                            concurrency=concurrency, timeout=timeout, max_attempts=max_attempts,
-                           tensor_parallel_size=tensor_parallel_size)
+                           retry_backoff=retry_backoff, tensor_parallel_size=tensor_parallel_size)
     started = time.time()
     generation = {"temperature": config.temperature, "max_tokens": config.max_tokens, "seed": seed}
     selection = {"tasks": list(selected_tasks), "forms": list(selected_forms), "templates": list(selected_templates),

@@ -126,11 +126,11 @@ class Runner:
 
     # -- records ----------------------------------------------------------------------------
     def _record(self, sample_id: str, task: str, form: str, template: str, rhash: str, frames: Frames | None,
-                **fields: Any) -> RunRecord:
+                image_size: tuple[int, int] | None = None, **fields: Any) -> RunRecord:
         return RunRecord(
             sample_id=sample_id, task=task, form=form, template=template, model=self.config.entry.name,
             prompt_version=PROMPT_VERSION, request_hash=rhash,
-            image_size=frames.image_size if frames else None, sent_size=frames.sent_size if frames else None,
+            image_size=frames.image_size if frames else image_size, sent_size=frames.sent_size if frames else None,
             content_size=frames.content_size if frames else None,
             box_format=self.config.entry.box_format.model_dump(mode="json"), backend=self.backend.name,
             created_at=time.time(), **fields,
@@ -224,9 +224,11 @@ class Runner:
         mask_sha = hashlib.sha256(mask).hexdigest() if mask else None
         to_ask: list[tuple[str, str, Prompt, str]] = []
         frames: Frames | None = None
+        size: tuple[int, int] | None = None
         problem: tuple[str, str] | None = None
         try:
-            frames = plan_frames(image_size_of(images.image), entry)
+            size = image_size_of(images.image)
+            frames = plan_frames(size, entry)
         except ImageTooLarge as exc:
             problem = ("image_too_large", str(exc))
         except ImageUnreadable as exc:
@@ -249,7 +251,7 @@ class Runner:
                                      generation=self._generation, config_key=(task, form, template))
                 self.expected[key] = rhash
                 if reason is not None:
-                    self._emit(self._record(sample_id, task, form, template, rhash, frames, status="error",
+                    self._emit(self._record(sample_id, task, form, template, rhash, frames, size, status="error",
                                             error_reason=reason[0], error=reason[1], attempts=0))
                 elif (key, rhash) in done:
                     self.progress.skipped += 1

@@ -1,0 +1,114 @@
+"""vLLM offline and transformers backends: what they would hand to the engines (no GPU needed),
+and a real run on a GPU where vLLM/torch and CUDA are present."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import importlib.util
+import io
+
+import pytest
+from PIL import Image
+
+from mmbu.benchmark_eval.backends import BackendError, ModelRequest
+from mmbu.benchmark_eval.backends.transformers_local import (TransformersBackend, decode_image, generate_kwargs,
+                                                             processor_messages)
+from mmbu.benchmark_eval.backends.vllm_offline import (VLLMOfflineBackend, answer_in_halves, conversations,
+                                                       engine_kwargs, sampling_kwargs)
+from mmbu.benchmark_eval.models import default_registry
+from mmbu.benchmark_eval.tasks import prepare_image
+from support.eval_release import object_image, png
+
+REGISTRY = default_registry()
+
+
+def request(entry_name: str = "Qwen/Qwen2.5-VL-7B-Instruct", prompt: str = "What is shown?") -> ModelRequest:
+    prepared = prepare_image(png(object_image((320, 240), (40, 40, 120, 100), 1)), REGISTRY.get(entry_name))
+    return ModelRequest("s1/ungrounded_classification/open/no_context", prompt, prepared.data, prepared.mime,
+                        system="Be careful.", max_tokens=64, seed=3, image_url=prepared.data_url)
+
+
+def test_vllm_engine_arguments_follow_the_registry():
+    qwen = engine_kwargs(REGISTRY.get("Qwen/Qwen2.5-VL-7B-Instruct"), tensor_parallel_size=2)
+    assert qwen["model"] == "Qwen/Qwen2.5-VL-7B-Instruct" and qwen["tensor_parallel_size"] == 2
+    assert qwen["mm_processor_kwargs"] == {"min_pixels": 3136, "max_pixels": 1003520}
+    assert qwen["limit_mm_per_prompt"] == {"image": 1} and qwen["trust_remote_code"] is False
+    internvl = engine_kwargs(REGISTRY.get("InternVL3.5-8B"))
+    assert internvl["trust_remote_code"] is True and "mm_processor_kwargs" not in internvl
+
+
+def test_vllm_conversations_carry_the_image_and_fold_system_prompts_where_unsupported():
+    qwen, llava = REGISTRY.get("Qwen/Qwen2.5-VL-7B-Instruct"), REGISTRY.get("LLaVA-v1.5-7B")
+    sent = request()
+    (with_system,) = conversations([sent], qwen)
+    assert [m["role"] for m in with_system] == ["system", "user"]
+    image_part, text_part = with_system[1]["content"]
+    header, _, data = image_part["image_url"]["url"].partition(",")
+    assert header == "data:image/png;base64"
+    assert Image.open(io.BytesIO(base64.b64decode(data))).size == (308, 252)   # smart-resized before sending
+    assert text_part == {"type": "text", "text": "What is shown?"}
+    (folded,) = conversations([sent], llava)
+    assert [m["role"] for m in folded] == ["user"] and folded[0]["content"][1]["text"].startswith("Be careful.\n\n")
+    assert sampling_kwargs(sent) == {"temperature": 0.0, "max_tokens": 64, "n": 1, "seed": 3}
+
+
+def test_transformers_messages_and_generation_arguments():
+    entry = REGISTRY.get("google/medgemma-4b-it")
+    sent = request("google/medgemma-4b-it")
+    messages = processor_messages(sent, entry)
+    assert messages[0] == {"role": "system", "content": [{"type": "text", "text": "Be careful."}]}
+    assert messages[1]["content"] == [{"type": "image"}, {"type": "text", "text": "What is shown?"}]
+    assert generate_kwargs(sent) == {"max_new_tokens": 64, "do_sample": False}
+    assert decode_image(sent).size == (320, 240)   # within MedGemma's 896 max side: not resized
+
+
+def test_a_failing_request_is_isolated_from_its_batch():
+    calls = []
+
+    def answer_all(items):
+        calls.append(len(items))
+        if "bad" in items:
+            raise ValueError("The decoder prompt (length 60025) is longer than the maximum model length of 32768")
+        return [f"answer to {i}" for i in items]
+
+    items = ["a", "b", "bad", "c", "d"]
+    results = answer_in_halves(items, answer_all, lambda item, exc: ("error", item, str(exc)[:20]))
+    assert results[:2] == ["answer to a", "answer to b"] and results[3:] == ["answer to c", "answer to d"]
+    assert results[2][:2] == ("error", "bad")
+    assert calls[0] == 5 and len(calls) < 10
+
+
+def test_missing_optional_engines_become_error_records_not_crashes():
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here; the missing-extra path cannot be shown")
+    backend = VLLMOfflineBackend(REGISTRY.get("Qwen/Qwen2.5-VL-3B-Instruct"))
+    (answer,) = asyncio.run(backend.generate_batch([request()]))
+    assert isinstance(answer, BackendError) and "pip install 'mmbu[vllm]'" in str(answer)
+    with pytest.raises(ValueError, match="has no hf_id"):
+        TransformersBackend(REGISTRY.get("gpt-4.1-mini"))
+
+
+def _gpu_available() -> bool:
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None or not _gpu_available(), reason="needs vLLM and a CUDA GPU")
+def test_vllm_answers_a_batch_on_gpu():
+    backend = VLLMOfflineBackend(REGISTRY.get("Qwen/Qwen2.5-VL-3B-Instruct"), gpu_memory_utilization=0.8,
+                                 max_model_len=4096)
+    answers = asyncio.run(backend.generate_batch([request(prompt="Is there a bright rectangle? Answer yes or no.")] * 4))
+    assert all(not isinstance(a, BackendError) and a.text.strip() for a in answers)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None or not _gpu_available(),
+                    reason="needs transformers and a CUDA GPU")
+def test_transformers_answers_a_batch_on_gpu():
+    backend = TransformersBackend(REGISTRY.get("Qwen/Qwen2.5-VL-3B-Instruct"))
+    answers = asyncio.run(backend.generate_batch([request(prompt="Is there a bright rectangle? Answer yes or no.")] * 2))
+    assert all(not isinstance(a, BackendError) and a.text.strip() for a in answers)

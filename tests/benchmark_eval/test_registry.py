@@ -1,0 +1,102 @@
+"""The model registry and the box conventions it declares."""
+from __future__ import annotations
+
+import pytest
+
+from mmbu.benchmark_eval.models import (BoxFormat, RegistryError, SmartResize, default_registry, from_model_convention,
+                                        load_registry, model_frame_size, model_slug, smart_resize, to_model_convention)
+
+PAPER_MODELS = ["GPT-5.4-mini", "GPT-4.1-mini", "Gemma-3-4B", "MedGemma-4B", "MedGemma-1.5-4B", "InternVL3.5-8B",
+                "Lingshu-7B", "Lingshu-32B", "Qwen2.5-VL-3B", "Qwen2.5-VL-7B", "Qwen2.5-VL-32B", "Qwen3-VL-4B",
+                "Qwen3-VL-8B", "Qwen3-VL-32B", "LLaVA-v1.5-7B", "LLaVA-Med-7B", "OctoMed-7B"]
+
+
+def test_the_papers_17_models_are_registered():
+    registry = default_registry()
+    assert sorted(m.display_name for m in registry.models) == sorted(PAPER_MODELS)
+
+
+@pytest.mark.parametrize("name, scale, order, smart", [
+    ("Qwen/Qwen2.5-VL-7B-Instruct", "pixel", "xyxy", True),
+    ("lingshu-medical-mllm/Lingshu-7B", "pixel", "xyxy", True),
+    ("OctoMed-7B", "pixel", "xyxy", True),
+    ("qwen/qwen3-vl-8b-instruct", "norm1000", "xyxy", False),   # lookup is case-insensitive
+    ("InternVL3.5-8B", "norm1000", "xyxy", False),
+    ("LLaVA-v1.5-7B", "norm1", "xyxy", False),
+    ("gpt-4.1-mini", "norm1000", "xyxy", False),
+])
+def test_declared_conventions(name, scale, order, smart):
+    entry = default_registry().get(name)
+    assert entry.box_format.scale == scale and entry.box_format.order == order
+    assert isinstance(entry.box_format.resize, SmartResize) is smart
+
+
+def test_quirks_and_served_names():
+    registry = default_registry()
+    gpt5 = registry.get("GPT-5.4-mini")
+    assert gpt5.served_name == "gpt-5.4-mini" and not gpt5.chat.temperature
+    assert gpt5.chat.max_tokens_field == "max_completion_tokens" and gpt5.default_base_url.endswith("/v1")
+    assert registry.get("OctoMed-7B").chat.thinking_tags == ("<think>", "</think>")
+    assert registry.get("LLaVA-v1.5-7B").image.pad_to_square == "top_left"
+    assert model_slug("Qwen/Qwen2.5-VL-7B-Instruct") == "Qwen__Qwen2.5-VL-7B-Instruct"
+
+
+def test_unknown_model_and_invalid_registry(tmp_path):
+    with pytest.raises(RegistryError, match="'my-vlm' is not in the registry"):
+        default_registry().get("my-vlm")
+    bad = tmp_path / "registry.yaml"
+    bad.write_text("version: 1\nmodels:\n  - name: x\n    display_name: X\n    hf_id: a/x\n    family: f\n"
+                   "    box_format: {scale: pixels}\n")
+    with pytest.raises(RegistryError, match=r"registry.yaml: invalid model registry at models.0.box_format.scale"):
+        load_registry(bad)
+    duplicate = tmp_path / "dup.yaml"
+    duplicate.write_text("version: 1\nmodels:\n" + "".join(
+        f"  - {{name: m{i}, display_name: Same, hf_id: a/m{i}, family: f, box_format: {{scale: norm1}}}}\n" for i in range(2)))
+    with pytest.raises(RegistryError, match="'Same' names both m0 and m1"):
+        load_registry(duplicate)
+
+
+@pytest.mark.parametrize("height, width, expected", [
+    (240, 320, (252, 308)),        # rounded to the nearest multiples of 28
+    (28, 28, (56, 56)),            # below min_pixels: scaled up
+    (2000, 3000, (812, 1204)),     # above max_pixels: scaled down, floored
+    (1000, 1000, (980, 980)),      # 1008x1008 would exceed max_pixels: floored to 35*28
+])
+def test_smart_resize(height, width, expected):
+    h, w = smart_resize(height, width, 28, 3136, 1003520)
+    assert h % 28 == 0 and w % 28 == 0 and 3136 <= h * w <= 1003520
+    assert (h, w) == expected
+
+
+def test_smart_resize_refuses_extreme_aspect_ratios():
+    with pytest.raises(ValueError, match="aspect ratio"):
+        smart_resize(10, 3000)
+
+
+def test_box_format_string_form_and_validation():
+    fmt = BoxFormat(scale="pixel", resize="qwen25_smart_resize(3136,1003520,28)")
+    assert fmt.resize == SmartResize(min_pixels=3136, max_pixels=1003520, factor=28)
+    with pytest.raises(ValueError, match="only for pixel-scale"):
+        BoxFormat(scale="norm1000", resize="qwen25_smart_resize")
+
+
+@pytest.mark.parametrize("fmt, image, content, sent, expected", [
+    (BoxFormat(scale="pixel"), (640, 480), (320, 240), (320, 240), [50, 25, 100, 75]),
+    (BoxFormat(scale="norm1000"), (640, 480), (320, 240), (320, 240), [156, 104, 313, 313]),
+    (BoxFormat(scale="norm1000", order="yxyx"), (640, 480), (640, 480), (640, 480), [104, 156, 313, 313]),
+    (BoxFormat(scale="norm1"), (640, 480), (320, 240), (320, 320), [0.156, 0.078, 0.312, 0.234]),  # padded square
+    (BoxFormat(scale="pixel", resize="qwen25_smart_resize(3136,1003520,28)"), (640, 480), (644, 476), (644, 476),
+     [101, 50, 201, 149]),
+])
+def test_box_round_trip_between_original_pixels_and_model_convention(fmt, image, content, sent, expected):
+    box = (100.0, 50.0, 200.0, 150.0)
+    values = to_model_convention(box, fmt, image, content, sent)
+    assert values == pytest.approx(expected, abs=1)
+    back = from_model_convention(values, fmt, image, content, sent)
+    assert back == pytest.approx(box, abs=2.5)
+
+
+def test_model_frame_of_smart_resize_is_identity_for_an_already_resized_image():
+    fmt = BoxFormat(scale="pixel", resize="qwen25_smart_resize(3136,1003520,28)")
+    assert model_frame_size(fmt, (308, 252)) == (308, 252)
+    assert model_frame_size(fmt, (320, 240)) == (308, 252)

@@ -1,0 +1,223 @@
+"""`mmbu eval run` end to end against the loopback OpenAI server and a release written by pyarrow."""
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+from mmbu.benchmark_eval.models import BoxFormat, from_model_convention
+from mmbu.benchmark_eval.records import latest_by_key, read_records
+from mmbu.benchmark_eval.runner.cli import run
+from mmbu.benchmark_eval.tasks import PROMPT_VERSION, ROI_COLOUR
+from support.eval_release import SCHEMA_FIELDS, make_rows, png, write_release
+from support.openai_server import OpenAIServer
+
+FAMILIES = {"Qwen/Qwen2.5-VL-7B-Instruct": "qwen25", "Qwen/Qwen3-VL-8B-Instruct": "qwen3",
+            "llava-hf/llava-1.5-7b-hf": "llava", "my-lab/custom-vlm": "internvl"}
+FOUR_NUMBERS = re.compile(r"\[\s*" + r"\s*,\s*".join([r"(-?\d+(?:\.\d+)?)"] * 4) + r"\s*\]")
+FAST = ["--retry-backoff", "0.01", "--timeout", "5"]
+
+
+@pytest.fixture
+def server():
+    with OpenAIServer(families=FAMILIES) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def release_dir(tmp_path_factory):
+    return write_release(tmp_path_factory.mktemp("release"), count=3)
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(run, list(args), catch_exceptions=False)
+
+
+def records_of(runs, slug):
+    return read_records(runs / slug / "predictions.jsonl")
+
+
+def iou(a, b):
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
+
+
+@pytest.mark.parametrize("model, slug", [
+    ("Qwen/Qwen2.5-VL-7B-Instruct", "Qwen__Qwen2.5-VL-7B-Instruct"),   # pixels of the smart-resized image
+    ("Qwen3-VL-8B", "Qwen__Qwen3-VL-8B-Instruct"),                      # 0-1000
+    ("LLaVA-v1.5-7B", "llava-hf__llava-1.5-7b-hf"),                     # 0-1 of a padded square
+])
+def test_end_to_end_boxes_map_back_to_the_gold_box(server, release_dir, tmp_path, model, slug):
+    result = invoke("--release", str(release_dir), "--model", model, "--base-url", server.url, "--out", str(tmp_path), *FAST)
+    assert result.exit_code == 0, result.output
+    records = records_of(tmp_path, slug)
+    assert len(records) == 4 * 2 * 3 * 3 and all(r.status == "ok" and r.output for r in records)
+    assert {r.prompt_version for r in records} == {PROMPT_VERSION}
+    gold = {row["sample_id"]: row for row in make_rows("object_detection", 3, (320, 240), 0)}
+    for record in records:
+        if record.task != "object_detection":
+            continue
+        row = gold[record.sample_id]
+        fmt = BoxFormat.model_validate(record.box_format)
+        if record.form == "open":
+            numbers = [float(n) for n in FOUR_NUMBERS.search(record.output).groups()]
+            box = from_model_convention(numbers, fmt, record.image_size, record.content_size, record.sent_size)
+            assert iou(box, row["boxes"][0]) > 0.9, (record.output, box, row["boxes"][0])
+        else:
+            letter = re.search(r"\b([A-E])\b", record.output).group(1)
+            assert row["options"]["ABCDE".index(letter)] == row["answer"]
+    # the ROI reached the model: green outlines on grounded images only
+    for call in server.calls:
+        green = np.all(np.asarray(call.image().convert("RGB")) == ROI_COLOUR, axis=-1).sum()
+        assert (green > 0) == ("outlined in green" in call.prompt or "green box" in call.prompt)
+    manifest = json.loads((tmp_path / slug / "run.json").read_text())
+    assert manifest["release"] == str(release_dir.resolve()) and manifest["prompt_version"] == PROMPT_VERSION
+    assert manifest["registry_entry"]["box_format"] == records[0].box_format
+    completeness = json.loads((tmp_path / slug / "completeness.json").read_text())
+    assert len(completeness["configs"]) == 24 and all(c["ok"] == c["expected"] == 3 for c in completeness["configs"])
+
+
+def test_faults_are_recorded_with_reasons_and_retried_on_rerun(server, tmp_path):
+    release = write_release(tmp_path / "release", count=2)
+    server.inject("timeout", count=100, delay_s=1.0, match='human blood smear, where is the "mitochondrion"')
+    server.inject("empty", count=1, match="What is shown?\n\nAnswer with a short phrase")
+    server.inject("refusal", count=1, match="What is shown?\n\nOptions")
+    server.inject("429", count=3, retry_after=0.05)
+    server.inject("500", count=2)
+    args = ["--release", str(release), "--model", "Qwen/Qwen3-VL-8B-Instruct", "--base-url", server.url,
+            "--out", str(tmp_path / "runs"), "--retry-backoff", "0.01", "--timeout", "0.3", "--max-attempts", "6"]
+    first = invoke(*args)
+    assert first.exit_code == 1, first.output
+    records = records_of(tmp_path / "runs", "Qwen__Qwen3-VL-8B-Instruct")
+    assert len(records) == 48
+    errors = Counter(r.error_reason for r in records if r.status == "error")
+    assert errors == {"timeout": 2, "empty_answer": 1, "refused": 1}
+    assert all(r.output is None for r in records if r.status == "error")
+    assert max(r.attempts for r in records if r.status == "ok") >= 2          # 429/500 were retried
+    assert server.stats.statuses[429] == 3 and server.stats.statuses[500] == 2
+    refused = next(r for r in records if r.error_reason == "refused")
+    assert "can't help" in refused.error
+    table = json.loads((tmp_path / "runs" / "Qwen__Qwen3-VL-8B-Instruct" / "completeness.json").read_text())["configs"]
+    assert sum(c["error"] for c in table) == 4 and sum(c["ok"] for c in table) == 44
+
+    server._faults.clear()
+    asked_before = len(server.calls)
+    second = invoke(*args)
+    assert second.exit_code == 0, second.output
+    assert len(server.calls) - asked_before == 4                              # only the errors were asked again
+    records = records_of(tmp_path / "runs", "Qwen__Qwen3-VL-8B-Instruct")
+    assert len(records) == 52
+    assert all(r.status == "ok" for r in latest_by_key(records).values())
+    assert max(Counter(r.key for r in records if r.status == "ok").values()) == 1
+
+
+def test_an_image_too_large_for_the_model_is_an_error_record(server, tmp_path):
+    rows = make_rows("ungrounded_classification", 2, (320, 240), 0)
+    rows[1]["image"] = {"bytes": png(Image.new("RGB", (3000, 10), (40, 40, 40))), "path": None}
+    folder = tmp_path / "release" / "data" / "ungrounded_classification"
+    folder.mkdir(parents=True)
+    schema = pa.schema(SCHEMA_FIELDS)
+    pq.write_table(pa.Table.from_pylist([{n: r[n] for n, _ in SCHEMA_FIELDS} for r in rows], schema=schema),
+                   folder / "train-00000-of-00001.parquet")
+    result = invoke("--release", str(tmp_path / "release"), "--model", "Qwen2.5-VL-7B", "--base-url", server.url,
+                    "--out", str(tmp_path / "runs"), *FAST)
+    assert result.exit_code == 1
+    records = records_of(tmp_path / "runs", "Qwen__Qwen2.5-VL-7B-Instruct")
+    bad = [r for r in records if r.sample_id == rows[1]["sample_id"]]
+    assert len(bad) == 6 and {r.error_reason for r in bad} == {"image_too_large"}
+    assert "aspect ratio" in bad[0].error and bad[0].image_size == (3000, 10)
+    assert all(r.status == "ok" for r in records if r.sample_id == rows[0]["sample_id"])
+
+
+def test_missing_column_is_bad_input_naming_file_and_column(server, tmp_path):
+    release = write_release(tmp_path / "release", tasks=("object_detection",), count=1, drop_column="target")
+    result = invoke("--release", str(release), "--model", "Qwen3-VL-8B", "--base-url", server.url, "--out",
+                    str(tmp_path / "runs"))
+    assert result.exit_code == 2
+    assert re.search(r"train-00000-of-00001\.parquet: column 'target' is missing", result.output)
+    assert "Traceback" not in result.output
+
+
+def test_unknown_model_needs_a_box_format(server, release_dir, tmp_path):
+    args = ["--release", str(release_dir), "--model", "my-lab/custom-vlm", "--base-url", server.url,
+            "--out", str(tmp_path), "--tasks", "object_detection", "--forms", "open", "--limit", "1", *FAST]
+    refused = invoke(*args)
+    assert refused.exit_code == 2 and "--box-format pixel|norm1000|norm1" in refused.output
+    result = invoke(*args, "--box-format", "norm1000")
+    assert result.exit_code == 0, result.output
+    records = records_of(tmp_path, "my-lab__custom-vlm")
+    assert len(records) == 3 and records[0].box_format["scale"] == "norm1000"
+    assert server.calls[-1].body["model"] == "my-lab/custom-vlm"
+
+
+def test_bad_usage_exits_2(server, release_dir, tmp_path):
+    base = ["--release", str(release_dir), "--model", "Qwen3-VL-8B", "--out", str(tmp_path)]
+    assert invoke(*base).exit_code == 2                                        # no --base-url
+    assert "unknown form 'half'" in invoke(*base, "--base-url", server.url, "--forms", "half").output
+    result = invoke(*base, "--base-url", server.url, "--api-key-env", "NOT_SET_ANYWHERE")
+    assert result.exit_code == 2 and "NOT_SET_ANYWHERE is not set" in result.output
+
+
+def test_api_key_is_sent_but_never_written(server, release_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_KEY", "sk-very-secret-value")
+    result = invoke("--release", str(release_dir), "--model", "Qwen3-VL-8B", "--base-url", server.url,
+                    "--api-key-env", "LAB_KEY", "--out", str(tmp_path), "--limit", "1", "--tasks",
+                    "ungrounded_classification", *FAST)
+    assert result.exit_code == 0
+    assert server.calls[0].headers["authorization"] == "Bearer sk-very-secret-value"
+    for path in (tmp_path / "Qwen__Qwen3-VL-8B-Instruct").iterdir():
+        assert "sk-very-secret" not in path.read_text()
+    assert "sk-very-secret" not in result.output
+
+
+def test_truncated_run_file_is_repaired_and_the_run_resumes(server, release_dir, tmp_path):
+    args = ["--release", str(release_dir), "--model", "Qwen3-VL-8B", "--base-url", server.url, "--out", str(tmp_path),
+            "--tasks", "ungrounded_classification", "--limit", "2", *FAST]
+    assert invoke(*args).exit_code == 0
+    predictions = tmp_path / "Qwen__Qwen3-VL-8B-Instruct" / "predictions.jsonl"
+    lines = predictions.read_bytes().splitlines(keepends=True)
+    predictions.write_bytes(b"".join(lines[:-1]) + lines[-1][:57])            # killed mid-write
+    result = invoke(*args)
+    assert result.exit_code == 0
+    assert "removed a truncated last line" in result.output
+    records = read_records(predictions)
+    assert len(records) == 12 and len(latest_by_key(records)) == 12
+
+
+def test_kill_and_resume_in_a_subprocess(tmp_path):
+    release = write_release(tmp_path / "release", count=6)
+    runs = tmp_path / "runs"
+    predictions = runs / "Qwen__Qwen3-VL-8B-Instruct" / "predictions.jsonl"
+    with OpenAIServer(latency_s=0.05) as server:
+        command = [sys.executable, "-c", "from mmbu.cli import main; main()", "eval", "run", "--release", str(release),
+                   "--model", "Qwen3-VL-8B", "--base-url", server.url, "--out", str(runs), "--concurrency", "4", *FAST]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if predictions.exists() and predictions.read_bytes().count(b"\n") >= 30:
+                break
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+        written_before = predictions.read_bytes().count(b"\n")
+        assert 30 <= written_before < 144
+        finished = subprocess.run(command, capture_output=True, timeout=120)
+        assert finished.returncode == 0, finished.stderr.decode()[-2000:]
+    records = read_records(predictions)
+    keys = Counter(r.key for r in records)
+    assert len(keys) == 144 and max(keys.values()) == 1                      # no duplicates, nothing missing
+    table = json.loads((predictions.parent / "completeness.json").read_text())["configs"]
+    assert all(c["ok"] == c["expected"] == 6 for c in table)
