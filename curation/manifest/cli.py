@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import click
 
+from mmbu.curation.http import write_text_atomic
 from mmbu.curation.manifest.model import DatasetManifest
 from mmbu.curation.manifest.validate import find_manifest_files, validate_files
 from mmbu.taxonomy.model import TaxonomyError, load_taxonomy
@@ -75,13 +74,5 @@ def schema(out: Path | None) -> None:
     if out is None:
         click.echo(text, nl=False)
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temp, out)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(out, text)
     click.echo(f"wrote {out}")

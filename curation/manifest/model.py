@@ -28,6 +28,15 @@ METADATA_FIELDS = (
     "image_source", "dataset_name", "domain", "modality", "sub_modality", "stain", "specimen",
     "specimen_subregion", "topic", "original_task", "context", "institution", "url",
 )
+# metadata field -> taxonomy facet holding its closed vocabulary (the other fields are free text)
+METADATA_FACETS = {
+    "domain": "domain",
+    "modality": "modality",
+    "sub_modality": "sub_modality",
+    "stain": "stain",
+    "specimen": "specimen",
+    "specimen_subregion": "anatomy",
+}
 
 
 class _Strict(BaseModel):

@@ -13,20 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mmbu.curation.manifest.licences import spdx_problem
-from mmbu.curation.manifest.model import DatasetManifest, ManifestError, load_manifest
+from mmbu.curation.manifest.model import METADATA_FACETS, DatasetManifest, ManifestError, load_manifest
 from mmbu.taxonomy.model import Taxonomy
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
-
-# metadata field -> taxonomy facet its value must come from
-METADATA_FACETS = {
-    "domain": "domain",
-    "modality": "modality",
-    "sub_modality": "sub_modality",
-    "stain": "stain",
-    "specimen": "specimen",
-    "specimen_subregion": "anatomy",
-}
 
 # layout kind -> tasks it can feed. image_mask_pairs feeds box tasks only when it separates instances.
 LAYOUT_TASKS: dict[str, frozenset[str]] = {
