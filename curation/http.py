@@ -547,6 +547,17 @@ class PoliteSession:
         write_text_atomic(path, text)
 
 
+def _read_umask() -> int:
+    mask = os.umask(0)  # the only way to read it; done once at import, before any worker threads
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+FILE_MODE = 0o666 & ~_UMASK  # what open() gives; mkstemp's private 0600 is wrong for shared data
+DIR_MODE = 0o777 & ~_UMASK  # what mkdir() gives; mkdtemp's private 0700 likewise
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` via a temp file in the same folder and os.replace (never half-written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -554,6 +565,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -33,7 +33,7 @@ from mmbu.build.fetch.model import (
 from mmbu.build.fetch.sources import ADAPTERS, FetchContext
 from mmbu.build.fetch.sources.context import tree_files
 from mmbu.build.fetch.sources.local import fetch_mirror
-from mmbu.curation.http import HttpError, PoliteSession, toolkit_version, write_text_atomic
+from mmbu.curation.http import DIR_MODE, HttpError, PoliteSession, toolkit_version, write_text_atomic
 from mmbu.curation.manifest import DatasetManifest, ManifestError, load_manifest
 
 
@@ -131,6 +131,7 @@ def fetch_dataset(
     raw_dir.parent.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(raw_dir)
     staging = Path(tempfile.mkdtemp(prefix=f".{manifest.id}.staging-", dir=raw_dir.parent))
+    staging.chmod(DIR_MODE)  # mkdtemp makes it private; raw/<id>/ should read like any folder
     context = FetchContext(
         dataset_id=manifest.id, licence=manifest.license, session=session or PoliteSession(),
         staging=staging, downloads=data_dir / "downloads" / manifest.id, data_dir=data_dir,

@@ -123,3 +123,15 @@ def test_local_source_relative_to_the_repository(tmp_path, write_manifest, data_
     missing = write_manifest("nolocal", {"kind": "local", "path": "nowhere"})
     failed = fetch_dataset(missing, data_dir, repo_root=repo)
     assert failed.status == "error" and "nowhere does not exist" in failed.error
+
+
+def test_raw_folder_and_record_are_readable_like_ordinary_files(tmp_path, write_manifest, data_dir, lock):
+    (tmp_path / "repo" / "s").mkdir(parents=True)
+    (tmp_path / "repo" / "s" / "x.bin").write_bytes(b"x")
+    manifest = write_manifest("modes", {"kind": "local", "path": "s"})
+    assert fetch_dataset(manifest, data_dir, repo_root=tmp_path / "repo", lock=lock).status == "fetched"
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (data_dir / "raw" / "modes").stat().st_mode & 0o777 == 0o777 & ~mask
+    assert (data_dir / "raw" / "modes" / ".mmbu-fetch.json").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert lock.path.stat().st_mode & 0o777 == 0o666 & ~mask
