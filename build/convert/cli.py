@@ -10,6 +10,12 @@ from mmbu.build.convert.base import ConvertOptions
 from mmbu.build.convert.batch import REPORT_NAME, convert_paths
 
 
+class NoSources(click.ClickException):
+    """The sources hold nothing to convert: invalid input, exit status 2."""
+
+    exit_code = 2
+
+
 def _parse_frame(value: str) -> int | str:
     if value == "middle":
         return value
@@ -77,6 +83,8 @@ def convert(sources, out_dir, report_path, as_mask, max_size, frame, slice_, axi
         window_index=window_index, slice_mask=slice_mask,
     )
     records = convert_paths(sources, out_dir, options, report_path, jobs=jobs, show_progress=sys.stderr.isatty())
+    if not records:
+        raise NoSources(f"no files to convert were found in {', '.join(map(str, sources))}")
     failed = [record for record in records if record["status"] != "ok"]
     report = report_path or out_dir / REPORT_NAME
     click.echo(f"converted {len(records) - len(failed)} of {len(records)} source(s) into {out_dir}; report: {report}")

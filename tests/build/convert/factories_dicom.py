@@ -66,6 +66,14 @@ def save(ds: Dataset, path: Path, transfer_syntax: UID | None = None, file_meta:
     return path
 
 
+def store(ds: Dataset, path: Path, transfer_syntax: UID) -> Path:
+    """Save uncompressed in `transfer_syntax`, or compress with pydicom's encoders first."""
+    if transfer_syntax in (ExplicitVRLittleEndian, ImplicitVRLittleEndian, ExplicitVRBigEndian):
+        return save(ds, path, transfer_syntax)
+    ds.compress(transfer_syntax)
+    return save(ds, path)
+
+
 def ct_dataset(
     stored: np.ndarray,
     slope: float = 1.0,
@@ -90,11 +98,7 @@ def ct_dataset(
 
 
 def write_ct(path: Path, stored: np.ndarray, transfer_syntax: UID = ExplicitVRLittleEndian, **kwargs) -> Path:
-    ds = ct_dataset(stored, **kwargs)
-    if transfer_syntax in (ExplicitVRLittleEndian, ImplicitVRLittleEndian, ExplicitVRBigEndian):
-        return save(ds, path, transfer_syntax)
-    ds.compress(transfer_syntax)
-    return save(ds, path)
+    return store(ct_dataset(stored, **kwargs), path, transfer_syntax)
 
 
 def ct_ramp(rows: int = 64, columns: int = 64) -> np.ndarray:
@@ -137,10 +141,7 @@ def write_rgb(path: Path, rgb: np.ndarray, photometric: str = "RGB", transfer_sy
     ds = base_dataset(ULTRASOUND_MULTIFRAME if rgb.ndim == 4 else SecondaryCaptureImageStorage, "US")
     stored = rgb if photometric == "RGB" else convert_color_space(rgb, "RGB", photometric, per_frame=rgb.ndim == 4)
     ds.set_pixel_data(stored.astype(np.uint8), photometric, 8)
-    if transfer_syntax in (ExplicitVRLittleEndian, ImplicitVRLittleEndian, ExplicitVRBigEndian):
-        return save(ds, path, transfer_syntax)
-    ds.compress(transfer_syntax)
-    return save(ds, path)
+    return store(ds, path, transfer_syntax)
 
 
 def write_jpeg_baseline(path: Path, rgb: np.ndarray, subsampling: str = "4:2:2", quality: int = 95) -> Path:
@@ -198,10 +199,7 @@ def write_multiframe(path: Path, frames: np.ndarray, per_frame_windows: list[tup
         ds.PerFrameFunctionalGroupsSequence = Sequence(per_frame)
     else:
         ds.RescaleSlope, ds.RescaleIntercept = 1.0, -1024.0
-    if transfer_syntax in (ExplicitVRLittleEndian, ImplicitVRLittleEndian, ExplicitVRBigEndian):
-        return save(ds, path, transfer_syntax)
-    ds.compress(transfer_syntax)
-    return save(ds, path)
+    return store(ds, path, transfer_syntax)
 
 
 def write_wsi_header(path: Path) -> Path:

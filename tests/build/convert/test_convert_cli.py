@@ -148,6 +148,12 @@ def test_bad_usage_exits_2_without_traceback(tmp_path, args, words):
     assert "Traceback" not in result.output
 
 
+def test_folder_without_files_is_invalid_input(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = run(tmp_path / "empty", "--out", tmp_path / "out")
+    assert result.exit_code == 2 and "no files to convert were found" in result.output
+
+
 def test_unreadable_file_is_one_error_line(tmp_path):
     # root reads anything, so drop to an unprivileged effective user for the read when running as root
     folder = Path(tempfile.mkdtemp(prefix="mmbu-perm-"))

@@ -17,6 +17,7 @@ from pydicom.uid import (
     JPEGLosslessSV1,
     JPEGLSLossless,
     RLELossless,
+    UID,
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -210,7 +211,8 @@ def test_jpeg_2000_lossy_is_close(tmp_path):
 
 
 def test_jpeg_lossless_sv1_decodes_exactly(tmp_path):
-    imagecodecs = pytest.importorskip("imagecodecs")
+    import imagecodecs  # a declared dependency; its lossless JPEG encoder writes the frame
+
     stored = fd.ct_ramp(16, 24)
     ds = fd.ct_dataset(stored, window=None)
     reference = read_image(fd.save(ds, tmp_path / "ref.dcm")).pixels
@@ -276,6 +278,15 @@ def test_truncated_pixel_data_is_a_clear_error(tmp_path):
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - 1000])
     with pytest.raises(ConversionError, match=r"cut\.dcm has pixel data that is truncated or corrupt"):
+        read_image(path)
+
+
+def test_transfer_syntax_pydicom_cannot_decode_is_a_clear_error(tmp_path):
+    ds = fd.ct_dataset(fd.ct_ramp(16, 16))
+    ds.PixelData = encapsulate([b"\x00\x00\x01\xb3" + b"\x00" * 60])  # an MPEG-2 sequence header start
+    ds["PixelData"].VR = "OB"
+    path = fd.save(ds, tmp_path / "video.dcm", UID("1.2.840.10008.1.2.4.100"))
+    with pytest.raises(ConversionError, match=r"video\.dcm uses the transfer syntax MPEG2 .*which pydicom cannot decode"):
         read_image(path)
 
 
