@@ -171,7 +171,7 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
 
 
 def server_wait_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """The longest wait any of the server's rate-limit headers asks for (Retry-After, RateLimit t=, X-RateLimit-Reset)."""
+    """The longest wait the server's rate-limit headers ask for (Retry-After, RateLimit t=, X-RateLimit-Reset)."""
     now = time.time() if now is None else now
     waits: list[float] = []
     retry_after = retry_after_seconds(headers.get("Retry-After"), now)
@@ -234,7 +234,8 @@ class _HostState:
         """Block (holding the host lock) until the server's pause is over and the token bucket has a token."""
         while True:
             now = time.monotonic()
-            self.tokens = min(self.policy.burst, self.tokens + (now - self.refilled_at) * self.policy.requests_per_second)
+            refill = (now - self.refilled_at) * self.policy.requests_per_second
+            self.tokens = min(self.policy.burst, self.tokens + refill)
             self.refilled_at = now
             pause = max(self.not_before - now, (1 - self.tokens) / self.policy.requests_per_second)
             if pause <= 0:
@@ -326,8 +327,8 @@ class PoliteSession:
                 data = response.json()
             except ValueError:
                 start = self._redact(response.text[:80].strip())
-                raise NotJsonError(shown, response.status_code,
-                                   f"expected JSON but got {content_type or 'no content type'} ({start!r}...)") from None
+                got = content_type or "no content type"
+                raise NotJsonError(shown, response.status_code, f"expected JSON but got {got} ({start!r}...)") from None
             kept = {name: response.headers[name] for name in _KEPT_HEADERS if name in response.headers}
             result = JsonResponse(data, response.status_code, shown, kept)
         finally:

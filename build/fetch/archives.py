@@ -53,7 +53,8 @@ def _check_totals(archive: Path, members: int, total: int, limits: ExtractLimits
                          f"{limits.max_total_bytes} allowed")
     packed = max(archive.stat().st_size, 1)
     if total / packed > limits.max_ratio:
-        raise FetchError(f"archive {archive.name} expands {total / packed:.0f}-fold (over the {limits.max_ratio:.0f}-fold "
+        raise FetchError(f"archive {archive.name} expands {total / packed:.0f}-fold "
+                         f"(over the {limits.max_ratio:.0f}-fold "
                          "cap); refusing a possible archive bomb")
 
 

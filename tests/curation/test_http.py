@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 from email.utils import format_datetime
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from support.loopback import Reply, file_with_range
@@ -46,7 +46,7 @@ def test_hugging_face_ratelimit_header_is_honoured(loopback):
 
 def test_server_wait_reads_http_dates_and_reset_epochs():
     now = 1_800_000_000.0
-    date = format_datetime(datetime.fromtimestamp(now + 30, timezone.utc), usegmt=True)
+    date = format_datetime(datetime.fromtimestamp(now + 30, UTC), usegmt=True)
     assert server_wait_seconds({"Retry-After": date}, now=now) == pytest.approx(30)
     assert server_wait_seconds({"X-RateLimit-Reset": str(int(now + 12))}, now=now) == pytest.approx(12)
     assert server_wait_seconds({"Retry-After": "3", "RateLimit": '"api";r=0;t=55'}, now=now) == 55

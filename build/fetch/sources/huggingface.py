@@ -33,7 +33,8 @@ def fetch_huggingface(source: HuggingFaceSource, context: FetchContext) -> list[
         )
     except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        summary = " ".join(lines[:2]) or type(exc).__name__  # e.g. "404 Client Error. Repository Not Found for url: ..."
+        # e.g. "404 Client Error. Repository Not Found for url: ..."
+        summary = " ".join(lines[:2]) or type(exc).__name__
         raise FetchError(f"Hugging Face dataset {source.repo}@{source.revision[:12]}: {summary}") from None
     root = Path(folder)
     names = tree_files(root, follow_links=True)

@@ -13,7 +13,6 @@ from mmbu.curation.manifest import DatasetManifest, load_manifest
 
 FAST = HostPolicy(requests_per_second=1000, burst=100, backoff_base=0.01, backoff_max=0.02,
                   connect_timeout=2, read_timeout=2, max_attempts=3, max_server_wait=5)
-REVISION = "0123456789abcdef0123456789abcdef01234567"
 
 
 def manifest_document(dataset_id: str, source: dict[str, Any], licence: str = "CC-BY-4.0") -> dict[str, Any]:

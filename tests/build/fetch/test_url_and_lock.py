@@ -1,6 +1,7 @@
 """Plain URLs (Range resume after a cut, 404, manifest checksums) and the sha256 lock / no-op refetch."""
 from __future__ import annotations
 
+import json
 import os
 
 import yaml
@@ -35,12 +36,12 @@ def test_partial_file_from_an_earlier_run_is_resumed_only_if_the_etag_matches(lo
     downloads.mkdir()
     # An earlier run left 1000 bytes of an *older* version (etag v1): they must not be spliced in.
     (downloads / "a.bin.part").write_bytes(b"\0" * 1000)
-    (downloads / "a.bin.part.json").write_text('{"etag": "\\"v1\\"", "size": %d}' % len(PAYLOAD))
+    (downloads / "a.bin.part.json").write_text(json.dumps({"etag": '"v1"', "size": len(PAYLOAD)}))
     download(session, DownloadRequest(url=f"{loopback.url}/files/a.bin", name="a.bin"), tmp_path / "a.bin", downloads)
     assert (tmp_path / "a.bin").read_bytes() == PAYLOAD
     # Same version left behind: resumed from byte 1000.
     (downloads / "a.bin.part").write_bytes(PAYLOAD[:1000])
-    (downloads / "a.bin.part.json").write_text('{"etag": "\\"v2\\"", "size": %d}' % len(PAYLOAD))
+    (downloads / "a.bin.part.json").write_text(json.dumps({"etag": '"v2"', "size": len(PAYLOAD)}))
     download(session, DownloadRequest(url=f"{loopback.url}/files/a.bin", name="a.bin"), tmp_path / "b.bin", downloads)
     assert (tmp_path / "b.bin").read_bytes() == PAYLOAD
     assert loopback.requests_to("/files/a.bin")[-1].headers["range"] == "bytes=1000-"

@@ -32,7 +32,8 @@ def test_record_files_are_verified_extracted_and_pinned(loopback, monkeypatch, w
     assert sorted(s["path"] for s in record["stored"]) == [
         "labels.csv", "lymphocyte/cell_002.png", "monocyte/cell_001.png"]
     pins = lock.pins_for("marrow", {"kind": "zenodo", "record": 11012345})
-    assert {name: pin.sha256 for name, pin in pins.items()} == {"images.zip": sha256(IMAGES), "labels.csv": sha256(LABELS)}
+    assert {name: pin.sha256 for name, pin in pins.items()} == {"images.zip": sha256(IMAGES),
+                                                                "labels.csv": sha256(LABELS)}
     assert all(r.headers["user-agent"].startswith("mmbu/") for r in loopback.requests)
     assert not list(data_dir.glob("raw/.*staging*")) and not (data_dir / "downloads" / "marrow").exists()
 
