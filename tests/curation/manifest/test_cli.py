@@ -83,3 +83,12 @@ def test_every_manifest_in_the_repository_is_valid(repo_root):
     report = validate_files(files, load_taxonomy())
     assert [str(p) for p in report.problems] == []
     assert len(report.files) == len(list((repo_root / "manifests" / "datasets").glob("*.y*ml")))
+
+
+def test_the_example_in_the_contributor_guide_validates(repo_root, tmp_path):
+    guide = (repo_root / "manifests" / "README.md").read_text(encoding="utf-8")
+    example = guide.split("```yaml\n", 1)[1].split("```", 1)[0]
+    stem = example.split("id: ", 1)[1].split()[0]
+    (tmp_path / f"{stem}.yaml").write_text(example, encoding="utf-8")
+    result = run("validate", str(tmp_path / f"{stem}.yaml"))
+    assert result.exit_code == 0, result.output
