@@ -8,6 +8,7 @@ for the requested number of options).
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +106,7 @@ def check_manifest(manifest: DatasetManifest, path: Path | None, taxonomy: Taxon
     problems += list(_taxonomy_problems(manifest, taxonomy))
     problems += list(_task_problems(manifest))
     problems += list(_label_problems(manifest, taxonomy))
+    problems += list(_other_problems(manifest))
     return problems
 
 
@@ -165,6 +167,8 @@ def _label_problems(manifest: DatasetManifest, taxonomy: Taxonomy) -> Iterator[t
             yield where, "the display name is empty"
             continue
         display_names.add(spec.name.strip().casefold())
+        if "_" in spec.name or re.search(r"\s\d+$", spec.name):
+            yield where, f"display name {spec.name!r} looks like an identifier; write it as words (it is shown in questions)"
         found = taxonomy.abbreviations_in(spec.name)
         if found:
             yield where, f"display name {spec.name!r} uses the abbreviation(s) {', '.join(found)}; write them out in full"
@@ -197,3 +201,11 @@ def _layout_raw_labels(manifest: DatasetManifest) -> Iterator[tuple[str, str]]:
     instance_label = getattr(layout, "instance_label", None)
     if instance_label:
         yield "layout.instance_label", instance_label
+
+
+def _other_problems(manifest: DatasetManifest) -> Iterator[tuple[str, str]]:
+    if manifest.convert.slice == "mask_max_area" and manifest.layout.kind != "image_mask_pairs":
+        yield "convert.slice", "mask_max_area picks the slice with the largest mask, so it needs an image_mask_pairs layout"
+    for where, value in (("metadata.url", manifest.metadata.url), ("homepage", manifest.homepage)):
+        if value is not None and not re.match(r"^https?://\S+$", value):
+            yield where, f"{value!r} is not an http(s) URL"

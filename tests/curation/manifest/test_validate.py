@@ -169,3 +169,20 @@ def test_numeric_raw_labels_are_read_as_text(tmp_path):
     manifest = load_manifest(path)
     assert list(manifest.labels) == ["0", "1", "2", "3"]
     assert manifest.label_spec("1").name == "lymphocyte"
+
+
+def test_display_names_must_read_as_words(tmp_path):
+    labels = {"mel": "melanoma_1", "nev": "nevus 0", "bkl": "benign keratosis-like lesion"}
+    found = problems_of(tmp_path, manifest_dict(labels=labels, questions={"options_name": "lesion type", "n_options": 4}))
+    assert [f for _, f, _ in found] == ["labels.mel", "labels.nev"]
+    assert "looks like an identifier" in found[0][2]
+
+
+def test_mask_max_area_needs_masks_and_urls_must_be_urls(tmp_path):
+    found = problems_of(tmp_path, manifest_dict(convert={"slice": "mask_max_area"}, metadata__url="example.org/data",
+                                                homepage="ftp://example.org"))
+    assert [(f, r.split(",")[0]) for _, f, r in found] == [
+        ("convert.slice", "mask_max_area picks the slice with the largest mask"),
+        ("metadata.url", "'example.org/data' is not an http(s) URL"),
+        ("homepage", "'ftp://example.org' is not an http(s) URL"),
+    ]
