@@ -9,10 +9,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import get_args
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
 
-from ..records import RecordsError, RunRecord, read_records
+from ..records import Form, RecordsError, RunRecord, Status, Template, read_records
 from ..release import ReleaseError, list_tasks, load_samples
 
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -20,6 +24,11 @@ RUN_FILE = "run.json"
 JUDGE_FILE = "judge.json"
 RECORD_COLUMNS = ("sample_id", "task", "form", "template", "model", "prompt_version", "status", "output",
                   "error_reason", "image_size", "sent_size", "content_size", "box_format")
+TEXT_COLUMNS = RECORD_COLUMNS[:9]
+GEOMETRY_COLUMNS = RECORD_COLUMNS[9:]  # needed for detection records only
+REQUIRED = ("sample_id", "task", "form", "template", "model", "prompt_version", "status", "request_hash")
+ALLOWED = {"form": get_args(Form), "template": get_args(Template), "status": get_args(Status)}
+DETECTION = "object_detection"
 
 
 class RunInputError(Exception):
@@ -59,9 +68,67 @@ def _release_from_run_json(run_dir: Path) -> Path | None:
 def records_frame(records: list[RunRecord]) -> pd.DataFrame:
     """The newest record per (sample, task, form, template) as a DataFrame of :data:`RECORD_COLUMNS`."""
     rows = [{name: getattr(r, name, None) for name in RECORD_COLUMNS} for r in records]
-    frame = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
+    return _newest(pd.DataFrame(rows, columns=list(RECORD_COLUMNS)))
+
+
+def _newest(frame: pd.DataFrame) -> pd.DataFrame:
     # records are in write order; a re-run (or a new prompt version) appends newer ones
+    for name in ("output", "error_reason"):
+        frame[name] = frame[name].astype(object).where(frame[name].notna(), None)
     return frame.drop_duplicates(["sample_id", "task", "form", "template"], keep="last").reset_index(drop=True)
+
+
+def _complete_lines(path: Path, warnings: list[str]) -> pa.BufferReader | Path:
+    """The file, or its bytes up to the last newline when a killed writer left half a line."""
+    with open(path, "rb") as handle:
+        handle.seek(0, 2)
+        size = handle.tell()
+        if size == 0:
+            return path
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return path
+        handle.seek(0)
+        data = handle.read()
+    cut = data.rfind(b"\n") + 1
+    line = data[:cut].count(b"\n") + 1
+    warnings.append(f"{path}: line {line} is truncated (a run was killed mid-write); it was skipped")
+    return pa.BufferReader(data[:cut])
+
+
+def read_records_frame(path: Path, warnings: list[str]) -> pd.DataFrame | None:
+    """Columnar read of a run file (pyarrow): the fast path for large runs.
+
+    Returns None when the file does not fit the fast path (a damaged line, a missing field, a value
+    outside the contract); the caller then reads it record by record, which names the bad line.
+    Geometry columns are materialised for detection records only (the rest do not need them).
+    """
+    schema = pa.schema([(name, pa.string()) for name in (*TEXT_COLUMNS, "request_hash")])
+    local: list[str] = []
+    try:
+        table = pajson.read_json(_complete_lines(path, local), parse_options=pajson.ParseOptions(
+            explicit_schema=schema, unexpected_field_behavior="infer"))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows == 0:
+        return pd.DataFrame(columns=list(RECORD_COLUMNS))
+    for name in REQUIRED:
+        if table.column(name).null_count:
+            return None
+    for name, allowed in ALLOWED.items():
+        if not pc.all(pc.is_in(table.column(name), value_set=pa.array(allowed))).as_py():
+            return None
+    frame = table.select(list(TEXT_COLUMNS)).to_pandas()
+    detection = pc.equal(table.column("task"), DETECTION)
+    rows = pc.indices_nonzero(detection).to_numpy()
+    for name in GEOMETRY_COLUMNS:
+        column = pd.Series([None] * len(frame), dtype=object)
+        if len(rows) and name in table.column_names:
+            values = table.column(name).take(pa.array(rows)).to_pylist()
+            column.iloc[rows] = pd.Series(values, index=rows, dtype=object)
+        frame[name] = column
+    warnings.extend(local)
+    return _newest(frame)
 
 
 def open_run(run_dir: str | Path, release_override: str | Path | None = None) -> RunDir:
@@ -71,18 +138,19 @@ def open_run(run_dir: str | Path, release_override: str | Path | None = None) ->
     if not predictions.is_file():
         raise RunInputError(f"{path}: no {PREDICTIONS_FILE} (not a run directory made by `mmbu eval run`)")
     warnings: list[str] = []
-    try:
-        records = read_records(predictions, on_truncated=warnings.append)
-    except RecordsError as exc:
-        raise RunInputError(str(exc)) from None
-    if not records:
+    frame = read_records_frame(predictions, warnings)
+    if frame is None:  # the careful reader names the damaged line, or copes with what arrow could not
+        try:
+            frame = records_frame(read_records(predictions, on_truncated=warnings.append))
+        except RecordsError as exc:
+            raise RunInputError(str(exc)) from None
+    if frame.empty:
         raise RunInputError(f"{predictions}: no run records")
     release = Path(release_override) if release_override else _release_from_run_json(path)
     if release is None:
         raise RunInputError(f"{path}: {RUN_FILE} does not name the release; pass --release DIR")
     if not release.is_dir():
         raise RunInputError(f"{release}: release directory does not exist (from {'--release' if release_override else path / RUN_FILE})")
-    frame = records_frame(records)
     models = sorted(frame["model"].unique())
     if len(models) > 1:
         raise RunInputError(f"{predictions}: records of several models ({', '.join(models)}); one run directory holds one model")

@@ -198,3 +198,44 @@ def test_detection_without_a_declared_convention_is_refused(tmp_path, release):
     out = tmp_path / "scores.json"
     result = CliRunner().invoke(score, [str(run_dir), "--out", str(out)])
     assert result.exit_code == 2 and "has no box_format" in result.output
+
+
+def test_columnar_reader_matches_the_record_reader(tmp_path, release):
+    from mmbu.benchmark_eval.records import read_records
+    from mmbu.benchmark_eval.scoring.rundir import read_records_frame, records_frame
+
+    records = closed_and_open_records(release, "model-x") + detection_records(
+        release, "model-x", QWEN25, lambda s, b: f"[{b[0]}, {b[1]}, {b[2]}, {b[3]}]")
+    records.append(make_record(records[0].sample_id, UNG, "closed", "no_context", "E", "model-x"))  # a re-run
+    run_dir = write_run(tmp_path / "runs", "model-x", release, records)
+    path = run_dir / "predictions.jsonl"
+    warnings: list[str] = []
+    fast = read_records_frame(path, warnings)
+    slow = records_frame(read_records(path))
+    assert warnings == [] and len(fast) == len(slow) == len(records) - 1
+    first = fast[(fast["sample_id"] == records[0].sample_id) & (fast["form"] == "closed") & (fast["task"] == UNG)]
+    assert first["output"].tolist() == ["E"]  # the newest record of a key wins
+    for column in ("sample_id", "task", "form", "template", "status", "output"):
+        assert fast[column].tolist() == slow[column].tolist(), column
+    detection = fast["task"] == DET
+    assert fast.loc[detection, "box_format"].tolist() == [QWEN25] * int(detection.sum())
+    assert [tuple(v) for v in fast.loc[detection, "image_size"]] == [tuple(v) for v in slow.loc[detection, "image_size"]]
+    assert fast.loc[~detection, "box_format"].isna().all()
+
+
+def test_damaged_run_files(tmp_path, release):
+    run_dir = write_run(tmp_path / "runs", "model-x", release, closed_and_open_records(release, "model-x"))
+    path = run_dir / "predictions.jsonl"
+    good = path.read_bytes()
+    out = tmp_path / "scores.json"
+    # a run killed mid-write: the half line is skipped with a warning, the rest is scored
+    path.write_bytes(good + b'{"sample_id": "ungr-0001", "task": "ungr')
+    result = CliRunner().invoke(score, [str(run_dir), "--out", str(out), "--resamples", "20"])
+    assert result.exit_code == 1 and "line 9 is truncated" in result.output
+    assert json.loads(out.read_text())[0]["n"] == 4
+    # a damaged line in the middle, or a value outside the contract: exit 2 naming the line
+    lines = good.splitlines(keepends=True)
+    for bad in (b"not json\n", lines[2].replace(b'"form":"closed"', b'"form":"half-open"')):
+        path.write_bytes(b"".join(lines[:2]) + bad + b"".join(lines[3:]))
+        result = CliRunner().invoke(score, [str(run_dir), "--out", str(out)])
+        assert result.exit_code == 2 and "line 3 is not a valid run record" in result.output, result.output
