@@ -1,6 +1,7 @@
 """Instantiate the three template questions, closed options and answer aliases for task rows."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -46,15 +47,43 @@ def answer_aliases(raw: str, manifest: DatasetManifest, taxonomy: Taxonomy) -> l
     return aliases
 
 
-def _values(row: pd.Series, manifest: DatasetManifest, target: str | None) -> dict[str, str | None]:
+CONTEXT_VALUES = ("modality", "sub_modality", "stain", "specimen", "anatomy", "preparation")
+
+
+def label_words(manifest: DatasetManifest) -> list[str]:
+    """Every wording of the dataset's labels (display names, raw keys, synonyms), for leak checks."""
+    words = {str(raw) for raw in manifest.labels}
+    for raw in manifest.labels:
+        spec = manifest.label_spec(raw)
+        words |= {spec.name, *spec.synonyms}
+    return sorted(w for w in words if len(w) >= 3)
+
+
+def mentions_any(text: str, words: list[str]) -> str | None:
+    """The first of `words` that `text` contains as a whole word (case-insensitive), else None."""
+    for word in words:
+        if re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text, flags=re.IGNORECASE):
+            return word
+    return None
+
+
+def _values(row: pd.Series, manifest: DatasetManifest, target: str | None,
+            leaking: list[str]) -> dict[str, str | None]:
+    """Placeholder values of one row. For classification, a context value that names one of the
+    dataset's labels is withheld (e.g. anatomy "abdomen" when the labels are body regions), so the
+    full-context question never gives the answer away."""
     def get(name: str) -> str | None:
         value = row.get(name)
         return None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
 
-    return {"modality": get("modality"), "sub_modality": get("sub_modality"), "stain": get("stain"),
-            "specimen": get("specimen"), "anatomy": get("specimen_subregion"),
-            "preparation": manifest.questions.preparation, "options_name": manifest.questions.options_name,
-            "target": target}
+    values = {"modality": get("modality"), "sub_modality": get("sub_modality"), "stain": get("stain"),
+              "specimen": get("specimen"), "anatomy": get("specimen_subregion"),
+              "preparation": manifest.questions.preparation, "options_name": manifest.questions.options_name,
+              "target": target}
+    for name in CONTEXT_VALUES:
+        if leaking and values[name] and mentions_any(values[name], leaking):
+            values[name] = None
+    return values
 
 
 def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonomy: Taxonomy, seed: int, *,
@@ -70,6 +99,7 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
     """
     prototypes = load_prototypes(prototypes_path)
     labels = label_set(manifest)
+    words = label_words(manifest)
     hints = manifest.questions
     classify_plan = plan_options(len(labels), hints.n_options, hints.none_of_the_above)
     box_plan = plan_options(hints.n_options, hints.n_options, hints.none_of_the_above)
@@ -88,7 +118,8 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
             drop(row, f"label {raw!r} is not in the manifest's label vocabulary")
             continue
         target = spec.name if row["task"] == "object_detection" else None
-        fields = dict(row) | prototypes.render(row["task"], _values(row, manifest, target))
+        leaking = [] if row["task"] == "object_detection" else words
+        fields = dict(row) | prototypes.render(row["task"], _values(row, manifest, target, leaking))
         fields |= {"label": spec.name, "target": target, "question_version": prototypes.version}
         if row["task"] == "object_detection":
             size = (row.get("image_width"), row.get("image_height"))

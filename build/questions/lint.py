@@ -17,7 +17,7 @@ import pandas as pd
 import yaml
 
 from mmbu.build.layouts.sample import Exclusion
-from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS
+from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, load_prototypes
 from mmbu.taxonomy.model import Taxonomy
 
 WORDS_PATH = Path(__file__).with_name("lint_words.yaml")
@@ -25,6 +25,7 @@ LINT_COLUMNS = ("dataset_id", "sample_id", "task", "template", "category", "word
 WORD_CATEGORIES = ("malignancy", "disease", "outcome")
 ALL_CAPS = re.compile(r"(?<![\w&])[A-Z][A-Z0-9&]+(?![\w&])")
 LABEL_MASK = "\x00"  # stands in for exempt label text while linting
+NONE_OF_THE_ABOVE = load_prototypes().none_of_the_above
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,11 @@ class Hit:
 class WordingLint:
     """Compiled word lists; `hits(text)` gives every offending word of one text."""
 
-    def __init__(self, words: dict[str, list[str]], abbreviations: Iterable[str]) -> None:
+    def __init__(self, words: dict[str, list[str]], abbreviations: Iterable[str],
+                 approved_caps: Iterable[str] = ()) -> None:
+        # capital tokens inside the taxonomy's canonical names (e.g. "T1" in "T1-weighted") are the
+        # approved wording, not abbreviations; explicit abbreviation lists still apply to them
+        self.approved_caps = set(approved_caps) | set(words.get("not_abbreviations", []))
         self.patterns: list[tuple[str, re.Pattern[str]]] = []
         for category in WORD_CATEGORIES:
             for word in words.get(category, []):
@@ -52,7 +57,8 @@ class WordingLint:
             for match in pattern.finditer(text):
                 found.setdefault(match.group(0).casefold(), Hit(category, match.group(0)))
         for match in ALL_CAPS.finditer(text):
-            found.setdefault(match.group(0).casefold(), Hit("abbreviation", match.group(0)))
+            if match.group(0) not in self.approved_caps:
+                found.setdefault(match.group(0).casefold(), Hit("abbreviation", match.group(0)))
         return list(found.values())
 
 
@@ -62,7 +68,16 @@ def _word_lists(path: str) -> dict[str, list[str]]:
 
 
 def wording_lint(taxonomy: Taxonomy, words_path: str | Path | None = None) -> WordingLint:
-    return WordingLint(_word_lists(str(words_path or WORDS_PATH)), taxonomy.abbreviations())
+    canonical_caps = {m.group(0) for facet in taxonomy.facets for name in taxonomy.names(facet)
+                      for m in ALL_CAPS.finditer(name)}
+    return WordingLint(_word_lists(str(words_path or WORDS_PATH)), taxonomy.abbreviations(), canonical_caps)
+
+
+def _leaked_option(question: str, options: Iterable[str]) -> str | None:
+    for option in options:
+        if re.search(rf"(?<!\w){re.escape(option)}(?!\w)", question, flags=re.IGNORECASE):
+            return option
+    return None
 
 
 def _mask_labels(text: str, labels: Iterable[str]) -> str:
@@ -77,9 +92,13 @@ def lint_questions(df: pd.DataFrame, taxonomy: Taxonomy, words_path: str | Path 
     records = []
     for row in df.itertuples(index=False):
         exempt = [getattr(row, "target", None), getattr(row, "label", None)]
+        # a classification question must not contain its options' labels (detection names its target)
+        options = [] if row.task == "object_detection" else [o for o in row.options if o != NONE_OF_THE_ABOVE]
         for template, column in TEMPLATE_COLUMNS.items():
             question = getattr(row, column)
-            for hit in lint.hits(_mask_labels(question, exempt)):
+            leaked = _leaked_option(question, options)
+            hits = [Hit("answer_leak", leaked)] if leaked else []
+            for hit in hits + lint.hits(_mask_labels(question, exempt)):
                 records.append({"dataset_id": row.dataset_id, "sample_id": row.sample_id, "task": row.task,
                                 "template": template, "category": hit.category, "word": hit.word,
                                 "question": question})

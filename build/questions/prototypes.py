@@ -1,6 +1,7 @@
 """Question prototypes as data (`prototypes.yaml`) and their instantiation from one row's metadata."""
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Mapping
 from functools import lru_cache
@@ -33,6 +34,7 @@ class Prototypes(BaseModel):
     none_of_the_above: str
     image_phrase: dict[str, list[list[str]]]
     stain_phrase: StainPhrase
+    rewrites: dict[str, str] = {}
     tasks: dict[str, str]
 
     def model_post_init(self, _context: object) -> None:
@@ -46,14 +48,25 @@ class Prototypes(BaseModel):
         if values.get("stain"):
             phrase = self.stain_phrase.by_modality.get(values.get("modality") or "", self.stain_phrase.default)
             values["stain_phrase"] = _fill(phrase, values)
-        parts = []
+        if values.get("preparation"):
+            values["a_preparation"] = with_article(values["preparation"])
+        parts: list[str] = []
         for alternatives in self.image_phrase[template]:
+            so_far = self._rewrite("".join(parts)).casefold()
             for text in alternatives:
+                mentioned = [_base_value(name, values) for name in _placeholders(text)]
+                if any(_mentions(so_far, value) for value in mentioned):
+                    continue  # said already, e.g. specimen "tissue section" after preparation "tissue section"
                 filled = _fill(text, values)
                 if filled is not None:
                     parts.append(filled)
                     break
-        return "".join(parts)
+        return self._rewrite("".join(parts))
+
+    def _rewrite(self, text: str) -> str:
+        for old, new in self.rewrites.items():
+            text = text.replace(old, new)
+        return text
 
     def render(self, task: str, values: Mapping[str, str | None]) -> dict[str, str]:
         """The three questions (keyed by release column) for a task and one row's values."""
@@ -66,9 +79,31 @@ class Prototypes(BaseModel):
         return questions
 
 
+def _placeholders(text: str) -> list[str]:
+    return [name for _, name, _, _ in string.Formatter().parse(text) if name]
+
+
+def _base_value(name: str, values: Mapping[str, str | None]) -> str:
+    """The metadata value a placeholder stands for (derived phrases count as their source field)."""
+    source = {"a_preparation": "preparation", "stain_phrase": "stain"}.get(name, name)
+    return str(values.get(source) or "").casefold()
+
+
+def _mentions(text: str, value: str) -> bool:
+    return bool(value) and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None
+
+
+def with_article(noun_phrase: str) -> str:
+    """"a smear", "an imprint", "cultured cells": a rough English rule, good for preparation names."""
+    last = noun_phrase.split()[-1].casefold()
+    if last.endswith("s") and not last.endswith(("ss", "us", "is")):
+        return noun_phrase
+    return f"{'an' if noun_phrase[:1].casefold() in 'aeiou' else 'a'} {noun_phrase}"
+
+
 def _fill(text: str, values: Mapping[str, str | None]) -> str | None:
     """`text` with its placeholders filled, or None when one of them has no value."""
-    names = [name for _, name, _, _ in string.Formatter().parse(text) if name]
+    names = _placeholders(text)
     if any(not values.get(name) for name in names):
         return None
     return text.format_map({name: values[name] for name in names})

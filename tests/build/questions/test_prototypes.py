@@ -1,0 +1,65 @@
+"""Prototype rendering: fragments that drop when empty or repeated, articles, rewrites, no answer leaks."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from support.build_manifests import make_manifest, write_taxonomy
+
+from mmbu.build.questions import instantiate_questions, lint_questions, load_prototypes
+from mmbu.build.questions.prototypes import with_article
+
+BASE = {"options_name": "structure", "modality": "digital pathology", "sub_modality": "whole-slide brightfield imaging",
+        "stain": "hematoxylin and eosin", "specimen": "tissue section", "anatomy": None,
+        "preparation": "tissue section"}
+
+
+def full(values):
+    return load_prototypes().render("ungrounded_classification", values)["question_full_context"]
+
+
+def test_names_ending_in_imaging_read_as_images_and_repeated_values_are_said_once():
+    assert full(BASE) == ("Which structure is most consistent with the visual features in this whole-slide "
+                          "brightfield image (digital pathology) of a tissue section, stained with hematoxylin "
+                          "and eosin?")
+
+
+def test_radiology_contrast_phrase_and_missing_fields():
+    question = full({**BASE, "modality": "magnetic resonance imaging", "sub_modality": None, "stain": "T1-weighted",
+                     "specimen": "human", "anatomy": "liver", "preparation": None})
+    assert question.endswith("in this magnetic resonance image of human liver, acquired as a T1-weighted sequence?")
+
+
+@pytest.mark.parametrize("noun, phrase", [("smear", "a smear"), ("imprint", "an imprint"),
+                                          ("cultured cells", "cultured cells"), ("cross section", "a cross section")])
+def test_preparation_articles(noun, phrase):
+    assert with_article(noun) == phrase
+
+
+def test_context_that_names_a_label_is_withheld_and_the_lint_catches_leaks(tmp_path):
+    taxonomy = write_taxonomy(tmp_path)
+    manifest = make_manifest({"kind": "folder_per_class"}, labels={"chest": "chest", "breast": "breast"},
+                             questions={"options_name": "body region", "preparation": None})
+    rows = pd.DataFrame([{"sample_id": "demo_marrow-0000000000000001", "dataset_id": manifest.id,
+                          "task": "ungrounded_classification", "source_path": "a.png", "label": "chest",
+                          "target": None, "modality": "computed tomography",
+                          "sub_modality": "conventional computed tomography", "stain": None, "specimen": "human",
+                          "specimen_subregion": "chest"}])
+    questions, _ = instantiate_questions(rows, manifest, taxonomy, seed=1)
+    assert questions.iloc[0].question_full_context.endswith(
+        "conventional computed tomography image (computed tomography) from a human specimen?")
+    assert lint_questions(questions, taxonomy).empty
+
+    leaky = questions.assign(question_modality="Which body region is shown in this chest image?")
+    failures = lint_questions(leaky, taxonomy)
+    assert list(zip(failures.template, failures.category, failures.word)) == [("modality", "answer_leak", "chest")]
+
+
+def test_capital_tokens_of_canonical_taxonomy_names_are_not_abbreviations(tmp_path):
+    from mmbu.build.questions.lint import wording_lint
+
+    taxonomy = write_taxonomy(tmp_path)
+    taxonomy.facets["stain"].terms.append(taxonomy.terms("stain")[0].model_copy(
+        update={"id": "t1", "name": "T1-weighted", "synonyms": (), "abbreviations": ()}))
+    lint = wording_lint(taxonomy)
+    assert lint.hits("acquired as a T1-weighted sequence") == []
+    assert [h.word for h in lint.hits("acquired as a T2 sequence")] == ["T2"]
