@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,9 @@ sys.path.insert(0, str(Path(__file__).parent))  # makes `support` importable und
 from support.loopback import LoopbackServer  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Keep Hugging Face caches out of the user's home (datasets caches local configs by folder name).
+os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="mmbu-test-hf-datasets-")
 
 # Never let a test reach a real service or a user's credentials.
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")

@@ -1,0 +1,83 @@
+"""`mmbu build`: the whole build from manifests to `$MMBU_DATA/release/` (what `make dataset` runs)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from mmbu.build.executors import ExecutorError
+from mmbu.build.pipeline import BuildConfig, BuildReport, run_build
+from mmbu.taxonomy import TaxonomyError
+
+
+class InvalidInput(click.ClickException):
+    exit_code = 2
+
+
+@click.command("build")
+@click.option("--manifests", "manifests_dir", type=click.Path(path_type=Path), default=Path("manifests/datasets"),
+              show_default=True, help="Folder of dataset manifests (*.yaml).")
+@click.option("--data", "data_dir", type=click.Path(path_type=Path), default=None,
+              help="Data folder: raw/, work/ and release/ go here. [default: $MMBU_DATA or ./data]")
+@click.option("--mirror", type=click.Path(path_type=Path), default=None,
+              help="Local mirror consulted before any network fetch. [default: $MMBU_MIRROR]")
+@click.option("--lock", "lock_path", type=click.Path(path_type=Path), default=None,
+              help="sha256 pins of fetched files. [default: manifests.lock beside the manifests folder]")
+@click.option("--taxonomy", "taxonomy_path", type=click.Path(path_type=Path), default=None,
+              help="Taxonomy YAML. [default: the bundled taxonomy]")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Datasets processed in parallel (local processes).")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True)
+@click.option("--scheduler", default=None, help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (with --executor dask).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of option order and distractors.")
+def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_path: Path | None,
+          taxonomy_path: Path | None, jobs: int, executor: str, scheduler: str | None, seed: int) -> None:
+    """Build the benchmark release from the manifests: fetch → layout → convert → metadata → questions → release.
+
+    Each step of each dataset is skipped when its inputs are unchanged, and an interrupted build
+    resumes. A failing dataset or item is reported (build-report.json, release/exclusions.csv) and
+    the rest is built. Exit 0 all good, 1 something was excluded or failed, 2 bad usage.
+    """
+    if not manifests_dir.is_dir():
+        raise InvalidInput(f"--manifests {manifests_dir}: no such folder")
+    if executor == "dask" and not scheduler:
+        raise click.UsageError("--executor dask needs --scheduler ADDRESS")
+    data_dir = data_dir or Path(os.environ.get("MMBU_DATA", "data"))
+    mirror = mirror or (Path(os.environ["MMBU_MIRROR"]) if os.environ.get("MMBU_MIRROR") else None)
+    config = BuildConfig(manifests_dir=manifests_dir, data_dir=data_dir, mirror=mirror, lock_path=lock_path,
+                         taxonomy_path=taxonomy_path, seed=seed, jobs=jobs, executor=executor, scheduler=scheduler)
+    console = Console(stderr=True)
+    columns = (TextColumn("[bold]building"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+               TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task("fetching", total=None)
+
+            def advance(dataset_id: str, done: int, total: int) -> None:
+                bar.update(task, total=total, completed=done, description=dataset_id)
+
+            report = run_build(config, progress=advance)
+    except (ExecutorError, TaxonomyError) as exc:
+        raise InvalidInput(str(exc)) from None
+    _print_summary(report, console)
+    raise SystemExit(report.exit_code)
+
+
+def _print_summary(report: BuildReport, console: Console) -> None:
+    table = Table(title="datasets", show_lines=False)
+    for column in ("dataset", "steps run", "steps skipped", "rows", "excluded", "status"):
+        table.add_column(column)
+    for outcome in report.datasets:
+        rows = ", ".join(f"{task.split('_')[0]} {n}" for task, n in outcome.rows_per_task.items())
+        table.add_row(outcome.dataset_id, ",".join(outcome.ran) or "-", ",".join(outcome.skipped) or "-", rows,
+                      str(len(outcome.exclusions)), "ok" if outcome.ok else "[red]failed")
+    console.print(table)
+    for message in report.failed:
+        console.print(f"[red]failed:[/] {message}")
+    written = "written" if report.release_written else "unchanged (inputs identical)"
+    console.print(f"release {report.release_dir}: {written}; rows per task: {report.release_rows}; "
+                  f"{report.exclusions} item(s) excluded (see exclusions.csv and build-report.json)")

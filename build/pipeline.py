@@ -1,0 +1,178 @@
+"""The whole build: manifests → fetch → (per dataset) layout, convert, rows → release.
+
+Fetching runs in this process (the lock file of sha256 pins has one writer); the per-dataset work
+runs on local processes or a Dask cluster through the same function, `steps.process_dataset`. The
+release is rewritten only when its inputs changed, so a second `make dataset` is a quick no-op.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mmbu.build.cache import hash_file, hash_json, write_json_atomic
+from mmbu.build.executors import ExecutorName, run_all
+from mmbu.build.fetch import FetchResult, LockFile, fetch_all
+from mmbu.build.layouts import EXCLUSION_COLUMNS
+from mmbu.build.release import collect_build_info, group_by_task, write_release
+from mmbu.build.steps import DatasetJob, DatasetOutcome, process_dataset, toolkit_version
+from mmbu.curation.manifest import DatasetManifest, load_manifest
+from mmbu.curation.manifest.validate import validate_files
+from mmbu.taxonomy import load_taxonomy
+
+LIST_COLUMNS = ("boxes", "other_boxes", "options", "answer_aliases")
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    manifests_dir: Path
+    data_dir: Path
+    mirror: Path | None = None
+    lock_path: Path | None = None  # default: manifests.lock beside the manifests folder
+    repo_root: Path | None = None  # local sources are relative to it; default: the manifests folder's grandparent
+    taxonomy_path: Path | None = None
+    seed: int = 0
+    jobs: int = 1
+    executor: ExecutorName = "local"
+    scheduler: str | None = None
+    release_version: str = "0.1.0"
+
+    @property
+    def release_dir(self) -> Path:
+        return self.data_dir / "release"
+
+
+@dataclass
+class BuildReport:
+    release_dir: Path
+    manifest_errors: list[str] = field(default_factory=list)
+    fetch: list[FetchResult] = field(default_factory=list)
+    datasets: list[DatasetOutcome] = field(default_factory=list)
+    release_written: bool = False
+    release_rows: dict[str, int] = field(default_factory=dict)
+    exclusions: int = 0
+
+    @property
+    def failed(self) -> list[str]:
+        fetch_failed = [f"{r.dataset_id}: {r.error}" for r in self.fetch if not r.ok]
+        return self.manifest_errors + fetch_failed + [o.error or o.dataset_id for o in self.datasets if not o.ok]
+
+    @property
+    def exit_code(self) -> int:
+        """0 all good; 1 something failed or was excluded (all of it is in the report)."""
+        return 1 if self.failed or self.exclusions else 0
+
+
+def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | None = None) -> BuildReport:
+    """Build `config.data_dir/release`; bad datasets and items are reported, never fatal to the rest."""
+    report = BuildReport(release_dir=config.release_dir)
+    manifests_dir = Path(config.manifests_dir)
+    paths = sorted(p for p in manifests_dir.glob("*.y*ml") if p.is_file())
+    taxonomy = load_taxonomy(config.taxonomy_path)
+
+    validation = validate_files(paths, taxonomy)
+    report.manifest_errors = [str(p) for p in validation.problems]
+    good = [p for p in paths if p not in validation.invalid_files]
+
+    repo_root = config.repo_root or manifests_dir.resolve().parent.parent
+    lock = LockFile(config.lock_path or manifests_dir.parent / "manifests.lock")
+    report.fetch = fetch_all(good, config.data_dir, mirror=config.mirror, lock=lock, repo_root=repo_root)
+    fetched = [Path(r.manifest) for r in report.fetch if r.ok and r.manifest]
+
+    jobs = [DatasetJob(manifest_path=p.resolve(), data_dir=Path(config.data_dir).resolve(),
+                       taxonomy_path=config.taxonomy_path, seed=config.seed) for p in fetched]
+    outcomes: dict[int, DatasetOutcome] = {}
+    for index, outcome in run_all(process_dataset, jobs, executor=config.executor, jobs=config.jobs,
+                                  scheduler=config.scheduler):
+        if isinstance(outcome, Exception):  # the worker itself died (process_dataset never raises)
+            outcome = DatasetOutcome(dataset_id=jobs[index].manifest_path.stem,
+                                     manifest_path=str(jobs[index].manifest_path), ok=False,
+                                     error=f"{jobs[index].manifest_path.stem}: the worker failed: {outcome}")
+        outcomes[index] = outcome
+        if progress:
+            progress(outcome.dataset_id, len(outcomes), len(jobs))
+    report.datasets = [outcomes[i] for i in sorted(outcomes)]
+
+    _write_release_if_changed(config, report, taxonomy.content_hash)
+    write_json_atomic(Path(config.data_dir) / "build-report.json", _report_document(report))
+    return report
+
+
+def _dataset_exclusions(report: BuildReport) -> pd.DataFrame:
+    rows = [e for outcome in report.datasets for e in outcome.exclusions]
+    for message in report.manifest_errors:
+        rows.append({"dataset_id": Path(message.split(":", 1)[0]).stem, "sample_id": None,
+                     "item": message.split(":", 1)[0], "stage": "manifest", "reason": message})
+    for result in report.fetch:
+        if not result.ok:
+            rows.append({"dataset_id": result.dataset_id, "sample_id": None, "item": result.manifest or "",
+                         "stage": "fetch", "reason": result.error})
+    for outcome in report.datasets:
+        if not outcome.ok:
+            rows.append({"dataset_id": outcome.dataset_id, "sample_id": None, "item": outcome.manifest_path,
+                         "stage": "build", "reason": outcome.error})
+    return pd.DataFrame(rows, columns=list(EXCLUSION_COLUMNS))
+
+
+def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy_hash: str) -> None:
+    built = [o for o in report.datasets if o.ok and o.rows_path]
+    exclusions = _dataset_exclusions(report)
+    report.exclusions = len(exclusions)
+    manifests = {o.dataset_id: load_manifest(o.manifest_path) for o in built}
+    inputs_hash = hash_json({
+        "toolkit": toolkit_version(), "version": config.release_version, "seed": config.seed,
+        "taxonomy": taxonomy_hash,
+        "rows": {o.dataset_id: hash_file(Path(o.rows_path)) for o in built},
+        "manifests": {d: hash_json(m.model_dump(mode="json")) for d, m in manifests.items()},
+        "exclusions": exclusions.fillna("").to_dict(orient="records"),
+    })
+    info_path = config.release_dir / "build_info.json"
+    if info_path.exists() and (config.release_dir / "SHA256SUMS").exists():
+        try:
+            previous = json.loads(info_path.read_text(encoding="utf-8"))
+        except ValueError:
+            previous = {}
+        if previous.get("inputs_hash") == inputs_hash:
+            report.release_rows = previous.get("rows", {})
+            return
+    frames = [_read_rows(Path(o.rows_path)) for o in built]
+    build_info = collect_build_info(
+        seed=config.seed, taxonomy_hash=taxonomy_hash, manifest_paths=[o.manifest_path for o in built],
+        extra={"inputs_hash": inputs_hash, "toolkit_version": toolkit_version(), "jobs": config.jobs,
+               "executor": config.executor})
+    summary = write_release(group_by_task(frames), config.release_dir, list(manifests.values()), build_info,
+                            exclusions=exclusions, version=config.release_version)
+    report.release_written = True
+    report.release_rows = dict(summary.rows)
+    report.exclusions += len(summary.exclusions)
+
+
+def _read_rows(path: Path) -> pd.DataFrame:
+    """A dataset's rows with list columns back as Python lists (Parquet returns numpy arrays)."""
+    frame = pd.read_parquet(path)
+    for column in LIST_COLUMNS:
+        if column in frame.columns:
+            frame[column] = [_to_list(v) for v in frame[column]]
+    return frame
+
+
+def _to_list(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bytes, float, int)):
+        return value
+    return [_to_list(v) for v in value]
+
+
+def _report_document(report: BuildReport) -> dict[str, Any]:
+    return {
+        "release": str(report.release_dir),
+        "release_written": report.release_written,
+        "release_rows": report.release_rows,
+        "failed": report.failed,
+        "exclusions": report.exclusions,
+        "fetch": [r.model_dump(mode="json") for r in report.fetch],
+        "datasets": [asdict(o) | {"exclusions": len(o.exclusions)} for o in report.datasets],
+    }

@@ -1,0 +1,302 @@
+"""One dataset's build after its files are fetched: layout → convert → metadata → questions → rows.
+
+`process_dataset(job)` is what the pipeline runs on a local process or a Dask worker. Each step is
+skipped when its inputs' hash is unchanged (`StepState`), converted images are reused one by one
+(a sidecar per PNG records the key it was made from), so a killed build resumes where it stopped.
+Nothing here raises for bad data: bad items become exclusions, a broken dataset a failed outcome.
+"""
+from __future__ import annotations
+
+import json
+import traceback
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from PIL import Image
+
+from mmbu.build.cache import StepState, hash_file, hash_json, write_json_atomic
+from mmbu.build.convert.base import ConvertOptions
+from mmbu.build.convert.batch import convert_one
+from mmbu.build.fetch import COMPLETION_RECORD
+from mmbu.build.layouts import (
+    Exclusion,
+    Region,
+    Sample,
+    frame_map_from_record,
+    map_boxes,
+    mask_box,
+    mask_png,
+    read_samples,
+    region_mask,
+    regions_from_mask,
+)
+from mmbu.build.metadata import failures_to_exclusions, normalise_metadata, validate_metadata
+from mmbu.build.questions import attach_metadata, format_lint_report, instantiate_questions, lint_questions, task_items
+from mmbu.curation.manifest import DatasetManifest, load_manifest
+from mmbu.taxonomy import Taxonomy, load_taxonomy
+
+STEPS = ("layout", "convert", "rows")
+
+
+def toolkit_version() -> str:
+    try:
+        return version("mmbu")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+@dataclass(frozen=True)
+class DatasetJob:
+    """Everything a worker needs for one dataset (picklable, paths only)."""
+
+    manifest_path: Path
+    data_dir: Path
+    taxonomy_path: Path | None = None
+    seed: int = 0
+
+
+@dataclass
+class DatasetOutcome:
+    dataset_id: str
+    manifest_path: str
+    ok: bool
+    error: str | None = None
+    rows_path: str | None = None
+    exclusions: list[dict[str, Any]] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    rows_per_task: dict[str, int] = field(default_factory=dict)
+    lint_report: str = ""
+
+
+@lru_cache(maxsize=4)
+def _taxonomy(path: str | None) -> Taxonomy:
+    return load_taxonomy(path)
+
+
+def process_dataset(job: DatasetJob) -> DatasetOutcome:
+    """Build one fetched dataset's release rows into `work/<id>/rows.parquet`; never raises."""
+    manifest = load_manifest(job.manifest_path)
+    outcome = DatasetOutcome(dataset_id=manifest.id, manifest_path=str(job.manifest_path), ok=False)
+    try:
+        _process(job, manifest, outcome)
+        outcome.ok = True
+    except Exception as exc:  # noqa: BLE001 - a broken dataset is reported, the others go on
+        last = traceback.extract_tb(exc.__traceback__)[-1]
+        outcome.error = (f"{manifest.id}: unexpected {type(exc).__name__} in {Path(last.filename).name}:"
+                         f"{last.lineno}: {exc}")
+    return outcome
+
+
+def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome) -> None:
+    data_dir = Path(job.data_dir)
+    raw_dir = data_dir / "raw" / manifest.id
+    work = data_dir / "work" / manifest.id
+    state = StepState(work / "state.json")
+    taxonomy = _taxonomy(str(job.taxonomy_path) if job.taxonomy_path else None)
+    raw_identity = _raw_identity(raw_dir)
+    code = toolkit_version()
+
+    # layout: which samples the fetched files hold
+    layout_key = hash_json([code, manifest.model_dump(include={"id", "layout", "labels", "tasks", "convert"}),
+                            raw_identity])
+    samples_path, layout_exclusions_path = work / "samples.json", work / "layout-exclusions.json"
+    if state.is_fresh("layout", layout_key):
+        outcome.skipped.append("layout")
+    else:
+        state.forget_from(["convert", "rows"])
+        samples, exclusions = read_samples(manifest, raw_dir)
+        write_json_atomic(samples_path, [s.model_dump(mode="json") for s in samples])
+        write_json_atomic(layout_exclusions_path, [e.model_dump() for e in exclusions])
+        state.record("layout", layout_key, [samples_path, layout_exclusions_path], {"samples": len(samples)})
+        outcome.ran.append("layout")
+    samples = [Sample.model_validate(s) for s in json.loads(samples_path.read_text(encoding="utf-8"))]
+    exclusions = [Exclusion.model_validate(e) for e in json.loads(layout_exclusions_path.read_text(encoding="utf-8"))]
+
+    # convert: PNG per image (and per mask), boxes and regions moved into the PNG frame
+    convert_key = hash_json([layout_key, hash_file(samples_path)])
+    converted_path, convert_exclusions_path = work / "converted.json", work / "convert-exclusions.json"
+    if state.is_fresh("convert", convert_key):
+        outcome.skipped.append("convert")
+    else:
+        state.forget_from(["rows"])
+        converted, dropped = convert_samples(samples, manifest, work, code)
+        write_json_atomic(converted_path, [s.model_dump(mode="json") for s in converted])
+        write_json_atomic(convert_exclusions_path, [e.model_dump() for e in dropped])
+        made = [Path(p) for s in converted for p in (s.image_path, s.mask_path) if p is not None]
+        state.record("convert", convert_key, [converted_path, convert_exclusions_path, *made],
+                     {"images": len(converted)})
+        outcome.ran.append("convert")
+    converted = [Sample.model_validate(s) for s in json.loads(converted_path.read_text(encoding="utf-8"))]
+    exclusions += [Exclusion.model_validate(e) for e in json.loads(convert_exclusions_path.read_text("utf-8"))]
+
+    # rows: metadata (pandera) → task items → questions → lint
+    rows_key = hash_json([convert_key, hash_file(converted_path), manifest.model_dump(mode="json"),
+                          taxonomy.content_hash, job.seed])
+    rows_path, rows_exclusions_path = work / "rows.parquet", work / "rows-exclusions.json"
+    report_path = work / "lint-report.txt"
+    if state.is_fresh("rows", rows_key):
+        outcome.skipped.append("rows")
+    else:
+        rows, dropped, lint_report = build_rows(converted, manifest, taxonomy, work, job.seed)
+        _write_parquet_atomic(rows, rows_path)
+        write_json_atomic(rows_exclusions_path, [e.model_dump() for e in dropped])
+        report_path.write_text(lint_report, encoding="utf-8")
+        roi_masks = [Path(p) for p in rows["mask"].dropna()]
+        state.record("rows", rows_key, [rows_path, rows_exclusions_path, report_path, *roi_masks],
+                     {"rows": len(rows)})
+        outcome.ran.append("rows")
+    exclusions += [Exclusion.model_validate(e) for e in json.loads(rows_exclusions_path.read_text("utf-8"))]
+    outcome.lint_report = report_path.read_text(encoding="utf-8")
+    outcome.rows_path = str(rows_path)
+    outcome.exclusions = [e.model_dump() for e in exclusions]
+    tasks = pd.read_parquet(rows_path, columns=["task"])["task"]
+    outcome.rows_per_task = {str(k): int(v) for k, v in tasks.value_counts().sort_index().items()}
+
+
+def _raw_identity(raw_dir: Path) -> str:
+    """What the fetch stage says it put in raw/<id>/ (its completion record), or the file listing."""
+    record = raw_dir / COMPLETION_RECORD
+    if record.exists():
+        return hash_file(record)
+    files = sorted(p for p in raw_dir.rglob("*") if p.is_file()) if raw_dir.is_dir() else []
+    return hash_json([(str(p.relative_to(raw_dir)), p.stat().st_size, p.stat().st_mtime_ns) for p in files])
+
+
+def convert_options(manifest: DatasetManifest, *, as_mask: bool = False, slice_mask: Path | None = None) -> ConvertOptions:
+    spec = manifest.convert
+    return ConvertOptions(as_mask=as_mask, max_size=spec.max_size, frame=spec.frame, slice=spec.slice,
+                          axis=spec.axis, window=spec.window, slice_mask=slice_mask)
+
+
+def _convert_cached(source: Path, output: Path, options: ConvertOptions, code: str) -> dict[str, Any]:
+    """Convert one file unless its PNG was already made from the same source and options (resume)."""
+    stat = source.stat()
+    key = hash_json([code, str(source), stat.st_size, stat.st_mtime_ns, repr(options)])
+    sidecar = output.with_suffix(".json")
+    if output.exists() and sidecar.exists():
+        try:
+            saved = json.loads(sidecar.read_text(encoding="utf-8"))
+            if saved.get("key") == key:
+                return saved["record"]
+        except (OSError, ValueError, KeyError):
+            pass  # torn sidecar: convert again
+    output.parent.mkdir(parents=True, exist_ok=True)
+    record = convert_one(source, output, options)
+    if record["status"] == "ok":
+        write_json_atomic(sidecar, {"key": key, "record": record})
+    return record
+
+
+def convert_samples(samples: list[Sample], manifest: DatasetManifest, work: Path,
+                    code: str) -> tuple[list[Sample], list[Exclusion]]:
+    """Each sample's image (and mask) as PNG, with regions re-expressed in the PNG's pixel frame."""
+    converted: list[Sample] = []
+    dropped: list[Exclusion] = []
+    # NIfTI pairs choose the slice from the mask (largest area) when the manifest says so
+    for sample in samples:
+        slice_mask = sample.mask_path if manifest.convert.slice == "mask_max_area" else None
+        image_png = work / "images" / f"{sample.sample_id}.png"
+        record = _convert_cached(Path(sample.image_path), image_png, convert_options(manifest, slice_mask=slice_mask),
+                                 code)
+        if record["status"] != "ok":
+            dropped.append(Exclusion(dataset_id=sample.dataset_id, sample_id=sample.sample_id,
+                                     item=sample.source_path, stage="convert", reason=record["error"]))
+            continue
+        size = (int(record["width"]), int(record["height"]))
+        update: dict[str, Any] = {"image_path": image_png, "image_size": size}
+        if sample.mask_path is not None:
+            mask_png_path = work / "masks" / f"{sample.sample_id}.png"
+            mask_record = _convert_cached(Path(sample.mask_path), mask_png_path,
+                                          convert_options(manifest, as_mask=True, slice_mask=slice_mask), code)
+            if mask_record["status"] != "ok":
+                dropped.append(Exclusion(dataset_id=sample.dataset_id, sample_id=sample.sample_id,
+                                         item=str(sample.mask_path), stage="convert", reason=mask_record["error"]))
+                continue
+            if (mask_record["width"], mask_record["height"]) != size:
+                dropped.append(Exclusion(
+                    dataset_id=sample.dataset_id, sample_id=sample.sample_id, item=str(sample.mask_path),
+                    stage="convert", reason=f"the converted mask is {mask_record['width']}x{mask_record['height']} "
+                                            f"but its image is {size[0]}x{size[1]}"))
+                continue
+            mask = np.asarray(Image.open(mask_png_path))
+            # Regions are re-read from the converted mask so that boxes and masks agree with the PNG exactly.
+            regions = tuple(_keep_known(regions_from_mask(mask, manifest.layout), sample, manifest, dropped))
+            update |= {"mask_path": mask_png_path, "regions": regions}
+        elif sample.regions:
+            frame = frame_map_from_record(record, sample.image_size)
+            update["regions"] = tuple(
+                region.model_copy(update={"box": tuple(float(v) for v in map_boxes([region.box], frame)[0])})
+                for region in sample.regions if region.box is not None)
+        converted.append(sample.model_copy(update=update))
+    return converted, dropped
+
+
+def _keep_known(regions: list[Region], sample: Sample, manifest: DatasetManifest,
+                dropped: list[Exclusion]) -> list[Region]:
+    kept = []
+    for region in regions:
+        if manifest.label_spec(region.label) is None:
+            dropped.append(Exclusion(dataset_id=sample.dataset_id, sample_id=sample.sample_id, item=sample.source_path,
+                                     stage="convert", reason=f"mask value {region.mask_value} has the label "
+                                                             f"{region.label!r}, which is not in the manifest's labels"))
+        else:
+            kept.append(region)
+    return kept
+
+
+def build_rows(samples: list[Sample], manifest: DatasetManifest, taxonomy: Taxonomy, work: Path,
+               seed: int) -> tuple[pd.DataFrame, list[Exclusion], str]:
+    """Release rows (image/mask as PNG paths) for one dataset, with what was dropped and the lint report."""
+    dropped: list[Exclusion] = []
+    valid, failures = validate_metadata(normalise_metadata(samples, manifest, taxonomy), taxonomy)
+    dropped += failures_to_exclusions(failures)
+    sizes = {s.sample_id: s.image_size for s in samples}  # the converted PNG's size, for boxes and the release
+    valid["image_width"] = valid["sample_id"].map(lambda sid: sizes[sid][0])
+    valid["image_height"] = valid["sample_id"].map(lambda sid: sizes[sid][1])
+    items, lost = attach_metadata(task_items(samples, manifest), valid)
+    dropped += lost
+    questions, lost = instantiate_questions(items, manifest, taxonomy, seed)
+    dropped += lost
+    lint = lint_questions(questions, taxonomy)
+    if not lint.empty:
+        offending = set(lint["sample_id"])
+        for sample_id, group in lint.groupby("sample_id"):
+            words = ", ".join(sorted(set(group["word"].astype(str))))
+            dropped.append(Exclusion(dataset_id=manifest.id, sample_id=sample_id, item=str(sample_id), stage="lint",
+                                     reason=f"question wording uses forbidden word(s): {words}"))
+        questions = questions[~questions["sample_id"].isin(offending)].reset_index(drop=True)
+    questions["image"] = questions["image_path"]
+    questions["mask"] = [_region_mask_file(row, work) for row in questions.to_dict(orient="records")]
+    return questions, dropped, format_lint_report(lint)
+
+
+def _region_mask_file(row: dict[str, Any], work: Path) -> str | None:
+    """The binary ROI mask PNG of a mask-grounded row (the release's `mask` column)."""
+    if row["task"] != "mask_grounded_classification":
+        return None
+    mask = np.asarray(Image.open(row["mask_path"]))
+    component = row.get("component")
+    region = Region(label=str(row["label"]), instance=str(row["region_instance"]), mask_value=int(row["mask_value"]),
+                    component=None if component is None or pd.isna(component) else int(component))
+    binary = region_mask(mask, region)
+    if mask_box(binary) is None:
+        return None
+    path = work / "roi" / f"{row['sample_id']}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(mask_png(binary))
+    tmp.replace(path)
+    return str(path)
+
+
+def _write_parquet_atomic(frame: pd.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.to_parquet(tmp, index=False)
+    tmp.replace(path)

@@ -1,0 +1,200 @@
+"""The whole build on small datasets written by Pillow: release contents, failure isolation, no-op
+rebuild, resume after a lost image, and the Dask executor on a local cluster."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from mmbu.build.pipeline import BuildConfig, run_build
+from mmbu.build.release import verify_sha256sums
+
+CURATION = {"round": 3, "reviewers": ["tester"]}
+BLOOD = {
+    "image_source": "synthetic test images", "dataset_name": "synthetic blood cells", "domain": "hematology",
+    "modality": "light microscopy", "sub_modality": "brightfield microscopy", "stain": "Giemsa",
+    "specimen": "human", "topic": "blood cells", "original_task": "cell classification",
+    "url": "https://example.org/blood",
+}
+NUCLEI = BLOOD | {"dataset_name": "synthetic nuclei", "domain": "cell biology", "modality": "fluorescence microscopy",
+                  "sub_modality": "epifluorescence microscopy", "stain": None, "specimen": "cell culture",
+                  "topic": "nuclei", "original_task": "nucleus segmentation", "url": "https://example.org/nuclei"}
+CELL_CLASSES = {"lym": "lymphocyte", "neu": "neutrophil", "mon": "monocyte", "eos": "eosinophil"}
+
+
+def write_manifest(folder: Path, dataset_id: str, **fields) -> Path:
+    document = {"id": dataset_id, "title": dataset_id, "license": "CC-BY-4.0", "citation": "test data",
+                "curation": CURATION, **fields}
+    path = folder / f"{dataset_id}.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def make_repo(root: Path, *, broken: bool = False) -> Path:
+    """A repository with a folder-per-class dataset and an image/mask dataset (and optionally bad ones)."""
+    manifests = root / "manifests" / "datasets"
+    manifests.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for raw, _ in CELL_CLASSES.items():
+        folder = root / "src" / "cells" / raw
+        folder.mkdir(parents=True)
+        for index in range(2):
+            pixels = rng.integers(0, 255, (40, 48, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(folder / f"{raw}{index}.png")
+    write_manifest(manifests, "cells", source={"kind": "local", "path": "src/cells"},
+                   tasks=["ungrounded_classification"], layout={"kind": "folder_per_class"}, metadata=BLOOD,
+                   labels=CELL_CLASSES, questions={"options_name": "blood cell type", "n_options": 5})
+
+    (root / "src" / "nuclei" / "images").mkdir(parents=True)
+    (root / "src" / "nuclei" / "masks").mkdir(parents=True)
+    for index in range(2):
+        image = np.full((64, 80), 20, dtype=np.uint8)
+        mask = np.zeros((64, 80), dtype=np.uint8)
+        mask[10:20, 10:24] = 1  # a nucleus
+        mask[30 + index:44 + index, 40:60] = 2  # a mitotic figure
+        image[mask > 0] = 200
+        Image.fromarray(image).save(root / "src" / "nuclei" / "images" / f"field{index}.png")
+        Image.fromarray(mask).save(root / "src" / "nuclei" / "masks" / f"field{index}.png")
+    write_manifest(manifests, "nuclei", source={"kind": "local", "path": "src/nuclei"},
+                   tasks=["box_grounded_classification", "mask_grounded_classification", "object_detection"],
+                   layout={"kind": "image_mask_pairs", "images": "images/*.png", "masks": "masks/*.png",
+                           "mask_values": {1: "nuc", 2: "mit"}, "instances": "components"},
+                   metadata=NUCLEI, labels={"nuc": "interphase nucleus", "mit": "mitotic figure"},
+                   questions={"options_name": "nuclear appearance", "target_name": "nucleus", "n_options": 3})
+    if broken:
+        # a layout that finds a label outside the vocabulary, and a source that does not exist
+        stray = root / "src" / "stray" / "unknown"
+        stray.mkdir(parents=True)
+        Image.fromarray(np.zeros((8, 8), np.uint8)).save(stray / "x.png")
+        (root / "src" / "stray" / "lym").mkdir()
+        Image.fromarray(np.zeros((8, 8), np.uint8)).save(root / "src" / "stray" / "lym" / "y.png")
+        write_manifest(manifests, "stray", source={"kind": "local", "path": "src/stray"},
+                       tasks=["ungrounded_classification"], layout={"kind": "folder_per_class"}, metadata=BLOOD,
+                       labels=CELL_CLASSES, questions={"options_name": "blood cell type", "n_options": 5})
+        write_manifest(manifests, "missing", source={"kind": "local", "path": "src/nowhere"},
+                       tasks=["ungrounded_classification"], layout={"kind": "folder_per_class"}, metadata=BLOOD,
+                       labels=CELL_CLASSES, questions={"options_name": "blood cell type", "n_options": 5})
+    return manifests
+
+
+def config_for(root: Path, **overrides) -> BuildConfig:
+    return BuildConfig(manifests_dir=root / "manifests" / "datasets", data_dir=root / "data", repo_root=root,
+                       **overrides)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("repo")
+    make_repo(root)
+    report = run_build(config_for(root, jobs=2))
+    return root, report
+
+
+def test_release_holds_every_task_with_the_contract_columns(built, tmp_path):
+    from datasets import load_dataset
+
+    root, report = built
+    assert report.exit_code == 0, report.failed
+    release = root / "data" / "release"
+    assert report.release_rows == {"box_grounded_classification": 4, "mask_grounded_classification": 4,
+                                   "object_detection": 4, "ungrounded_classification": 8}
+    for config, rows in report.release_rows.items():
+        # datasets caches local configs by folder and config name: a fresh cache_dir avoids stale rows
+        dataset = load_dataset(str(release), config, split="test", cache_dir=str(tmp_path))
+        assert len(dataset) == rows
+        row = dataset[0]
+        for column in ("sample_id", "dataset_id", "image", "boxes", "mask", "target", "answer", "options",
+                       "question_no_context", "question_modality", "question_full_context", "modality",
+                       "sub_modality", "specimen", "license"):
+            assert column in dataset.column_names
+        assert row["answer"] in row["options"]
+        assert row["image"].size in {(48, 40), (80, 64)}
+    assert not verify_sha256sums(release)
+
+
+def test_mask_rows_ship_the_region_and_its_box(built, tmp_path):
+    from datasets import load_dataset
+
+    root, _ = built
+    masks = load_dataset(str(root / "data" / "release"), "mask_grounded_classification", split="test",
+                         cache_dir=str(tmp_path))
+    for row in masks:
+        region = np.asarray(row["mask"]) > 0
+        ys, xs = np.nonzero(region)
+        # the box is the region's pixel-edge bounding box in the PNG frame
+        assert row["boxes"] == [[xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]]
+        image = np.asarray(row["image"].convert("L"))
+        assert (image[region] == 200).all()  # the mask lies on the bright object of its own image
+
+
+def test_second_build_is_a_no_op(built):
+    root, _ = built
+    release = root / "data" / "release"
+    before = (release / "SHA256SUMS").stat().st_mtime_ns
+    report = run_build(config_for(root))
+    assert report.exit_code == 0
+    assert not report.release_written
+    assert all(outcome.ran == [] for outcome in report.datasets)
+    assert (release / "SHA256SUMS").stat().st_mtime_ns == before
+
+
+def test_a_lost_image_is_made_again_and_only_it(tmp_path):
+    make_repo(tmp_path)
+    run_build(config_for(tmp_path))
+    images = sorted((tmp_path / "data" / "work" / "cells" / "images").glob("*.png"))
+    kept = {p: p.stat().st_mtime_ns for p in images[1:]}
+    images[0].unlink()
+    report = run_build(config_for(tmp_path))
+    assert report.exit_code == 0
+    assert images[0].exists()
+    assert {p: p.stat().st_mtime_ns for p in images[1:]} == kept
+    assert "convert" in next(o for o in report.datasets if o.dataset_id == "cells").ran
+
+
+def test_bad_datasets_are_reported_and_the_rest_is_built(tmp_path):
+    make_repo(tmp_path, broken=True)
+    report = run_build(config_for(tmp_path))
+    assert report.exit_code == 1
+    assert any(message.startswith("missing") for message in report.failed)
+    stray = next(o for o in report.datasets if o.dataset_id == "stray")
+    reasons = " ".join(e["reason"] for e in stray.exclusions)
+    assert "unknown" in reasons
+    assert report.release_rows["ungrounded_classification"] == 8 + 1  # the stray dataset's valid image stays
+    exclusions = (tmp_path / "data" / "release" / "exclusions.csv").read_text(encoding="utf-8")
+    assert "missing" in exclusions and "stray" in exclusions
+
+
+def test_mmbu_build_command_exit_codes(tmp_path):
+    make_repo(tmp_path, broken=True)
+    env = {**os.environ, "MMBU_DATA": str(tmp_path / "data")}
+    command = [sys.executable, "-m", "mmbu", "build", "--manifests", "manifests/datasets"]
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    document = json.loads((tmp_path / "data" / "build-report.json").read_text(encoding="utf-8"))
+    assert document["release_rows"]["box_grounded_classification"] == 4
+    usage = subprocess.run([*command[:4], "--manifests", "nowhere"], cwd=tmp_path, env=env, capture_output=True,
+                           text=True)
+    assert usage.returncode == 2 and "nowhere" in usage.stderr
+
+
+def test_dask_executor_builds_the_same_release(tmp_path, built):
+    from distributed import LocalCluster
+
+    make_repo(tmp_path)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        report = run_build(config_for(tmp_path, executor="dask", scheduler=cluster.scheduler_address))
+    assert report.exit_code == 0, report.failed
+    reference_root, reference = built
+    assert report.release_rows == reference.release_rows
+    sums = lambda root: {line.split()[1]: line.split()[0]  # noqa: E731
+                         for line in (root / "data" / "release" / "SHA256SUMS").read_text().splitlines()
+                         if "/data/" in "/" + line.split()[1]}
+    assert sums(tmp_path) == sums(reference_root)  # same shards, byte for byte
