@@ -15,17 +15,11 @@ import pandera.pandas as pa
 from license_expression import get_spdx_licensing
 
 from mmbu.curation.manifest import METADATA_FIELDS
+from mmbu.curation.manifest.model import METADATA_FACETS
 from mmbu.taxonomy.model import Taxonomy
 
-# metadata field -> taxonomy facet holding its closed vocabulary
-FIELD_FACETS = {
-    "domain": "domain",
-    "modality": "modality",
-    "sub_modality": "sub_modality",
-    "stain": "stain",
-    "specimen": "specimen",
-    "specimen_subregion": "anatomy",
-}
+# metadata field -> taxonomy facet holding its closed vocabulary (one source: the manifest model)
+FIELD_FACETS = METADATA_FACETS
 # fields that may honestly be empty: no stain in radiology, no sub-region for whole organisms, ...
 NULLABLE_FIELDS = frozenset({"stain", "specimen_subregion", "context", "institution"})
 # per-sample extras read from slide headers; kept beside the 13 fields
