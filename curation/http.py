@@ -363,6 +363,17 @@ class PoliteSession:
             response.close()
             self._host(url).lock.release()
 
+    @contextmanager
+    def reserve_host(self, url: str) -> Iterator[HostPolicy]:
+        """Hold `url`'s host for a client we do not drive ourselves (huggingface_hub's downloads): nothing else
+        of ours goes to that host meanwhile, the rate cap and an open breaker still apply."""
+        host = self._host(url)
+        with host.lock:
+            if host.blocked:
+                raise BlockedError(redact_url(url), None, f"this host blocked us earlier in this run ({host.blocked})")
+            host.wait_for_slot(self._sleep)
+            yield host.policy
+
     def host_policy(self, url: str) -> HostPolicy:
         return self._host(url).policy
 
@@ -416,8 +427,7 @@ class PoliteSession:
                 self.remember_secret(value)
                 self.remember_secret(value.split(" ", 1)[-1])
         if auth:
-            for part in auth:
-                self.remember_secret(part)
+            self.remember_secret(auth[1])  # the password/key; a user name is no secret (and often a dataset owner)
 
     def _send(self, method: str, url: str, *, stream: bool = False, **kwargs: Any) -> requests.Response:
         """Send with retries. On return the response is good (2xx); for `stream=True` the host lock is still held."""

@@ -27,12 +27,16 @@ class ExtractLimits:
     max_members: int = 2_000_000
 
 
+def looks_like_archive(path: Path) -> bool:
+    """By name only: a `.npz` or `.nii.gz` is never unpacked."""
+    return path.name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
 def is_archive(path: Path) -> bool:
-    """By name (a `.npz` or `.nii.gz` is not unpacked) and then by content."""
-    name = path.name.lower()
-    if not name.endswith(ARCHIVE_SUFFIXES):
+    """Named like an archive and really one."""
+    if not looks_like_archive(path):
         return False
-    return zipfile.is_zipfile(path) if name.endswith(".zip") else tarfile.is_tarfile(path)
+    return zipfile.is_zipfile(path) if path.name.lower().endswith(".zip") else tarfile.is_tarfile(path)
 
 
 def _checked_path(archive: Path, name: str) -> PurePosixPath:

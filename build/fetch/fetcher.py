@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from mmbu.build.fetch.archives import ExtractLimits, extract_archive, is_archive
+from mmbu.build.fetch.archives import ExtractLimits, extract_archive, is_archive, looks_like_archive
 from mmbu.build.fetch.download import ByteProgress, NoProgress
 from mmbu.build.fetch.lockfile import LockFile, PinnedFile
 from mmbu.build.fetch.model import (
@@ -78,9 +78,17 @@ def _check_pins(files: list[FetchedFile], pins: dict[str, PinnedFile], staging: 
 def _extract_all(files: list[FetchedFile], staging: Path, limits: ExtractLimits) -> None:
     for fetched in files:
         path = staging / fetched.name
+        if looks_like_archive(path) and not is_archive(path):
+            raise FetchError(f"{fetched.name} is named like an archive but is not one (it starts with "
+                             f"{_first_bytes(path)!r}; often an HTML or JSON error page served as the file)")
         if is_archive(path):
             extract_archive(path, path.parent, limits)
             path.unlink()
+
+
+def _first_bytes(path: Path, count: int = 40) -> str:
+    with open(path, "rb") as handle:
+        return " ".join(handle.read(count).decode("utf-8", "replace").split())
 
 
 def _remove_leftovers(raw_dir: Path) -> None:

@@ -188,3 +188,15 @@ def test_low_remaining_quota_pauses_the_host_until_reset(loopback):
     client.get_json(f"{loopback.url}/x")
     client.get_json(f"{loopback.url}/x")
     assert time.time() >= reset - 0.05
+
+
+def test_reserve_host_respects_the_breaker_and_the_host_lock(loopback):
+    loopback.add("GET", "/a", Reply(403, "Forbidden"))
+    client = session()
+    with client.reserve_host(f"{loopback.url}/x") as policy:
+        assert policy == FAST
+    with pytest.raises(BlockedError):
+        client.get_json(f"{loopback.url}/a")
+    with pytest.raises(BlockedError):
+        with client.reserve_host(f"{loopback.url}/x"):
+            pass

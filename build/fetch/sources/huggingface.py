@@ -3,8 +3,9 @@
 huggingface_hub reads HF_ENDPOINT when it is imported; we read it at call time and pass it explicitly,
 so the variable works however the process started. Downloads land in `$MMBU_DATA/downloads/<id>/huggingface`
 (huggingface_hub's cache layout: it resumes interrupted files itself) and are copied into staging; the folder
-goes once the dataset is complete. HF_TOKEN is picked up by huggingface_hub from the environment. Retries and
-429 handling are huggingface_hub's own (`http_backoff`), not the PoliteSession's.
+goes once the dataset is complete. HF_TOKEN is picked up by huggingface_hub from the environment. The host is
+reserved in the PoliteSession for the duration (one worker, rate cap, breaker); retries and 429 handling inside
+are huggingface_hub's own (`http_backoff`).
 """
 from __future__ import annotations
 
@@ -21,16 +22,19 @@ def fetch_huggingface(source: HuggingFaceSource, context: FetchContext) -> list[
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
+    endpoint = os.environ.get("HF_ENDPOINT") or None
     try:
-        folder = snapshot_download(
-            repo_id=source.repo,
-            repo_type="dataset",
-            revision=source.revision,
-            allow_patterns=source.patterns,
-            cache_dir=context.downloads / "huggingface",  # removed with downloads/<id>/ once the fetch succeeds
-            endpoint=os.environ.get("HF_ENDPOINT") or None,
-            user_agent=USER_AGENT,
-        )
+        with context.session.reserve_host(endpoint or "https://huggingface.co"):
+            folder = snapshot_download(
+                repo_id=source.repo,
+                repo_type="dataset",
+                revision=source.revision,
+                allow_patterns=source.patterns,
+                cache_dir=context.downloads / "huggingface",  # removed with downloads/<id>/ once complete
+                endpoint=endpoint,
+                user_agent=USER_AGENT,
+                max_workers=1,  # one request at a time per host, like every other download of ours
+            )
     except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as exc:
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         # e.g. "404 Client Error. Repository Not Found for url: ..."

@@ -1,6 +1,7 @@
 """Safe extraction: traversal, absolute paths, links, bombs, caps, and multi-file layouts (MRXS)."""
 from __future__ import annotations
 
+import gzip
 import io
 import stat
 import tarfile
@@ -122,3 +123,21 @@ def test_fetch_refuses_a_dataset_with_a_traversal_archive(loopback, write_manife
     assert result.status == "error" and "evil.zip" in result.error and "climbs out" in result.error
     assert not (data_dir / "raw" / "evil").exists()
     assert not list(data_dir.rglob("outside.txt")) and not (data_dir.parent / "outside.txt").exists()
+
+
+def test_an_error_page_served_as_a_zip_is_caught(loopback, write_manifest, data_dir, session):
+    loopback.add("GET", "/data.zip", Reply(200, "<!DOCTYPE html><html><body>Quota exceeded</body></html>",
+                                           {"Content-Type": "text/html"}))
+    manifest = write_manifest("htmlzip", {"kind": "url", "files": [{"url": f"{loopback.url}/data.zip"}]})
+    result = fetch_dataset(manifest, data_dir, session=session)
+    assert result.status == "error" and "data.zip is named like an archive but is not one" in result.error
+    assert "<!DOCTYPE html>" in result.error
+    assert not (data_dir / "raw" / "htmlzip").exists()
+
+
+def test_plain_compressed_files_are_not_unpacked(loopback, write_manifest, data_dir, session):
+    volume = gzip.compress(b"\x5c\x01\x00\x00 fake nifti header")
+    loopback.add("GET", "/brain.nii.gz", Reply(200, volume))
+    manifest = write_manifest("nifti", {"kind": "url", "files": [{"url": f"{loopback.url}/brain.nii.gz"}]})
+    assert fetch_dataset(manifest, data_dir, session=session).status == "fetched"
+    assert (data_dir / "raw" / "nifti" / "brain.nii.gz").read_bytes() == volume
