@@ -28,6 +28,7 @@ from mmbu.curation.sources.paperswithcode import PwcIndex, lead_refs
 from mmbu.taxonomy.model import Taxonomy
 
 SEARCH_ERRORS = (HttpError, SourceResponseError)
+MAX_FAILURES_IN_A_ROW = 2  # a source that fails this many queries in a row is left alone for the run
 
 
 @dataclass
@@ -66,6 +67,7 @@ class Discoverer:
         self.found: dict[str, Candidate] = {}
         self.problems: list[str] = []
         self.blocked: set[str] = set()
+        self._failures: dict[str, int] = {}
         self._answered: dict[str, list[str]] = {}  # compiled request -> refs it returned
         self._leads: dict[str, list[str]] = {}  # lead id -> refs it resolved to
 
@@ -126,7 +128,13 @@ class Discoverer:
             return new
         except SEARCH_ERRORS as exc:
             self.problems.append(f"{name}: query {query.text}: {exc}")
+            self._failures[name] = self._failures.get(name, 0) + 1
+            if self._failures[name] >= MAX_FAILURES_IN_A_ROW:
+                self.blocked.add(name)
+                self.problems.append(f"{name} failed {MAX_FAILURES_IN_A_ROW} queries in a row; it is skipped for the "
+                                     "rest of the run (rerun later: answers so far are cached)")
             return new  # not remembered as answered: a rerun tries it again
+        self._failures[name] = 0
         self._answered[key] = refs
         return new
 

@@ -35,17 +35,16 @@ def screen_imaging(candidate: Candidate, settings: DiscoverySettings) -> None:
     evidence = settings.imaging_evidence
     tags = {keyword.casefold() for keyword in candidate.keywords}
     text = " ".join([candidate.title, candidate.description, *candidate.keywords]).casefold()
-    positive = (
-        any(tag.casefold() in tags for tag in evidence.tags)
-        or any(name_pattern(word).search(text) for word in evidence.words)
-        or any(name.casefold().endswith(tuple(evidence.file_extensions)) for name in candidate.file_names)
-    )
+    # Tags and files are strong evidence; words in free text are weak, and lose to a tabular/text tag.
+    strong = (any(tag.casefold() in tags for tag in evidence.tags)
+              or any(name.casefold().endswith(tuple(evidence.file_extensions)) for name in candidate.file_names))
+    weak = any(name_pattern(word).search(text) for word in evidence.words)
     negative = [tag for tag in evidence.negative_tags if tag.casefold() in tags]
-    if positive:
+    if strong:
         return
     if negative:
-        candidate.flag("not-imaging", f"no sign of images and it is tagged {negative[0]!r}")
-    else:
+        candidate.flag("not-imaging", f"no image tags or files, and it is tagged {negative[0]!r}")
+    elif not weak:
         candidate.flag("no-image-evidence", "nothing in its title, tags, description or files mentions images")
 
 
