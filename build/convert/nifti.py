@@ -40,6 +40,8 @@ from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
 AXIS_NAMES = ("sagittal", "coronal", "axial")
 # mask slabs read at a time when searching the slice with the largest mask area (bounded memory)
 MASK_SCAN_SLAB = 16
+# contiguous bytes read at a time when gathering a slice across the stored z axis
+SLAB_BYTES = 4 * 2**20
 
 
 def read(path: Path, options: ConvertOptions) -> Converted:
@@ -100,7 +102,8 @@ def radiological_view(plane: np.ndarray) -> np.ndarray:
 
 def _load(path: Path) -> nib.Nifti1Image:
     try:
-        image = nib.load(str(path))
+        # keep_file_open: one IndexedGzipFile (and its seek index) serves every slab read of a .nii.gz
+        image = nib.load(str(path), keep_file_open=True)
     except FileNotFoundError as exc:
         raise ConversionError(f"{path} does not exist") from exc
     except Exception as exc:  # nibabel raises several types (ImageFileError, EOFError, OSError, gzip errors)
@@ -191,7 +194,10 @@ def _largest_mask_slice(
     areas = np.zeros(n_slices, dtype=np.int64)
     for start in range(0, n_slices, MASK_SCAN_SLAB):
         stop = min(start + MASK_SCAN_SLAB, n_slices)
-        slab = np.asarray(mask.dataobj[_slicer(mask.shape, original_axis, slice(start, stop), mask_volume)])
+        try:
+            slab = np.asarray(mask.dataobj[_slicer(mask.shape, original_axis, slice(start, stop), mask_volume)])
+        except Exception as exc:  # truncated or corrupt payloads surface here, not at load time
+            raise ConversionError(f"the slice mask {mask_path} has unreadable voxel data ({_cause(exc)})") from exc
         slab = slab.reshape(tuple(stop - start if a == original_axis else n for a, n in enumerate(mask_spatial)))
         other_axes = tuple(a for a in range(3) if a != original_axis)
         areas[start:stop] = np.count_nonzero(np.nan_to_num(slab), axis=other_axes)
@@ -225,7 +231,10 @@ def _read_canonical_slice(
     """Read only one slice from disk and give it the canonical (RAS+) layout of the other two axes."""
     keep_dim = slice(original_index, original_index + 1)
     try:
-        slab = np.asarray(image.dataobj[_slicer(image.shape, original_axis, keep_dim, volume_index)])
+        if original_axis == 2 or len(image.shape) < 3:  # the slowest spatial axis: the slice is contiguous
+            slab = np.asarray(image.dataobj[_slicer(image.shape, original_axis, keep_dim, volume_index)])
+        else:
+            slab = _gather_strided_slice(image, original_axis, keep_dim, volume_index)
     except Exception as exc:  # truncated or corrupt payloads surface here, not at load time
         raise ConversionError(f"{image.get_filename()} has unreadable voxel data ({_cause(exc)})") from exc
     if len(image.shape) < 3:
@@ -234,6 +243,22 @@ def _read_canonical_slice(
     canonical = apply_orientation(slab, ornt)
     canonical_axis = int(ornt[original_axis, 0])
     return np.take(canonical, 0, axis=canonical_axis)
+
+
+def _gather_strided_slice(image: nib.Nifti1Image, original_axis: int, keep_dim: slice, volume_index: int | None) -> np.ndarray:
+    """A sagittal/coronal-like slice, gathered from contiguous slabs along the stored last axis.
+
+    Asking nibabel for such a slice directly makes one tiny read per voxel row (seconds for 256³,
+    worse in .nii.gz); reading whole contiguous slabs of at most `SLAB_BYTES` and keeping the slice
+    is sequential I/O with bounded memory.
+    """
+    nx, ny, nz = _spatial_shape(image.shape)
+    step = max(1, SLAB_BYTES // (nx * ny * 8))  # scaled voxels are at most float64
+    parts = []
+    for start in range(0, nz, step):
+        slab = np.asarray(image.dataobj[_slicer(image.shape, 2, slice(start, min(start + step, nz)), volume_index)])
+        parts.append(slab[(slice(None),) * original_axis + (keep_dim,)].copy())  # a copy frees the slab
+    return np.concatenate(parts, axis=2)
 
 
 def _pixel_spacing(image: nib.Nifti1Image, ornt: np.ndarray, canonical_axis: int) -> list[float]:

@@ -219,4 +219,4 @@ def test_only_the_shown_slice_is_read(tmp_path):
         """
     )
     peak = int(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
-    assert peak < 8 * 2**20, f"peak {peak / 2**20:.1f} MiB suggests the whole 64 MiB volume was loaded"
+    assert peak < 16 * 2**20, f"peak {peak / 2**20:.1f} MiB suggests the whole 64 MiB volume was loaded"
