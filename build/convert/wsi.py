@@ -36,12 +36,14 @@ from PIL import Image
 from mmbu.build.convert import display
 from mmbu.build.convert._wsi_tiff_stream import reduce_tiled_level
 from mmbu.build.convert.base import WSI_DEFAULT_MAX_SIZE, ConversionError, Converted, ConvertOptions
+from mmbu.build.convert.sniff import mrxs_in_directory
 
 TILE_SIZE = 1024  # level pixels per side read at once: about 4 MiB of RGBA per tile in flight
 MAX_TILE_SIZE = 4096  # largest tile accepted to align reads with the slide's stored tiles
 CACHE_BYTES = 32 * 2**20  # stored tiles straddling two reads are decoded once
 FAST_PATH_MIN_FACTOR = 2  # below this the level read is small and openslide's path is cheap enough
 READ_THREADS = 2
+CANVAS_PIXEL_BUDGET = 1 << 28  # 268 MP (768 MiB RGB): only a very large --max-size gets near it
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ def read(path: Path, options: ConvertOptions) -> Converted:
             slide.get_best_level_for_downsample,
             native_tile_sizes(slide.properties),
         )
+        _check_canvas_budget(slide_path, plan)
         background = background_colour(slide.properties)
         properties = dict(slide.properties)
         canvas = _read_stored_tiles(slide_path, properties, plan, background, options.as_mask)
@@ -99,11 +102,10 @@ def resolve_slide_path(path: Path) -> Path:
     """The file to hand to openslide. MRXS: the `.mrxs` file (or a directory holding exactly one),
     which must have its same-named data folder next to it."""
     if path.is_dir():
-        candidates = sorted(path.glob("*.mrxs"))
-        if len(candidates) != 1:
-            found = f"{len(candidates)} .mrxs files" if candidates else "no .mrxs file"
-            raise ConversionError(f"the directory {path} holds {found}; a MIRAX slide directory holds exactly one")
-        path = candidates[0]
+        slide_file = mrxs_in_directory(path)
+        if slide_file is None:
+            raise ConversionError(f"the directory {path} does not hold exactly one .mrxs file, as a MIRAX slide directory does")
+        path = slide_file
     if not path.exists():
         raise ConversionError(f"{path} does not exist")
     if path.suffix.lower() == ".mrxs":
@@ -174,6 +176,17 @@ def background_colour(properties) -> tuple[int, int, int]:
         return tuple(int(value[i : i + 2], 16) for i in (0, 2, 4))  # type: ignore[return-value]
     except (ValueError, TypeError):
         return (255, 255, 255)
+
+
+def _check_canvas_budget(slide_path: Path, plan: ReadPlan) -> None:
+    """The intermediate canvas is the one allocation that grows with the request; refuse absurd outputs."""
+    width, height = plan.level_size
+    canvas_pixels = -(-width // plan.reduce_factor) * -(-height // plan.reduce_factor)
+    if canvas_pixels > CANVAS_PIXEL_BUDGET:
+        raise ConversionError(
+            f"{slide_path} would need a {canvas_pixels / 1e6:.0f}-megapixel canvas for a "
+            f"{plan.output_size[0]}×{plan.output_size[1]} output; ask for a smaller --max-size"
+        )
 
 
 def _read_stored_tiles(

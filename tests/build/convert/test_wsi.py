@@ -106,7 +106,7 @@ def test_mrxs_without_its_folder_is_one_sentence(tmp_path):
         read(slide, ConvertOptions())
     empty_folder = tmp_path / "nothing-here"
     empty_folder.mkdir()
-    with pytest.raises(ConversionError, match=r"holds no \.mrxs file"):
+    with pytest.raises(ConversionError, match=r"does not hold exactly one \.mrxs file"):
         read(empty_folder, ConvertOptions())
 
 
@@ -117,6 +117,12 @@ def test_transparent_region_takes_the_slide_background(tmp_path):
     assert converted.params["background"] == "#FAC896"
     assert tuple(converted.pixels[100, 400]) == (250, 200, 150)
     assert close_to(converted.pixels[100, 100], (220, 40, 40))
+
+
+def test_absurd_output_size_is_refused_before_reading(tmp_path, monkeypatch):
+    monkeypatch.setattr(wsi, "CANVAS_PIXEL_BUDGET", 1000 * 1000)
+    with pytest.raises(ConversionError, match=r"would need a 3-megapixel canvas for a 2048×1536 output"):
+        read(write_pyramid_tiff(tmp_path / "p.tiff"), ConvertOptions(max_size=2048))
 
 
 def test_label_slide_keeps_values_with_nearest(tmp_path):
