@@ -164,3 +164,23 @@ def test_a_failed_write_leaves_the_previous_release_untouched(release, built):
         write_release(broken, out, built["manifests"], built["build_info"])
     assert (out / "SHA256SUMS").read_bytes() == before
     assert [p.name for p in out.parent.iterdir() if ".tmp-" in p.name] == []
+
+
+def test_rows_with_unusable_images_are_excluded_and_empty_configs_left_out(built, tmp_path):
+    rows = built["rows_by_task"]["ungrounded_classification"].copy()
+    rows["image"] = rows["image"].astype(object)
+    rows.loc[0, "image"] = str(tmp_path / "gone.png")
+    rows.loc[1, "image"] = b"GIF89a not a png"
+    out = tmp_path / "partial"
+    summary = write_release({"ungrounded_classification": rows}, out, built["manifests"], built["build_info"])
+    assert summary.rows == {"ungrounded_classification": len(rows) - 2}
+    reasons = sorted(e.reason for e in summary.exclusions)
+    assert "gone.png cannot be read (No such file or directory)" in reasons[0]
+    assert reasons[1] == "the image is not a PNG"
+    header = yaml.safe_load((out / "README.md").read_text(encoding="utf-8").split("---")[1])
+    assert [c["config_name"] for c in header["configs"]] == ["ungrounded_classification"]
+    assert not (out / "data" / "object_detection").exists()
+    with (out / "exclusions.csv").open(encoding="utf-8") as handle:
+        assert sum(r["stage"] == "release" for r in csv.DictReader(handle)) == 2
+    with pytest.raises(ValueError, match="unknown task config"):
+        write_release({"segmentation": rows}, tmp_path / "bad", built["manifests"], built["build_info"])
