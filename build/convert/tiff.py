@@ -122,7 +122,9 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
         pixels = _labels(plane, path)
         params["channels"] = None
     else:
-        pixels, params["channels"] = _to_display(plane, channels_meta, colormap)
+        sizes = dict(zip(axes, shape))
+        is_rgb = sizes.get("S", 1) in (3, 4) and sizes.get("C", 1) == 1  # colour samples, not channels
+        pixels, params["channels"] = _to_display(plane, channels_meta, colormap, is_rgb)
     pixels = display.resize_longest_side(pixels, options.max_size, is_mask=options.as_mask)
     frame = options.frame if isinstance(options.frame, int) else None
     return Converted(pixels=pixels, format=format_name, frame=frame, params=params)
@@ -246,12 +248,11 @@ def channel_colour(name: str | None, ome_colour: tuple[int, int, int] | None, po
 
 
 def _to_display(
-    plane: np.ndarray, channels_meta: list[dict[str, Any]], colormap: np.ndarray | None
+    plane: np.ndarray, channels_meta: list[dict[str, Any]], colormap: np.ndarray | None, is_rgb: bool
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
-    n = plane.shape[2]
-    if n == 1:
+    if plane.shape[2] == 1:
         return _grey(plane[..., 0], colormap)
-    if n in (3, 4) and len(channels_meta) != n:  # RGB(A) samples, not named fluorescence channels
+    if is_rgb:
         return _rgb(plane)
     return _blend(plane, channels_meta)
 

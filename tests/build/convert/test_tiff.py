@@ -69,6 +69,15 @@ def test_unnamed_channels_use_the_documented_palette(tmp_path):
     assert {c["colour_source"] for c in converted.params["channels"]} == {"default-palette"}
 
 
+def test_plain_tiff_channels_are_blended_not_taken_for_rgb(tmp_path):
+    path = tmp_path / "cyx.tif"
+    tifffile.imwrite(path, banded_channels(), photometric="minisblack", metadata={"axes": "CYX"})
+    converted = read_tiff(path, ConvertOptions())
+    assert converted.params["axes"] == "CYX"
+    for k in range(3):  # each channel's own window: the dim third band is as bright as the others
+        assert band_colour(converted.pixels, k) == DEFAULT_PALETTE[k]
+
+
 def test_overlapping_channels_add_up(tmp_path):
     channels = np.zeros((2, 32, 32), np.uint16)
     channels[:, 8:24, 8:24] = 2000
