@@ -76,8 +76,7 @@ DEFAULT_PALETTE: tuple[tuple[int, int, int], ...] = (
     (255, 255, 0),
     (255, 255, 255),
 )
-_CHANNEL_AXES = "C"
-_PLANE_AXES = "YX"
+CHANNEL_AXIS = "C"  # tifffile's axis code for channels; every other axis before Y is a stack (Z, T, Q, I, ...)
 
 
 def read_ome(path: Path, options: ConvertOptions) -> Converted:
@@ -169,18 +168,7 @@ def _read_plane(
             f"{path} has a {sizes['X']}×{sizes['Y']} plane ({plane_pixels / 1e6:.0f} M samples) with no smaller "
             "pyramid level; convert it as a whole-slide image"
         )
-    stacked = [(i, a) for i, a in enumerate(outer_axes) if a not in _CHANNEL_AXES]
-    chosen = _plane_indices([outer_shape[i] for i, _ in stacked], frame, path)
-    channel_positions = [i for i, a in enumerate(outer_axes) if a in _CHANNEL_AXES]
-    n_channels = int(np.prod([outer_shape[i] for i in channel_positions], dtype=np.int64)) if channel_positions else 1
-    keys = []
-    for channel in range(n_channels):
-        index = [0] * len(outer_axes)
-        for (position, _axis), value in zip(stacked, chosen):
-            index[position] = value
-        for position, value in zip(channel_positions, np.unravel_index(channel, [outer_shape[i] for i in channel_positions]) if channel_positions else ()):
-            index[position] = int(value)
-        keys.append(int(np.ravel_multi_index(index, outer_shape)) if outer_axes else 0)
+    keys, plane_index = _page_keys(outer_axes, outer_shape, frame, path)
     try:
         data = tiff.asarray(key=keys, series=0, level=level_index, maxworkers=2)
     except Exception as exc:  # truncated strips, unknown or unavailable codecs, corrupt tiles
@@ -195,7 +183,24 @@ def _read_plane(
         data = data[..., None]
     # (channels, Y, X, samples) -> (Y, X, channels * samples)
     plane = np.moveaxis(data, 0, 2).reshape(data.shape[1], data.shape[2], -1)
-    return plane, {axis: int(value) for (_, axis), value in zip(stacked, chosen)}
+    return plane, plane_index
+
+
+def _page_keys(
+    outer_axes: str, outer_shape: tuple[int, ...], frame: int | str, path: Path
+) -> tuple[list[int], dict[str, int]]:
+    """Page numbers of every channel of the chosen plane, and the index chosen on each stacked axis."""
+    stacked = [i for i, axis in enumerate(outer_axes) if axis != CHANNEL_AXIS]
+    chosen = dict(zip(stacked, _plane_indices([outer_shape[i] for i in stacked], frame, path)))
+    channel_position = outer_axes.find(CHANNEL_AXIS)
+    n_channels = outer_shape[channel_position] if channel_position >= 0 else 1
+    keys = []
+    for channel in range(n_channels):
+        index = [chosen.get(i, 0) for i in range(len(outer_axes))]
+        if channel_position >= 0:
+            index[channel_position] = channel
+        keys.append(int(np.ravel_multi_index(index, outer_shape)) if outer_axes else 0)
+    return keys, {outer_axes[i]: int(value) for i, value in chosen.items()}
 
 
 def _plane_indices(stack_shape: list[int], frame: int | str, path: Path) -> list[int]:
