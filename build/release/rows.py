@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,20 +30,53 @@ def _absent(value: object) -> bool:
     return value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value))
 
 
-def png_bytes(value: object, what: str) -> bytes:
-    """PNG bytes from a path, raw bytes, an HF `{bytes, path}` dict or (masks) a boolean/uint8 array."""
+@dataclass(frozen=True)
+class PngRef:
+    """An image to embed. A file's bytes are read only when its shard is written, so a release of
+    many thousands of images never holds them all in memory."""
+
+    source: Path | bytes
+    path: str  # the name stored in the Image feature's `path`
+    size: int
+
+    def load(self) -> bytes:
+        data = self.source if isinstance(self.source, bytes) else self.source.read_bytes()
+        if not data.startswith(PNG_MAGIC):
+            raise ValueError(f"{self.path} is no longer a PNG")
+        return data
+
+    def struct(self) -> dict[str, object]:
+        return {"bytes": self.load(), "path": self.path}
+
+
+def png_ref(value: object, path: str, what: str) -> PngRef:
+    """Check a path, raw bytes, HF `{bytes, path}` dict or (masks) boolean array holds a PNG; raise
+    ValueError with a readable sentence otherwise. Arrays are encoded now (binary masks are small)."""
     if isinstance(value, dict):
         value = value.get("bytes") or value.get("path")
     if isinstance(value, np.ndarray):
-        return mask_png(value.astype(bool))
+        value = mask_png(value.astype(bool))
     if isinstance(value, (str, Path)):
+        source = Path(value)
         try:
-            value = Path(value).read_bytes()
+            with source.open("rb") as handle:
+                head = handle.read(len(PNG_MAGIC))
+            size = source.stat().st_size
         except OSError as exc:
             raise ValueError(f"the {what} file {value} cannot be read ({exc.strerror or exc})") from None
+        if head != PNG_MAGIC:
+            raise ValueError(f"the {what} file {value} is not a PNG")
+        return PngRef(source=source, path=path, size=size)
     if not isinstance(value, (bytes, bytearray)) or not bytes(value).startswith(PNG_MAGIC):
         raise ValueError(f"the {what} is not a PNG")
-    return bytes(value)
+    return PngRef(source=bytes(value), path=path, size=len(value))
+
+
+def materialise(record: dict) -> dict:
+    """The record with its images read and hashed (called shard by shard)."""
+    image = record["image"].struct()
+    mask = record["mask"].struct() if isinstance(record["mask"], PngRef) else record["mask"]
+    return {**record, "image": image, "mask": mask, "image_sha256": hashlib.sha256(image["bytes"]).hexdigest()}
 
 
 def _int_boxes(boxes: object) -> list[list[int]] | None:
@@ -52,29 +86,31 @@ def _int_boxes(boxes: object) -> list[list[int]] | None:
 
 
 def release_records(rows: pd.DataFrame) -> tuple[list[dict], list[Exclusion]]:
-    """Records with `RELEASE_COLUMNS`, sorted by sample id (so shard content is rebuild-stable)."""
+    """Records with `RELEASE_COLUMNS`, sorted by sample id (so shard content is rebuild-stable).
+
+    `image`/`mask` hold `PngRef`s (checked to be PNGs, not yet read); `materialise` reads them.
+    """
     absent = [c for c in REQUIRED if c not in rows.columns]
     if absent:
         raise ReleaseInputError(f"release rows lack the column(s) {', '.join(absent)}")
     records: list[dict] = []
     exclusions: list[Exclusion] = []
     for row in rows.sort_values("sample_id").to_dict(orient="records"):
+        image_key = row.get("image_sample_id") or row["sample_id"]
         try:
-            image = png_bytes(row["image"], "image")
-            mask = None if _absent(row.get("mask")) else png_bytes(row["mask"], "mask")
+            image = png_ref(row["image"], f"{row['dataset_id']}/{image_key}.png", "image")
+            mask = None if _absent(row.get("mask")) else png_ref(
+                row["mask"], f"{row['dataset_id']}/{row['sample_id']}_mask.png", "mask")
         except ValueError as exc:
             exclusions.append(Exclusion(dataset_id=row["dataset_id"], sample_id=row["sample_id"],
                                         item=str(row.get("source_path") or row["sample_id"]), stage="release",
                                         reason=str(exc)))
             continue
         record = {column: None if _absent(row.get(column)) else row.get(column) for column in RELEASE_COLUMNS}
-        image_key = row.get("image_sample_id") or row["sample_id"]
-        record["image"] = {"bytes": image, "path": f"{row['dataset_id']}/{image_key}.png"}
-        record["mask"] = {"bytes": mask, "path": f"{row['dataset_id']}/{row['sample_id']}_mask.png"} if mask else None
+        record["image"], record["mask"] = image, mask
         record["boxes"] = _int_boxes(row.get("boxes"))
         record["options"] = [str(o) for o in row["options"]]
         record["answer_aliases"] = [str(a) for a in (row.get("answer_aliases") or [])]
-        record["image_sha256"] = hashlib.sha256(image).hexdigest()
         for column, kind in (("image_width", int), ("image_height", int),
                              ("objective_power", float), ("microns_per_pixel", float)):
             record[column] = None if record[column] is None else kind(record[column])

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mmbu.build.release.features import SPLIT, release_features
+from mmbu.build.release.rows import PngRef, materialise
 
 MAX_SHARD_BYTES = 500 * 1000 * 1000  # datasets.config.MAX_SHARD_SIZE ("500MB")
 MAX_ROW_GROUP_BYTES = 100 * 1000 * 1000  # datasets.config.MAX_ROW_GROUP_SIZE ("100MB")
@@ -18,7 +19,9 @@ def row_bytes(row: dict) -> int:
     """A row's weight for sharding: its image and mask bytes plus its text (an upper bound on the PNG part)."""
     size = 0
     for value in row.values():
-        if isinstance(value, dict) and value.get("bytes"):
+        if isinstance(value, PngRef):
+            size += value.size
+        elif isinstance(value, dict) and value.get("bytes"):
             size += len(value["bytes"])
         elif isinstance(value, str):
             size += len(value.encode("utf-8"))
@@ -48,15 +51,18 @@ def shard_name(index: int, count: int) -> str:
 
 
 def write_shards(rows: Sequence[dict], config_dir: Path, max_shard_bytes: int = MAX_SHARD_BYTES) -> list[Path]:
-    """Write one config's rows (already in release order) as shards; each file is written temp + replace."""
+    """Write one config's rows (already in release order) as shards; each file is written temp + replace.
+
+    Images are read shard by shard, so memory stays near one shard's worth of PNGs.
+    """
     schema = release_features().arrow_schema
     shards = plan_shards(rows, max_shard_bytes)
     config_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for index, shard in enumerate(shards):
         path = config_dir / shard_name(index, len(shards))
-        table = pa.Table.from_pylist(shard, schema=schema)
         average = max(1, sum(row_bytes(r) for r in shard) // len(shard))
+        table = pa.Table.from_pylist([materialise(record) for record in shard], schema=schema)
         temp = path.with_name(f".{path.name}.tmp")
         pq.write_table(table, temp, row_group_size=max(1, MAX_ROW_GROUP_BYTES // average), compression="zstd")
         os.replace(temp, path)
