@@ -121,11 +121,9 @@ class OpenAICompatClient:
             headers["Authorization"] = f"Bearer {key}"
         self._owns_client = http_client is None
         connections = max(concurrency * 2, 16)
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
         self._http = http_client or httpx.AsyncClient(
-            headers=headers,
-            timeout=httpx.Timeout(timeout_s),
-            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
-        )
+            headers=headers, timeout=httpx.Timeout(timeout_s), limits=limits, transport=fast_transport(limits))
         if http_client is not None:
             self._http.headers.update(headers)
 
@@ -203,11 +201,13 @@ class OpenAICompatClient:
             sent = time.monotonic()
             try:
                 response = await self._http.post(f"{url}/chat/completions", json=body, timeout=timeout)
-            except httpx.TimeoutException:
+            except (httpx.TimeoutException, TimeoutError) as exc:
+                if not _timed_out(exc):  # the aiohttp transport maps dropped connections to ConnectTimeout
+                    raise _Attempt("connection_error", f"{url}: {_describe(exc)}") from None
                 self.counters["timeout"] += 1
                 raise _Attempt("timeout", f"{url}: no answer within {timeout:g} s") from None
-            except httpx.TransportError as exc:
-                raise _Attempt("connection_error", f"{url}: {type(exc).__name__}: {exc}") from None
+            except (httpx.TransportError, OSError) as exc:
+                raise _Attempt("connection_error", f"{url}: {_describe(exc)}") from None
             finally:
                 self._in_flight[url] -= 1
             latency = time.monotonic() - sent
@@ -233,6 +233,29 @@ class OpenAICompatClient:
             result.latency_s = latency
             self.limiter.on_success()
             return result
+
+
+def fast_transport(limits: httpx.Limits) -> httpx.AsyncBaseTransport | None:
+    """httpx's API over aiohttp's connection handling (httpx-aiohttp), when installed.
+
+    httpx's own pool loses most of its throughput above a few dozen concurrent requests
+    (encode/httpx#3215); the aiohttp transport keeps the same client API and scales.
+    """
+    try:
+        from httpx_aiohttp import AiohttpTransport
+    except ImportError:
+        return None
+    return AiohttpTransport(limits=limits)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    cause = exc.__cause__ if isinstance(exc, httpx.TimeoutException) else exc
+    return cause is None or isinstance(cause, TimeoutError) or not isinstance(exc, httpx.ConnectTimeout)
+
+
+def _describe(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc
+    return f"{type(cause).__name__}: {cause}".rstrip(": ")
 
 
 def _error_text(response: httpx.Response) -> str:
