@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from mmbu.curation.http import write_text_atomic
 
 
 def hash_json(value: Any) -> str:
@@ -29,26 +28,8 @@ def hash_file(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def file_fingerprint(paths: Iterable[Path]) -> list[tuple[str, int, int]]:
-    """Cheap identity of many files (path, size, mtime in ns): enough to notice a changed input."""
-    rows = []
-    for path in sorted(Path(p) for p in paths):
-        stat = path.stat()
-        rows.append((str(path), stat.st_size, stat.st_mtime_ns))
-    return rows
-
-
 def write_json_atomic(path: Path, value: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(value, handle, indent=2, sort_keys=True, default=str)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
 
 
 class StepState:

@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from mmbu.build.executors import ExecutorError
+from mmbu.build.fetch import LockError
 from mmbu.build.pipeline import BuildConfig, BuildReport, run_build
 from mmbu.taxonomy import TaxonomyError
 
@@ -61,7 +62,7 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
                 bar.update(task, total=total, completed=done, description=dataset_id)
 
             report = run_build(config, progress=advance)
-    except (ExecutorError, TaxonomyError) as exc:
+    except (ExecutorError, TaxonomyError, LockError) as exc:
         raise InvalidInput(str(exc)) from None
     _print_summary(report, console)
     raise SystemExit(report.exit_code)

@@ -79,7 +79,9 @@ class LoopbackServer:
         self.requests: list[Request] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._make_handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # a short poll interval keeps shutdown (once per test) from costing half a second
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        daemon=True)
 
     @property
     def url(self) -> str:
