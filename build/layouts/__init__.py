@@ -6,6 +6,7 @@ Public face:
     regions_from_mask, region_mask, read_mask, mask_box, mask_png (masks -> regions -> ROI PNG + box)
     FrameMap, frame_map_from_record, map_boxes, map_mask          (source frame -> PNG frame)
     with_converted_mask(sample, converted_mask_slice, manifest)   (volumes: regions from the chosen slice)
+    place_items(items, samples, converted) -> (DataFrame, [Exclusion])  (task items onto their PNGs)
 
 A layout that does not match the files, labels without images, masks of the wrong size and labels
 outside the manifest's vocabulary each become an `Exclusion`; nothing here raises for bad data.
@@ -17,6 +18,7 @@ from pathlib import Path
 from mmbu.build.layouts import coco, folder_per_class, label_table, mask_pairs, voc, yolo
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.frames import FrameMap, frame_map_from_record, map_boxes, map_mask
+from mmbu.build.layouts.grounding import ConvertedImage, place_items
 from mmbu.build.layouts.masks import MaskError, mask_box, mask_png, read_mask, region_mask, regions_from_mask
 from mmbu.build.layouts.sample import EXCLUSION_COLUMNS, Box, Exclusion, Region, Sample, make_sample_id
 from mmbu.build.layouts.volumes import with_converted_mask
@@ -50,7 +52,7 @@ def read_samples(manifest: DatasetManifest, raw_dir: str | Path) -> tuple[list[S
 
 
 __all__ = [
-    "EXCLUSION_COLUMNS", "Box", "Exclusion", "FrameMap", "MaskError", "READERS", "Region", "Sample",
-    "frame_map_from_record", "make_sample_id", "map_boxes", "map_mask", "mask_box", "mask_png", "read_mask", "read_samples",
+    "EXCLUSION_COLUMNS", "Box", "ConvertedImage", "Exclusion", "FrameMap", "MaskError", "READERS", "Region", "Sample",
+    "frame_map_from_record", "make_sample_id", "map_boxes", "map_mask", "mask_box", "mask_png", "place_items", "read_mask", "read_samples",
     "region_mask", "regions_from_mask", "with_converted_mask",
 ]

@@ -2,21 +2,11 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from PIL import Image
 from support.build_manifests import make_manifest, write_png, write_taxonomy
 
-from mmbu.build.layouts import (
-    FrameMap,
-    Region,
-    map_boxes,
-    map_mask,
-    mask_box,
-    read_mask,
-    read_samples,
-    region_mask,
-)
+from mmbu.build.layouts import ConvertedImage, place_items, read_samples
 from mmbu.build.metadata import normalise_metadata, validate_metadata
 from mmbu.build.questions import attach_metadata, instantiate_questions, lint_questions, task_items
 from mmbu.build.release import collect_build_info, group_by_task
@@ -53,13 +43,14 @@ def gland_dataset(raw):
         questions={"options_name": "tissue structure", "preparation": "section"}, license="CC-BY-SA-4.0")
 
 
-def convert_half(sample, out_dir):
-    """Stand-in for the converter: a PNG at half size plus its report line."""
+def convert(sample, out_dir, halve):
+    """Stand-in for the converter: a PNG (at half size when asked) plus its report line."""
     out = out_dir / f"{sample.sample_id}.png"
     with Image.open(sample.image_path) as image:
-        image.resize((image.width // 2, image.height // 2)).save(out)
-        return out, {"width": image.width // 2, "height": image.height // 2,
-                     "params": {"source_size": [image.width, image.height]}}
+        size = (image.width // 2, image.height // 2) if halve else image.size
+        image.resize(size).save(out)
+        params = {"resized_from": [image.width, image.height]} if halve else {}
+    return ConvertedImage(png=out, record={"width": size[0], "height": size[1], "params": params})
 
 
 def pipeline(raw, manifest, taxonomy, out_dir, halve=False):
@@ -67,29 +58,9 @@ def pipeline(raw, manifest, taxonomy, out_dir, halve=False):
     valid, failures = validate_metadata(normalise_metadata(samples, manifest, taxonomy), taxonomy)
     assert failures.empty, failures.to_string()
     items, _ = attach_metadata(task_items(samples, manifest), valid)
-    by_image = {s.sample_id: s for s in samples}
-    images, widths, heights, boxes, others, masks = [], [], [], [], [], []
-    for item in items.itertuples():
-        sample = by_image[item.image_sample_id]
-        if halve:
-            png, record = convert_half(sample, out_dir)
-        else:
-            png, record = sample.image_path, {"width": sample.image_size[0], "height": sample.image_size[1]}
-        frame = FrameMap(sample.image_size, (record["width"], record["height"]))
-        images.append(str(png))
-        widths.append(record["width"])
-        heights.append(record["height"])
-        boxes.append([list(b) for b in map_boxes(item.boxes, frame)] if item.boxes else None)
-        others.append([list(b) for b in map_boxes(item.other_boxes, frame)] if item.other_boxes else None)
-        if item.task == "mask_grounded_classification":
-            region = Region(label=item.label, instance=item.region_instance, mask_value=int(item.mask_value),
-                            component=None if pd.isna(item.component) else int(item.component))
-            masks.append(map_mask(region_mask(read_mask(sample.mask_path), region), frame))
-            boxes[-1] = [list(mask_box(masks[-1]))]  # the box of the resized mask, so both agree
-        else:
-            masks.append(None)
-    rows = items.assign(image=images, image_width=widths, image_height=heights, boxes=boxes,
-                        other_boxes=others, mask=masks)
+    converted = {s.sample_id: convert(s, out_dir, halve) for s in samples}
+    rows, placing = place_items(items, {s.sample_id: s for s in samples}, converted)
+    assert placing == []
     questions, dropped = instantiate_questions(rows, manifest, taxonomy, SEED)
     assert lint_questions(questions, taxonomy).empty
     return questions, [*layout_exclusions, *dropped]

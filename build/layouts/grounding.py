@@ -1,0 +1,85 @@
+"""Place task items on their converted PNGs: image path and size, boxes and ROI masks in PNG pixels.
+
+The pipeline converts each sample's image (and, for volumes, its mask slice) and hands the results
+here as `Converted` records; this module applies the frame maps so the question and release stages
+only ever see output-frame geometry.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mmbu.build.layouts.frames import FrameMap, frame_map_from_record, map_boxes, map_mask
+from mmbu.build.layouts.masks import MaskError, mask_box, read_mask, region_mask
+from mmbu.build.layouts.sample import Exclusion, Region, Sample
+
+
+@dataclass(frozen=True)
+class ConvertedImage:
+    """One converted sample: the PNG, its report line (DESIGN §3.2) and, for volumes, the converted
+    label-mask PNG (already in the output frame, same transform as the image)."""
+
+    png: Path
+    record: Mapping[str, Any]
+    mask_png: Path | None = None
+
+
+def _is_set(value: object) -> bool:
+    return value is not None and not (isinstance(value, float) and pd.isna(value))
+
+
+def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: Mapping[str, ConvertedImage]
+                ) -> tuple[pd.DataFrame, list[Exclusion]]:
+    """Items (from `task_items`) with `image`, `image_width`, `image_height`, and `boxes`,
+    `other_boxes`, `mask` in the PNG frame. Keys of `samples`/`converted` are image sample ids.
+
+    A mask-grounded row's box is the box of its resized mask, so the two agree exactly; a region
+    that vanishes in downscaling, or an image without a conversion, becomes an exclusion.
+    """
+    placed: list[dict[str, object]] = []
+    exclusions: list[Exclusion] = []
+    masks: dict[str, np.ndarray] = {}
+    for item in items.to_dict(orient="records"):
+        def drop(reason: str, stage: str = "layout") -> None:
+            exclusions.append(Exclusion(dataset_id=item["dataset_id"], sample_id=item["sample_id"],
+                                        item=str(item["source_path"]), stage=stage, reason=reason))
+
+        conversion = converted.get(item["image_sample_id"])
+        if conversion is None:
+            drop("the image has no converted PNG (see the conversion report)", stage="convert")
+            continue
+        sample = samples[item["image_sample_id"]]
+        if conversion.mask_png is not None:  # volumes: regions were read from the converted slice
+            frame = FrameMap((int(conversion.record["width"]), int(conversion.record["height"])),
+                             (int(conversion.record["width"]), int(conversion.record["height"])))
+        else:
+            frame = frame_map_from_record(conversion.record, sample.image_size)
+        row = dict(item, image=str(conversion.png), image_width=frame.output_size[0],
+                   image_height=frame.output_size[1], mask=None)
+        for column in ("boxes", "other_boxes"):
+            row[column] = [list(b) for b in map_boxes(item[column], frame)] if _is_set(item[column]) else None
+        if item["task"] == "mask_grounded_classification":
+            mask_file = conversion.mask_png or sample.mask_path
+            try:
+                if str(mask_file) not in masks:
+                    masks[str(mask_file)] = read_mask(Path(mask_file))
+            except MaskError as exc:
+                drop(str(exc))
+                continue
+            region = Region(label=str(item["label"]), instance=str(item["region_instance"]),
+                            mask_value=int(item["mask_value"]),
+                            component=int(item["component"]) if _is_set(item["component"]) else None)
+            roi = map_mask(region_mask(masks[str(mask_file)], region), frame)
+            box = mask_box(roi)
+            if box is None:
+                drop("the region is too small to survive the conversion's downscaling")
+                continue
+            row["mask"], row["boxes"] = roi, [list(box)]
+        placed.append(row)
+    columns = list(dict.fromkeys([*items.columns, "image", "image_width", "image_height", "mask"]))
+    return pd.DataFrame(placed, columns=columns), exclusions

@@ -1,0 +1,46 @@
+"""Task items placed on converted PNGs: mapped boxes, ROI masks, and what cannot be placed."""
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image
+from support.build_manifests import make_manifest, write_png
+
+from mmbu.build.layouts import ConvertedImage, place_items, read_samples
+from mmbu.build.questions import task_items
+
+
+def test_boxes_and_masks_follow_a_halving_conversion_and_lost_items_are_excluded(tmp_path):
+    raw = tmp_path / "raw"
+    write_png(raw / "images" / "a.png", size=(40, 20))
+    write_png(raw / "images" / "b.png", size=(40, 20))
+    mask = np.zeros((20, 40), np.uint8)
+    mask[4:12, 8:24] = 1
+    mask[0, 0] = 2  # one pixel: nearest-neighbour halving samples odd pixels only, so it vanishes
+    (raw / "masks").mkdir()
+    Image.fromarray(mask).save(raw / "masks" / "a.png")
+    Image.fromarray(mask).save(raw / "masks" / "b.png")
+    manifest = make_manifest({"kind": "image_mask_pairs", "images": "images/*.png", "masks": "masks/*.png",
+                              "mask_values": {1: "gland", 2: "stroma"}},
+                             labels={"gland": "gland", "stroma": "stroma"},
+                             tasks=["box_grounded_classification", "mask_grounded_classification"])
+    samples, _ = read_samples(manifest, raw)
+    a, b = samples
+    small = tmp_path / "a_small.png"
+    Image.new("RGB", (20, 10)).save(small)
+    converted = {a.sample_id: ConvertedImage(small, {"width": 20, "height": 10,
+                                                     "params": {"resized_from": [40, 20]}})}
+
+    placed, exclusions = place_items(task_items(samples, manifest), {s.sample_id: s for s in samples}, converted)
+
+    gland_box = placed[(placed.task == "box_grounded_classification") & (placed.label == "gland")].iloc[0]
+    assert gland_box.boxes == [[4, 2, 12, 6]] and (gland_box.image_width, gland_box.image_height) == (20, 10)
+    assert gland_box.image == str(small) and gland_box["mask"] is None
+    gland_mask = placed[(placed.task == "mask_grounded_classification") & (placed.label == "gland")].iloc[0]
+    assert gland_mask["mask"].shape == (10, 20) and gland_mask["mask"][2:6, 4:12].all()
+    assert gland_mask["mask"].sum() == 4 * 8 and gland_mask.boxes == [[4, 2, 12, 6]]
+    reasons = sorted((e.stage, e.reason) for e in exclusions)
+    assert reasons[0] == ("convert", "the image has no converted PNG (see the conversion report)")
+    assert ("layout", "the region is too small to survive the conversion's downscaling") in reasons
+    assert len(exclusions) == 4 + 1  # b's four rows, a's vanished stroma mask row
+    assert {e.sample_id for e in exclusions if e.stage == "convert"} == set(
+        task_items([b], manifest).sample_id)
