@@ -15,6 +15,7 @@ from mmbu.taxonomy.model import Taxonomy
 QUESTION_COLUMNS = ("answer", "options", "question_no_context", "question_modality", "question_full_context",
                     "label", "target", "answer_aliases", "question_version")
 DEFAULT_NONE_ANSWER_RATE = 0.0
+MIN_BOX_OPTIONS = 2
 
 
 def label_set(manifest: DatasetManifest) -> list[str]:
@@ -102,7 +103,9 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
     words = label_words(manifest)
     hints = manifest.questions
     classify_plan = plan_options(len(labels), hints.n_options, hints.none_of_the_above)
-    box_plan = plan_options(hints.n_options, hints.n_options, hints.none_of_the_above)
+    # detection always offers at least two boxes: with one, the closed question would answer itself
+    box_slots = max(MIN_BOX_OPTIONS, hints.n_options - int(hints.none_of_the_above))
+    box_plan = plan_options(box_slots, box_slots + int(hints.none_of_the_above), hints.none_of_the_above)
     out: list[dict[str, object]] = []
     exclusions: list[Exclusion] = []
 

@@ -142,6 +142,14 @@ def test_detection_options_are_gold_plus_boxes_that_overlap_no_gold(taxonomy):
     assert any("[60, 60, 90, 90]" in opts for opts in questions.options)
 
 
+def test_detection_never_offers_the_gold_box_alone(taxonomy):
+    manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
+                             labels={"ring": "ring-stage parasite"}, questions={"n_options": 2})
+    questions, _ = instantiate_questions(detection_rows(manifest, [[10, 10, 50, 40]], []).head(3), manifest,
+                                         taxonomy, seed=3)
+    assert all(len(opts) == 3 and NOTA in opts for opts in questions.options)
+
+
 def test_detection_without_room_for_distractors_is_excluded(taxonomy):
     manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
                              labels={"ring": "ring-stage parasite"})
