@@ -21,6 +21,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ._text import normalise_label_text, strip_reasoning
 
@@ -28,6 +29,7 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 UNPARSEABLE = "unparseable"
 
 
+@lru_cache(maxsize=None)
 def option_labels(option_count: int) -> tuple[str, ...]:
     """The labels of a question with `option_count` options: ``A``, ``B``, …"""
     if not 0 < option_count <= len(LETTERS):
@@ -86,14 +88,20 @@ def _clean(candidate: str) -> str:
     return text.strip(_QUOTES).strip()
 
 
+@lru_cache(maxsize=1 << 14)
+def _unique_option_texts(options: tuple[str, ...]) -> dict[str, int]:
+    """Normalised option text → option index, for texts that occur once among the options."""
+    normalised = [normalise_label_text(o) for o in options]
+    return {n: i for i, n in enumerate(normalised) if n and normalised.count(n) == 1}
+
+
 def _option_by_text(text: str, options: Sequence[str], labels: Sequence[str]) -> str | None:
     """The label whose normalised option text equals `text` (with or without a leading article)."""
-    keys = {normalise_label_text(text.rstrip("."))}
-    keys.add(normalise_label_text(_ARTICLE.sub("", text.rstrip("."))))
-    keys.discard("")
-    normalised = [normalise_label_text(o) for o in options]
-    hits = {labels[i] for i, n in enumerate(normalised) if n in keys and normalised.count(n) == 1}
-    return hits.pop() if len(hits) == 1 else None
+    by_text = _unique_option_texts(tuple(options))
+    stripped = text.rstrip(".")
+    hits = {by_text.get(normalise_label_text(stripped)), by_text.get(normalise_label_text(_ARTICLE.sub("", stripped)))}
+    hits.discard(None)
+    return labels[hits.pop()] if len(hits) == 1 else None
 
 
 def _joined_label(text: str, chosen: str, labels: Sequence[str]) -> bool:
@@ -228,31 +236,61 @@ def _last(candidates: list[tuple[int, str]]) -> str:
     return max(candidates, key=lambda item: item[0])[1]
 
 
-def _whole_response(text: str, options: Sequence[str]) -> _Resolution | None:
+@dataclass(frozen=True)
+class _Layers:
+    """What each layer found in a reply, before looking at the options (so it can be cached per reply)."""
+
+    empty: bool
+    answer_field: str | None = None
+    answer_tag: str | None = None
+    phrases: tuple[str, ...] = ()          # in text order
+    first_line: str | None = None          # the reply's first non-empty line, unless it is a list item
+    other_line_labels: frozenset[str] = frozenset()  # letters starting later lines ("B. …")
+    list_items: tuple[str, ...] = ()
+
+
+@lru_cache(maxsize=1 << 16)
+def _layers(output: str) -> _Layers:
+    """Run the option-independent part of every layer once per distinct reply."""
+    text = strip_reasoning(output)
+    if not text:
+        return _Layers(empty=True)
+    fields = _json_answers(text) + _answer_lines(text)
+    tags = _tags(text)
+    phrases = sorted(_phrases(text))
     lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        return None
-    first = lines[0]
-    if _LIST_ITEM.match(first):
-        return None  # a list: the list layer decides
-    resolution = resolve_candidate(first, options)
+    first = lines[0] if lines and not _LIST_ITEM.match(lines[0]) else None
+    return _Layers(
+        empty=False,
+        answer_field=_last(fields) if fields else None,
+        answer_tag=_last(tags) if tags else None,
+        phrases=tuple(candidate for _, candidate in phrases),
+        first_line=first,
+        other_line_labels=frozenset(m.group(1) for m in _LINE_LABEL.finditer("\n".join(lines[1:]))),
+        list_items=tuple(m.group(1) for m in _LIST_ITEM.finditer(text)),
+    )
+
+
+def _whole_response(layers: _Layers, options: Sequence[str]) -> _Resolution | None:
+    if layers.first_line is None:
+        return None  # empty, or a list: the list layer decides
+    resolution = resolve_candidate(layers.first_line, options)
     if resolution.form == "no_label":
         return None
     if resolution.label is not None:
         # "A. Monocyte\nB. Promyelocyte…": the options read back, not an answer.
-        others = {m.group(1) for m in _LINE_LABEL.finditer("\n".join(lines[1:]))}
-        if others & (set(option_labels(len(options))) - {resolution.label}):
+        if layers.other_line_labels & (set(option_labels(len(options))) - {resolution.label}):
             return _Resolution(None, "multiple_labels")
     return resolution
 
 
-def _ordered_list(text: str, options: Sequence[str]) -> _Resolution | None:
-    items = [m.group(1) for m in _LIST_ITEM.finditer(text)]
+def _ordered_list(layers: _Layers, options: Sequence[str]) -> _Resolution | None:
+    items = layers.list_items
     if not items:
         return None
     labels = option_labels(len(options))
-    readings = [resolve_candidate(item, options).label for item in items]
-    if len(items) >= len(labels) and tuple(readings[: len(labels)]) == labels:
+    readings = [resolve_candidate(item, options).label for item in items[: len(labels)]]
+    if len(items) >= len(labels) and tuple(readings) == labels:
         return _Resolution(None, "option_echo")  # the model listed the options back, in order
     first = resolve_candidate(items[0], options)
     return first if first.form != "no_label" else None
@@ -264,26 +302,22 @@ def parse_closed_answer(output: str | None, options: Sequence[str]) -> ClosedPar
     `options` are the sample's option texts in presentation order. The returned ``path`` is
     ``layer:form`` for a label and ``unparseable:reason`` otherwise.
     """
-    text = strip_reasoning(output or "")
-    if not text:
+    layers = _layers(output if isinstance(output, str) else "")
+    if layers.empty:
         return ClosedParse(None, f"{UNPARSEABLE}:empty_output")
-    layered: list[tuple[str, list[tuple[int, str]]]] = [
-        ("answer_field", _json_answers(text) + _answer_lines(text)),
-        ("answer_tag", _tags(text)),
-        ("final_phrase", _phrases(text)),
-    ]
-    for layer, candidates in layered:
-        if layer == "final_phrase":
-            # A phrase is a loose match ("this option is unlikely"): only phrases that name
-            # something count, and the last of those wins.
-            readings = [(pos, resolve_candidate(c, options)) for pos, c in candidates]
-            readings = [(pos, r) for pos, r in readings if r.form != "no_label"]
-            if readings:
-                return _finish(layer, max(readings, key=lambda item: item[0])[1])
-        elif candidates:
-            return _finish(layer, resolve_candidate(_last(candidates), options))
+    options = tuple(options)
+    if layers.answer_field is not None:
+        return _finish("answer_field", resolve_candidate(layers.answer_field, options))
+    if layers.answer_tag is not None:
+        return _finish("answer_tag", resolve_candidate(layers.answer_tag, options))
+    # A phrase is a loose match ("this option is unlikely"): only phrases that name something
+    # count, and the last of those wins.
+    for candidate in reversed(layers.phrases):
+        resolution = resolve_candidate(candidate, options)
+        if resolution.form != "no_label":
+            return _finish("final_phrase", resolution)
     for layer, reader in (("response", _whole_response), ("ordered_list", _ordered_list)):
-        resolution = reader(text, options)
+        resolution = reader(layers, options)
         if resolution is not None:
             return _finish(layer, resolution)
     return ClosedParse(None, f"{UNPARSEABLE}:no_answer")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -34,6 +35,7 @@ def strip_reasoning(text: str) -> str:
     return text.strip()
 
 
+@lru_cache(maxsize=1 << 16)  # option texts and gold labels repeat across thousands of records
 def normalise_label_text(text: str) -> str:
     """Casefolded NFKC text with punctuation and whitespace runs collapsed to single spaces.
 

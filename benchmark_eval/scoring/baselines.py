@@ -17,6 +17,7 @@ so micro-F1 = 2·ΣTP / (n + Σg) — linear in ΣTP — and its expectation is 
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -42,7 +43,16 @@ def open_label_odds(table: pd.DataFrame) -> dict[str, float]:
 
 
 def random_box_hit_odds(gold: list, size: tuple[int, int], *, seed: int, key: str, draws: int = BOX_DRAWS) -> float:
-    """Chance that a box with uniform random corners in a ``size`` image hits a gold box (IoU ≥ 0.5)."""
+    """Chance that a box with uniform random corners in a ``size`` image hits a gold box (IoU ≥ 0.5).
+
+    Seeded by `seed` and the sample's `key`, so a sample's odds are the same in every run
+    (and computed once: every model is asked the same sample).
+    """
+    return _random_box_hit_odds(tuple(tuple(float(v) for v in box) for box in gold), tuple(size), seed, key, draws)
+
+
+@lru_cache(maxsize=1 << 17)
+def _random_box_hit_odds(gold: tuple, size: tuple[int, int], seed: int, key: str, draws: int) -> float:
     if not gold:
         return 0.0
     digest = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "little")

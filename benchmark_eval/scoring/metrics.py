@@ -58,6 +58,17 @@ def iou_matrix(predicted: Sequence[Sequence[float]], gold: Sequence[Sequence[flo
         return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
 
 
+def _iou(a: Sequence[float], b: Sequence[float]) -> float:
+    """IoU of two boxes in plain Python: a model answers with a handful of boxes, numpy would be overhead."""
+    iw = min(a[2], b[2]) - max(a[0], b[0])
+    ih = min(a[3], b[3]) - max(a[1], b[1])
+    if iw <= 0 or ih <= 0:
+        return 0.0
+    inter = iw * ih
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
 def greedy_match(
     predicted: Sequence[Sequence[float]], gold: Sequence[Sequence[float]], threshold: float = IOU_THRESHOLD
 ) -> list[tuple[int, int, float]]:
@@ -66,22 +77,16 @@ def greedy_match(
     Each box is used at most once. Ties go to the lower predicted index, then the lower gold
     index (the order the model wrote its boxes in), so the result is deterministic.
     """
-    ious = iou_matrix(predicted, gold)
-    if ious.size == 0:
-        return []
+    candidates = sorted(
+        ((-value, i, j) for i, p in enumerate(predicted) for j, g in enumerate(gold)
+         if (value := _iou(p, g)) >= threshold)
+    )
     pairs: list[tuple[int, int, float]] = []
-    order = np.lexsort((np.tile(np.arange(ious.shape[1]), ious.shape[0]),
-                        np.repeat(np.arange(ious.shape[0]), ious.shape[1]),
-                        -ious.ravel()))
     used_p: set[int] = set()
     used_g: set[int] = set()
-    for flat in order:
-        value = ious.flat[flat]
-        if value < threshold:
-            break
-        i, j = divmod(int(flat), ious.shape[1])
+    for negative, i, j in candidates:
         if i not in used_p and j not in used_g:
-            pairs.append((i, j, float(value)))
+            pairs.append((i, j, -negative))
             used_p.add(i)
             used_g.add(j)
     return pairs

@@ -71,12 +71,11 @@ def gold_label(options: list[str], answer: str) -> str | None:
         return None
 
 
-def gold_boxes(row: pd.Series) -> list[tuple[float, float, float, float]]:
+def gold_boxes(boxes, answer: str | None) -> list[tuple[float, float, float, float]]:
     """The release's ``boxes`` for the target (all instances), else the primary ``answer`` box."""
-    boxes = row.get("boxes")
     if boxes is not None and len(boxes):
         return [tuple(float(v) for v in box) for box in boxes]
-    primary = parse_box_string(str(row.get("answer") or ""))
+    primary = parse_box_string(str(answer or ""))
     return [primary] if primary else []
 
 
@@ -89,27 +88,89 @@ def release_image_sizes(release_dir: Path, task: str, sample_ids: list[str]) -> 
     return sizes
 
 
-class _ClosedParser:
-    """The strict parser with a cache: closed outputs repeat a lot ("B", "Answer: C")."""
+SCORING_COLUMNS = ("sample_id", "form", "status", "output", "answer", "options", "boxes", "answer_aliases",
+                   "dataset_id", "image_size", "sent_size", "content_size", "box_format")
+_RUN_ERROR = (False, 0, 0, 0, False, "run_error", "n/a", 0.0, 1)
 
-    def __init__(self) -> None:
-        self._cache: dict[tuple[str, tuple[str, ...]], tuple[str | None, str]] = {}
 
-    def __call__(self, output: str | None, options: tuple[str, ...]) -> tuple[str | None, str]:
+class _RecordScorer:
+    """Scores one record at a time, with caches for what repeats across records.
+
+    Closed outputs repeat ("B", "Answer: C") and the same open answer meets the same gold across
+    templates; the parser and the random-box odds keep their own caches.
+    """
+
+    def __init__(self, run: RunDir, judge: JudgeSelection | None, cache: VerdictCache | None, seed: int) -> None:
+        self.run, self.judge, self.cache, self.seed = run, judge, cache, seed
+        self._parsed: dict[tuple[str, tuple[str, ...]], tuple[str | None, str]] = {}
+        self._open: dict[tuple, tuple] = {}
+        self._declared: object = None
+        self._format: BoxFormat | None = None
+
+    def closed(self, output: str | None, options, answer: str) -> tuple:
+        options = tuple(options) if options is not None else ()
+        gold = gold_label(list(options), answer)
+        if gold is None:
+            # the release itself is inconsistent: the answer is not one of the options
+            return (False, 0, 0, 0, False, "gold_not_in_options", "n/a", 0.0, 1)
         key = (output or "", options)
-        hit = self._cache.get(key)
-        if hit is None:
-            parsed = parse_closed_answer(output, options)
-            hit = self._cache[key] = (parsed.label, parsed.path)
-        return hit
+        parsed = self._parsed.get(key)
+        if parsed is None:
+            result = parse_closed_answer(output, options)
+            parsed = self._parsed[key] = (result.label, result.path)
+        label, path = parsed
+        tp = int(label == gold)
+        return (True, tp, 1 - tp, 1 - tp, label is not None, path, "n/a", 1.0 / len(options), 1)
+
+    def open_classification(self, output: str | None, answer: str, aliases, odds: float) -> tuple:
+        key = (output, answer, tuple(aliases) if aliases is not None else ())
+        outcome = self._open.get(key)
+        if outcome is None:
+            outcome = self._open[key] = self._judge_open(*key)
+        return (*outcome, odds, 1)
+
+    def _judge_open(self, output: str | None, answer: str, aliases: tuple[str, ...]) -> tuple:
+        """(scored, tp, fp, fn, parse_ok, path, judge_state) of one open answer."""
+        if precheck_equivalent(output, answer, aliases):
+            return (True, 1, 0, 0, True, "precheck", "precheck")
+        if self.judge is None or self.cache is None:
+            return (False, 0, 0, 0, True, "judge_pending", "pending")
+        entry = self.cache.latest(verdict_key(final_answer_text(output), answer, self.judge.judge_model,
+                                              self.judge.prompt_version))
+        if entry is None:
+            return (False, 0, 0, 0, True, "judge_pending", "pending")
+        if entry.verdict == "error":
+            return (False, 0, 0, 0, True, "judge_error", "error")
+        tp = int(entry.verdict == "equivalent")
+        return (True, tp, 1 - tp, 1 - tp, True, f"judge:{entry.method}", entry.method)
+
+    def _box_format(self, declared, where: str) -> BoxFormat:
+        if declared is None:
+            raise RunInputError(f"{self.run.path}: record {where} has no box_format; the model's declared box "
+                                f"convention is needed to score detection")
+        if declared != self._declared:  # one model, one convention: validate it once
+            self._format, self._declared = BoxFormat.model_validate(declared), declared
+        return self._format
+
+    def open_detection(self, sample_id: str, output: str | None, gold: list, size, sent, content, declared,
+                       where: str) -> tuple:
+        odds = random_box_hit_odds(gold, size, seed=self.seed, key=sample_id)
+        fmt = self._box_format(declared, where)
+        extraction = extract_boxes(output)
+        sent = tuple(sent) if sent is not None else None
+        content = tuple(content) if content is not None else None
+        boxes = [b for b in (to_original_pixels(raw, fmt, size, sent, content) for raw in extraction.boxes)
+                 if b is not None]
+        tp, fp, fn = detection_counts(boxes, gold)
+        path = extraction.path if boxes else ("degenerate_boxes" if extraction.found else "unparseable:no_box")
+        return (True, tp, fp, fn, bool(boxes), path, "n/a", odds, len(gold))
 
 
 def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
                   warn: Callable[[str], None] = lambda message: None) -> pd.DataFrame:
     """Per-record outcomes of one run (columns :data:`OUTCOME_COLUMNS` plus the release metadata)."""
     judge = read_judge_selection(run)
-    cache = VerdictCache(run.path / JUDGEMENTS_FILE) if judge else None
-    parse = _ClosedParser()
+    scorer = _RecordScorer(run, judge, VerdictCache(run.path / JUDGEMENTS_FILE) if judge else None, seed)
     frames = []
     for task, records in run.records.groupby("task", sort=False):
         if task not in gold:
@@ -122,25 +183,30 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
             warn(f"{run.path}: {len(missing)} {task} records name samples not in the release "
                  f"(first: '{missing.iloc[0]}'); skipped")
             records = records[known]
-        joined = records.merge(table.drop(columns=["sample_id"]), left_on="sample_id", right_index=True,
-                               how="left", suffixes=("", "_release"))
-        if task == DETECTION:
-            sizes = _detection_sizes(run, task, joined)
+        gold_columns = [c for c in ("answer", "options", "boxes", "answer_aliases", "dataset_id") if c in table]
+        joined = records.merge(table[gold_columns], left_on="sample_id", right_index=True, how="left")
+        for column in SCORING_COLUMNS:
+            if column not in joined:
+                joined[column] = None
+        sizes = _detection_sizes(run, task, joined) if task == DETECTION else {}
         label_odds = open_label_odds(table)
         rows = []
-        for row in joined.itertuples(index=False):
-            if row.status != "ok":
-                outcome = (False, 0, 0, 0, False, "run_error", "n/a", 0.0, 1)
-            elif row.form == "closed":
-                outcome = _closed(row, parse)
+        for (sample_id, form, status, output, answer, options, boxes, aliases, dataset, _, sent, content,
+             declared) in zip(*(joined[c].tolist() for c in SCORING_COLUMNS)):
+            if status != "ok":
+                rows.append(_RUN_ERROR)
+            elif form == "closed":
+                rows.append(scorer.closed(output, options, answer))
             elif task == DETECTION:
-                outcome = _open_detection(row, sizes[row.sample_id], seed, run)
+                rows.append(scorer.open_detection(sample_id, output, gold_boxes(boxes, answer), sizes[sample_id],
+                                                  sent, content, declared, f"{sample_id}/{form}"))
             else:
-                outcome = _open_classification(row, judge, cache, label_odds)
-            rows.append(outcome)
-        outcome_frame = pd.DataFrame(rows, columns=["scored", "tp", "fp", "fn", "parse_ok", "parse_path",
-                                                    "judge_state", "random_p", "n_gold"], index=joined.index)
-        frames.append(pd.concat([joined, outcome_frame], axis=1))
+                rows.append(scorer.open_classification(output, answer, aliases, label_odds.get(dataset, 0.0)))
+        outcome = pd.DataFrame(rows, columns=["scored", "tp", "fp", "fn", "parse_ok", "parse_path", "judge_state",
+                                              "random_p", "n_gold"], index=records.index)
+        metadata = table.drop(columns=[c for c in ("sample_id", *gold_columns) if c in table])
+        joined = records.join(outcome).merge(metadata, left_on="sample_id", right_index=True, how="left")
+        frames.append(joined)
     if not frames:
         raise RunInputError(f"{run.path}: no record matches a task and sample of the release {run.release_dir}")
     result = pd.concat(frames, ignore_index=True)
@@ -149,54 +215,9 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
     return result
 
 
-def _closed(row, parse: _ClosedParser) -> tuple:
-    options = tuple(row.options) if row.options is not None else ()
-    gold = gold_label(list(options), row.answer)
-    if gold is None:
-        # the release itself is inconsistent: the answer is not one of the options
-        return (False, 0, 0, 0, False, "gold_not_in_options", "n/a", 0.0, 1)
-    label, path = parse(row.output, options)
-    tp = int(label == gold)
-    return (True, tp, 1 - tp, 1 - tp, label is not None, path, "n/a", 1.0 / len(options), 1)
-
-
-def _open_classification(row, judge: JudgeSelection | None, cache: VerdictCache | None,
-                         label_odds: dict[str, float]) -> tuple:
-    odds = label_odds.get(row.dataset_id, 0.0)
-    aliases = list(row.answer_aliases) if getattr(row, "answer_aliases", None) is not None else []
-    if precheck_equivalent(row.output, row.answer, aliases):
-        return (True, 1, 0, 0, True, "precheck", "precheck", odds, 1)
-    if judge is None or cache is None:
-        return (False, 0, 0, 0, True, "judge_pending", "pending", odds, 1)
-    entry = cache.latest(verdict_key(final_answer_text(row.output), row.answer, judge.judge_model, judge.prompt_version))
-    if entry is None:
-        return (False, 0, 0, 0, True, "judge_pending", "pending", odds, 1)
-    if entry.verdict == "error":
-        return (False, 0, 0, 0, True, "judge_error", "error", odds, 1)
-    tp = int(entry.verdict == "equivalent")
-    return (True, tp, 1 - tp, 1 - tp, True, f"judge:{entry.method}", entry.method, odds, 1)
-
-
 def _detection_sizes(run: RunDir, task: str, joined: pd.DataFrame) -> dict[str, tuple[int, int]]:
     sizes = {sid: tuple(size) for sid, size in zip(joined["sample_id"], joined["image_size"]) if size is not None}
     missing = [sid for sid in joined["sample_id"] if sid not in sizes]
     if missing:
         sizes.update(release_image_sizes(run.release_dir, task, missing))
     return sizes
-
-
-def _open_detection(row, size: tuple[int, int], seed: int, run: RunDir) -> tuple:
-    gold = gold_boxes(row._asdict() if hasattr(row, "_asdict") else row)
-    odds = random_box_hit_odds(gold, size, seed=seed, key=row.sample_id)
-    if row.box_format is None:
-        raise RunInputError(f"{run.path}: record {row.sample_id}/{row.form}/{row.template} has no box_format; "
-                            f"the model's declared box convention is needed to score detection")
-    fmt = BoxFormat.model_validate(row.box_format)
-    extraction = extract_boxes(row.output)
-    sent = tuple(row.sent_size) if row.sent_size is not None else None
-    content = getattr(row, "content_size", None)
-    content = tuple(content) if content is not None else None
-    boxes = [b for b in (to_original_pixels(raw, fmt, size, sent, content) for raw in extraction.boxes) if b is not None]
-    tp, fp, fn = detection_counts(boxes, gold)
-    path = extraction.path if boxes else ("degenerate_boxes" if extraction.found else "unparseable:no_box")
-    return (True, tp, fp, fn, bool(boxes), path, "n/a", odds, len(gold))
