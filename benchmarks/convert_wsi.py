@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -86,14 +87,15 @@ def make_inputs() -> dict[str, Path]:
     return {"pyramid 32768² (levels ×2)": pyramid, "single level 20480²": single}
 
 
-def timed(command: list[str], limit_bytes: int | None = None) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS MiB, exit code) of one run under /usr/bin/time -v."""
+def timed(command: list[str], limit_bytes: int | None = None) -> tuple[float, float, float, int]:
+    """(wall seconds, CPU seconds, peak RSS MiB, exit code) of one run under /usr/bin/time -v."""
     prefix = ["prlimit", f"--as={limit_bytes}"] if limit_bytes else []
     result = subprocess.run(["/usr/bin/time", "-v", *prefix, *command], capture_output=True, text=True)
     wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", result.stderr)
     hours, minutes, seconds = (float(g) if g else 0.0 for g in wall.groups())
     rss_kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr).group(1))
-    return hours * 3600 + minutes * 60 + seconds, rss_kib / 1024, result.returncode
+    cpu = sum(float(re.search(rf"{kind} time \(seconds\): ([\d.]+)", result.stderr).group(1)) for kind in ("User", "System"))
+    return hours * 3600 + minutes * 60 + seconds, cpu, rss_kib / 1024, result.returncode
 
 
 def mmbu_command(source: Path, out: Path) -> list[str]:
@@ -104,6 +106,16 @@ def vips_command(source: Path, out: Path) -> list[str]:
     return ["vipsthumbnail", str(source), "--size", f"{OUTPUT_SIZE}x{OUTPUT_SIZE}", "-o", str(out / "vips.png")]
 
 
+def read_only_command(source: Path, out: Path) -> list[str]:
+    """The converter alone (`mmbu.build.convert.wsi.read`, no sniffing, no PNG encoding): where the time goes."""
+    script = (
+        "import sys; from pathlib import Path; from mmbu.build.convert import wsi; "
+        "from mmbu.build.convert.base import ConvertOptions; "
+        f"wsi.read(Path(sys.argv[1]), ConvertOptions(max_size={OUTPUT_SIZE}))"
+    )
+    return [sys.executable, "-c", script, str(source)]
+
+
 def get_thumbnail_command(source: Path, out: Path) -> list[str]:
     script = (
         "import sys, openslide; s = openslide.OpenSlide(sys.argv[1]); "
@@ -112,16 +124,36 @@ def get_thumbnail_command(source: Path, out: Path) -> list[str]:
     return [sys.executable, "-c", script, str(source), str(out / "openslide.png")]
 
 
-def median_run(command_for, source: Path, runs: int) -> tuple[float, float]:
-    walls, peaks = [], []
+def png_encode_cpu(source: Path) -> dict[int, float]:
+    """CPU seconds Pillow takes to write the converter's 2048-px output as PNG, per zlib level."""
+    import io
+
+    from PIL import Image
+
+    from mmbu.build.convert import wsi
+    from mmbu.build.convert.base import ConvertOptions
+
+    image = Image.fromarray(wsi.read(source, ConvertOptions(max_size=OUTPUT_SIZE)).pixels)
+    costs = {}
+    for level in (6, 3, 1):
+        start = time.process_time()
+        image.save(io.BytesIO(), "PNG", compress_level=level)
+        costs[level] = time.process_time() - start
+    return costs
+
+
+def median_run(command_for, source: Path, runs: int) -> tuple[float, float, float]:
+    """Median wall and CPU seconds and the largest peak RSS over `runs` runs."""
+    walls, cpus, peaks = [], [], []
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as out:
-            wall, peak, code = timed(command_for(source, Path(out)))
+            wall, cpu, peak, code = timed(command_for(source, Path(out)))
             if code != 0:
                 raise SystemExit(f"{command_for.__name__} failed on {source}")
         walls.append(wall)
+        cpus.append(cpu)
         peaks.append(peak)
-    return statistics.median(walls), max(peaks)
+    return statistics.median(walls), statistics.median(cpus), max(peaks)
 
 
 def main() -> None:
@@ -135,35 +167,48 @@ def main() -> None:
     vips_version = subprocess.run(["vips", "--version"], capture_output=True, text=True).stdout.strip()
     rows = []
     for name, source in inputs.items():
-        mmbu_wall, mmbu_peak = median_run(mmbu_command, source, args.runs)
-        vips_wall, vips_peak = median_run(vips_command, source, args.runs)
-        rows.append((name, mmbu_wall, vips_wall, mmbu_peak, vips_peak))
-        print(f"{name}: mmbu {mmbu_wall:.2f} s {mmbu_peak:.0f} MiB | vips {vips_wall:.2f} s {vips_peak:.0f} MiB", flush=True)
+        mmbu = median_run(mmbu_command, source, args.runs)
+        vips = median_run(vips_command, source, args.runs)
+        rows.append((name, *mmbu, *vips))
+        reader = median_run(read_only_command, source, args.runs)
+        rows.append((f"{name}: `wsi.read` alone", *reader, *vips))
+        print(f"{name}: mmbu {mmbu} | vips {vips} (wall s, CPU s, peak MiB)", flush=True)
+    png = png_encode_cpu(inputs["pyramid 32768² (levels ×2)"])
     with tempfile.TemporaryDirectory() as out:
         single = inputs["single level 20480²"]
-        ref_wall, ref_peak, ref_code = timed(get_thumbnail_command(single, Path(out)), GET_THUMBNAIL_CAP_BYTES)
+        ref_wall, _ref_cpu, ref_peak, ref_code = timed(get_thumbnail_command(single, Path(out)), GET_THUMBNAIL_CAP_BYTES)
     reference = (
         f"openslide `get_thumbnail` on the single-level file: {ref_wall:.1f} s, peak RSS {ref_peak:.0f} MiB"
         + ("" if ref_code == 0 else f" (failed under the {GET_THUMBNAIL_CAP_BYTES / 2**30:.0f} GiB address-space cap)")
     )
     print(reference)
     table = [
-        "| input | mmbu s | vipsthumbnail s | time ratio | mmbu peak RSS MiB | vips peak RSS MiB |",
-        "|---|---|---|---|---|---|",
-        *(f"| {n} | {mw:.2f} | {vw:.2f} | {mw / vw:.2f}× | {mp:.0f} | {vp:.0f} |" for n, mw, vw, mp, vp in rows),
+        "| input | mmbu wall s | vips wall s | wall ratio | mmbu CPU s | vips CPU s | CPU ratio | mmbu peak RSS MiB | vips peak RSS MiB |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *(
+            f"| {n} | {mw:.2f} | {vw:.2f} | {mw / vw:.2f}× | {mc:.2f} | {vc:.2f} | {mc / vc:.2f}× | {mp:.0f} | {vp:.0f} |"
+            for n, mw, mc, mp, vw, vc, vp in rows
+        ),
     ]
     section = "\n".join(
         [
             HEADING,
             "",
             f"`benchmarks/convert_wsi.py --runs {args.runs}`: 2048-px PNG from JPEG-tiled RGB TIFFs generated by the script; "
-            f"wall time is the median of {args.runs} runs (whole command, interpreter start included), peak RSS the maximum, "
-            f"both from `/usr/bin/time -v`. Peer: {vips_version} `vipsthumbnail --size 2048x2048`. "
+            f"wall and CPU (user + system) time are medians of {args.runs} runs of the whole command (interpreter start, "
+            "format sniffing and PNG writing included), peak RSS the maximum, all from `/usr/bin/time -v`; the machine "
+            f"is shared, so CPU time is the steadier figure. Peer: {vips_version} `vipsthumbnail --size 2048x2048`. "
             "Targets: time ratio ≤ 1.5×, peak ≤ 256 MiB (pyramid) and ≤ 512 MiB (single level).",
             "",
             *table,
             "",
             f"Reference: {reference}.",
+            "",
+            "Reading the figures: the `wsi.read alone` rows are the converter without format sniffing, PNG "
+            "encoding and the `mmbu` command's imports. Encoding the 2048² output as PNG with Pillow (what "
+            "`build/convert/writer.py` does, zlib level 6) costs "
+            + ", ".join(f"{cost:.2f} s CPU at level {level}" for level, cost in png.items())
+            + " on this machine; libvips writes its PNG with libspng.",
             "",
         ]
     )
