@@ -1,0 +1,54 @@
+"""The round rules and review criteria, read from `curation/data/review_rules.yaml` (data, not branches)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mmbu.curation.data import REVIEW_RULES_PATH
+
+
+class RulesError(ValueError):
+    """The rules file is invalid (message names the file and field)."""
+
+
+class RoundRule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str
+    min_reviewers: int = Field(0, ge=0)
+    accept_share: float = Field(0.5, ge=0, lt=1, description="Accepts must be strictly more than this share.")
+    veto_criteria: list[str] = Field(default_factory=list)
+    requires_role: str | None = None
+    requires_checks: list[str] = Field(default_factory=list)
+    requires_draft_manifest: bool = False
+
+
+class ReviewRules(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = 1
+    criteria: dict[str, str]
+    rounds: dict[int, RoundRule]
+
+    def round(self, number: int) -> RoundRule:
+        return self.rounds[number]
+
+
+def load_rules(path: Path = REVIEW_RULES_PATH) -> ReviewRules:
+    try:
+        rules = ReviewRules.model_validate(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    except (OSError, yaml.YAMLError) as exc:
+        raise RulesError(f"{path}: cannot read the review rules ({exc})") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise RulesError(f"{path}: field {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    for number, rule in rules.rounds.items():
+        unknown = sorted(set(rule.veto_criteria) - set(rules.criteria))
+        if unknown:
+            raise RulesError(f"{path}: field rounds.{number}.veto_criteria: unknown criterion {unknown[0]!r}")
+    if not {2, 3} <= set(rules.rounds):
+        raise RulesError(f"{path}: field rounds: rounds 2 and 3 must be defined")
+    return rules
