@@ -12,7 +12,9 @@ kept as written so that validation reports it (never silently replaced).
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import pandas as pd
 import pandera.pandas as pa
@@ -182,3 +184,13 @@ def failure_summary(failures: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["dataset_id", "field", "samples", "example"])
     grouped = failures.groupby(["dataset_id", "field"], dropna=False, sort=True)
     return grouped.agg(samples=("sample_id", "nunique"), example=("reason", "first")).reset_index()
+
+
+def write_failure_report(failures: pd.DataFrame, path: str | Path) -> Path:
+    """The validation failures as CSV (one line per sample x field x check), written temp + replace."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.tmp")
+    failures.reindex(columns=list(FAILURE_COLUMNS)).to_csv(temp, index=False)
+    os.replace(temp, path)
+    return path

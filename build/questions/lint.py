@@ -44,12 +44,16 @@ class WordingLint:
         self.approved_caps = set(approved_caps) | set(words.get("not_abbreviations", []))
         self.patterns: list[tuple[str, re.Pattern[str]]] = []
         for category in WORD_CATEGORIES:
-            for word in words.get(category, []):
-                # whole words, case-insensitive, with an optional plural ending
-                self.patterns.append((category, re.compile(rf"(?<![\w-]){re.escape(word)}(?:s|es)?(?![\w-])",
+            listed = sorted(words.get(category, []), key=len, reverse=True)  # longest first: "covid-19" before "covid"
+            if listed:
+                # whole words, case-insensitive, with an optional plural ending; one pattern per category
+                alternation = "|".join(re.escape(word) for word in listed)
+                self.patterns.append((category, re.compile(rf"(?<![\w-])(?:{alternation})(?:s|es)?(?![\w-])",
                                                            re.IGNORECASE)))
-        for abbreviation in sorted({*words.get("abbreviations", []), *abbreviations}):
-            self.patterns.append(("abbreviation", re.compile(rf"(?<![\w&]){re.escape(abbreviation)}(?![\w&])")))
+        listed = sorted({*words.get("abbreviations", []), *abbreviations}, key=len, reverse=True)
+        if listed:
+            alternation = "|".join(re.escape(abbreviation) for abbreviation in listed)
+            self.patterns.append(("abbreviation", re.compile(rf"(?<![\w&])(?:{alternation})(?![\w&])")))
 
     def hits(self, text: str) -> list[Hit]:
         found: dict[str, Hit] = {}

@@ -14,6 +14,7 @@ from mmbu.build.metadata import (
     failures_to_exclusions,
     normalise_metadata,
     validate_metadata,
+    write_failure_report,
 )
 from mmbu.build.schemas import METADATA_COLUMNS, metadata_schema
 
@@ -70,7 +71,7 @@ def test_headers_fill_fields_only_when_they_resolve(tmp_path, taxonomy):
     assert validate_metadata(df.reset_index(drop=True), taxonomy)[1].empty
 
 
-def test_every_failure_is_reported_at_once_per_sample_and_field(taxonomy):
+def test_every_failure_is_reported_at_once_per_sample_and_field(taxonomy, tmp_path):
     manifest = make_manifest({"kind": "folder_per_class"})
     good, unknown, mismatch, badurl = (sample(manifest, n) for n in ("good.png", "u.png", "m.png", "url.png"))
     df = normalise_metadata([good, unknown, mismatch, badurl], manifest, taxonomy)
@@ -96,6 +97,9 @@ def test_every_failure_is_reported_at_once_per_sample_and_field(taxonomy):
     assert len(exclusions) == 3 and all(e.stage == "metadata" for e in exclusions)
     summary = failure_summary(failures)
     assert summary.set_index("field").loc["domain", "samples"] == 1
+    report = pd.read_csv(write_failure_report(failures, tmp_path / "reports" / "metadata_failures.csv"))
+    assert list(report.columns) == ["dataset_id", "sample_id", "field", "check", "value", "reason"]
+    assert len(report) == 5 and not any(p.name.startswith(".") for p in (tmp_path / "reports").iterdir())
 
 
 def test_duplicate_sample_ids_and_stray_columns(taxonomy):
