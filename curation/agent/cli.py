@@ -42,7 +42,7 @@ def _sources(value: str) -> list[str]:
               help="Candidates JSONL to write (atomically), one candidate per line, excluded ones included.")
 @click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Taxonomy YAML (the bundled one by default).")
-@click.option("--max-queries", default=50, show_default=True, type=click.IntRange(1),
+@click.option("--max-queries", default=200, show_default=True, type=click.IntRange(1),
               help="Query budget (widened queries count too).")
 @click.option("--target", default=10, show_default=True, type=click.IntRange(1),
               help="A taxonomy leaf with fewer accepted datasets than this is a gap.")
