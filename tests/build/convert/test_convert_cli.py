@@ -205,3 +205,28 @@ def test_directory_holding_one_mrxs_slide_is_one_source(tmp_path):
     (case / "slide").mkdir(parents=True)
     (case / "slide.mrxs").write_bytes(b"")
     assert walk_sources([case]) == [case]
+
+
+def crash_on_marker(path, options):
+    """A raster reader that kills its process on files named *crash*: what a segfaulting decoder does."""
+    if "crash" in Path(path).name:
+        os._exit(139)
+    from mmbu.build.convert.raster import read
+
+    return read(path, options)
+
+
+def test_a_worker_killed_by_a_decoder_costs_only_its_file(tmp_path, monkeypatch):
+    # fault injection through the reader registry; worker processes are forked, so they see it
+    from mmbu.build.convert import base
+
+    monkeypatch.setitem(base.READERS, "raster", f"{__name__}:crash_on_marker")
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("a", "b", "crash", "c", "d"):
+        Image.new("L", (4, 4), 100).save(src / f"{name}.png")
+    records = {Path(r["source"]).stem: r for r in convert_paths([src], tmp_path / "out", jobs=2)}
+    assert records["crash"]["status"] == "error"
+    assert "converter process crashed while reading" in records["crash"]["error"]
+    assert all(records[name]["status"] == "ok" for name in ("a", "b", "c", "d"))
+    assert not (tmp_path / "out" / "crash.png").exists()
