@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from mmbu.build.layouts.sample import Exclusion
@@ -129,7 +130,9 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
             if any(v is None or pd.isna(v) for v in size) or box_plan is None:
                 drop(row, "detection rows need the output image size (image_width, image_height)")
                 continue
-            made = box_options([tuple(b) for b in row["boxes"]], [tuple(b) for b in (row["other_boxes"] or [])],
+            others = row["other_boxes"]  # a list, an array after a Parquet round trip, or None
+            others = others if isinstance(others, (list, tuple, np.ndarray)) else []
+            made = box_options([tuple(b) for b in row["boxes"]], [tuple(b) for b in others],
                                (int(size[0]), int(size[1])), box_plan, rng, prototypes.none_of_the_above)
             if made is None:
                 drop(row, "no distractor box with IoU < 0.5 to every gold box fits in this image")

@@ -110,7 +110,8 @@ def release_records(rows: pd.DataFrame) -> tuple[list[dict], list[Exclusion]]:
         record["image"], record["mask"] = image, mask
         record["boxes"] = _int_boxes(row.get("boxes"))
         record["options"] = [str(o) for o in row["options"]]
-        record["answer_aliases"] = [str(a) for a in (row.get("answer_aliases") or [])]
+        aliases = row.get("answer_aliases")  # a list, or a numpy array after a Parquet round trip
+        record["answer_aliases"] = [] if _absent(aliases) else [str(a) for a in aliases]
         for column, kind in (("image_width", int), ("image_height", int),
                              ("objective_power", float), ("microns_per_pixel", float)):
             record[column] = None if record[column] is None else kind(record[column])

@@ -8,6 +8,7 @@ import subprocess
 import datasets
 import mlcroissant as mlc
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -184,3 +185,18 @@ def test_rows_with_unusable_images_are_excluded_and_empty_configs_left_out(built
         assert sum(r["stage"] == "release" for r in csv.DictReader(handle)) == 2
     with pytest.raises(ValueError, match="unknown task config"):
         write_release({"segmentation": rows}, tmp_path / "bad", built["manifests"], built["build_info"])
+
+
+def test_rows_that_went_through_parquet_are_written_the_same(built, tmp_path):
+    """The pipeline stores each dataset's rows as Parquet; lists come back as numpy arrays."""
+    direct, stored = {}, {}
+    for config in ("ungrounded_classification", "object_detection"):
+        frame = built["rows_by_task"][config].drop(columns=["mask"])
+        frame.to_parquet(tmp_path / f"{config}.parquet", index=False)
+        direct[config] = frame
+        stored[config] = pd.read_parquet(tmp_path / f"{config}.parquet")
+    assert isinstance(stored["object_detection"].iloc[0]["options"], np.ndarray)
+    a = write_release(direct, tmp_path / "a", built["manifests"], built["build_info"])
+    b = write_release(stored, tmp_path / "b", built["manifests"], built["build_info"])
+    for config in direct:
+        assert [p.read_bytes() for p in a.shards[config]] == [p.read_bytes() for p in b.shards[config]]
