@@ -103,7 +103,8 @@ def header_metadata(path: Path) -> dict[str, str]:
 
             with openslide.OpenSlide(path) as slide:
                 props = slide.properties
-                found["slide.vendor"] = str(props.get(openslide.PROPERTY_NAME_VENDOR, vendor))
+                if vendor != "generic-tiff":  # a tiled TIFF says nothing about the scanner
+                    found["slide.vendor"] = str(props.get(openslide.PROPERTY_NAME_VENDOR, vendor))
                 for key, prop in (("objective_power", openslide.PROPERTY_NAME_OBJECTIVE_POWER),
                                   ("mpp_x", openslide.PROPERTY_NAME_MPP_X)):
                     if props.get(prop):

@@ -35,3 +35,13 @@ def test_samples_carry_header_metadata_and_a_frame_policy(tmp_path):
     assert samples[0].file_metadata["dicom.InstitutionName"] == "General Hospital"
     assert samples[0].frame == "frame=3"
     assert samples[0].image_size == (30, 20)
+
+
+def test_a_generic_tiled_tiff_names_no_scanner(tmp_path):
+    import numpy as np
+    import tifffile
+
+    path = tmp_path / "tiled.tif"
+    tifffile.imwrite(path, np.zeros((512, 512, 3), np.uint8), tile=(256, 256), photometric="rgb")
+    assert "slide.vendor" not in header_metadata(path)
+    assert image_size(path) == (512, 512)
