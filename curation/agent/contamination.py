@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from mmbu.curation.data import CONTAMINATION_PATH
+from mmbu.curation.data import CONTAMINATION_PATH, load_yaml_model
 from mmbu.curation.sources.candidate import Candidate
 
 DERIVATION = r"(?:derived|built|constructed|sourced|curated|extracted|adapted|based|collected|taken|subset|generated)\s+(?:from|on|of)\b[^.;]{0,80}?"
@@ -69,14 +68,7 @@ class ExclusionList:
 
     @classmethod
     def load(cls, path: Path = CONTAMINATION_PATH) -> ExclusionList:
-        try:
-            data = ExclusionFile.model_validate(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-        except (OSError, yaml.YAMLError) as exc:
-            raise ExclusionListError(f"{path}: cannot read the exclusion list ({exc})") from None
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            raise ExclusionListError(f"{path}: field {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-        return cls(data.entries)
+        return cls(load_yaml_model(path, ExclusionFile, ExclusionListError, "exclusion list").entries)
 
     @cached_property
     def _patterns(self) -> list[tuple[ExclusionEntry, list[re.Pattern[str]], list[re.Pattern[str]]]]:

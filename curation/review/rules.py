@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from mmbu.curation.data import REVIEW_RULES_PATH
+from mmbu.curation.data import REVIEW_RULES_PATH, load_yaml_model
 
 
 class RulesError(ValueError):
@@ -38,13 +37,7 @@ class ReviewRules(BaseModel):
 
 
 def load_rules(path: Path = REVIEW_RULES_PATH) -> ReviewRules:
-    try:
-        rules = ReviewRules.model_validate(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-    except (OSError, yaml.YAMLError) as exc:
-        raise RulesError(f"{path}: cannot read the review rules ({exc})") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise RulesError(f"{path}: field {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    rules = load_yaml_model(path, ReviewRules, RulesError, "review rules")
     for number, rule in rules.rounds.items():
         unknown = sorted(set(rule.veto_criteria) - set(rules.criteria))
         if unknown:
