@@ -24,7 +24,14 @@ from typing import Any
 import numpy as np
 from pydicom import Dataset, dcmread
 from pydicom.multival import MultiValue
-from pydicom.pixels import apply_color_lut, apply_modality_lut, apply_voi_lut, get_decoder, pixel_array
+from pydicom.pixels import (
+    apply_color_lut,
+    apply_icc_profile,
+    apply_modality_lut,
+    apply_voi_lut,
+    get_decoder,
+    pixel_array,
+)
 from pydicom.uid import (
     DeflatedExplicitVRLittleEndian,
     ExplicitVRBigEndian,
@@ -93,10 +100,10 @@ def read(path: Path, options: ConvertOptions) -> Converted:
     elif photometric in MONOCHROME:
         pixels = _grayscale_to_display(stored, view, photometric, options, params, path)
     elif photometric == "PALETTE COLOR":
-        pixels = _palette_to_rgb(stored, view, path)
+        pixels = _to_srgb(_palette_to_rgb(stored, view, path), header, params)
         params["colour"] = "palette LUT applied"
     elif photometric in RGB_AFTER_DECODING:
-        pixels = _rgb_to_8bit(stored, header, path)
+        pixels = _to_srgb(_rgb_to_8bit(stored, header, path), header, params)
         params["colour"] = "RGB" if photometric == "RGB" else f"{photometric} converted to RGB by pydicom on decoding"
     else:
         raise ConversionError(f"{path} has photometric interpretation {photometric or 'missing'}, which is not supported")
@@ -356,6 +363,19 @@ def _padding_mask(stored: np.ndarray, view: Dataset) -> np.ndarray | None:
     if isinstance(padding, bytes):
         return None
     return stored == padding
+
+
+def _to_srgb(rgb: np.ndarray, header: Dataset, params: dict) -> np.ndarray:
+    """Apply the file's ICC Profile (colour photography, microscopy, ophthalmology) to reach sRGB."""
+    if not header.get("ICCProfile"):
+        return rgb
+    try:
+        apply_icc_profile(rgb, header, color_space="sRGB")  # in place
+    except Exception as error:  # a damaged profile must not cost the image: keep stored colours, say so
+        params["icc"] = f"ICC profile unreadable, colours kept as stored ({_first_line(error)})"
+        return rgb
+    params["icc"] = "ICC profile applied, converted to sRGB"
+    return rgb
 
 
 def _palette_to_rgb(stored: np.ndarray, view: Dataset, path: Path) -> np.ndarray:

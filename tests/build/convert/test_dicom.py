@@ -1,10 +1,12 @@
 """DICOM display chain: known stored values must come out as known grey levels and colours."""
+import io
 import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image, ImageCms
 from pydicom.data import get_testdata_file
 from pydicom.encaps import encapsulate
 from pydicom.uid import (
@@ -22,6 +24,7 @@ from pydicom.uid import (
 
 sys.path.insert(0, str(Path(__file__).parent))
 import factories_dicom as fd  # noqa: E402
+import factories_raster as fr  # noqa: E402
 
 from mmbu.build.convert.base import ConversionError, ConvertOptions  # noqa: E402
 from mmbu.build.convert.dispatch import read_image  # noqa: E402
@@ -160,6 +163,22 @@ def test_ybr_full_422_native_matches_the_rgb_original():
     rgb = read_image(get_testdata_file("SC_rgb_rle.dcm")).pixels.astype(int)
     ybr = read_image(get_testdata_file("SC_ybr_full_422_uncompressed.dcm")).pixels.astype(int)
     assert np.abs(rgb - ybr).mean() < 3
+
+
+def test_icc_profile_is_applied_to_colour_images(tmp_path):
+    rgb = _colour_blocks()
+    profile = fr.swapped_primaries_profile()
+    ds = fd.base_dataset()
+    ds.set_pixel_data(rgb, "RGB", 8)
+    ds.ICCProfile = profile
+    converted = read_image(fd.save(ds, tmp_path / "photo.dcm"))
+    expected = ImageCms.profileToProfile(
+        Image.fromarray(rgb), ImageCms.ImageCmsProfile(io.BytesIO(profile)), ImageCms.createProfile("sRGB"),
+        outputMode="RGB",
+    )
+    assert np.array_equal(converted.pixels, np.asarray(expected))
+    assert not np.array_equal(converted.pixels, rgb)
+    assert converted.params["icc"] == "ICC profile applied, converted to sRGB"
 
 
 def test_palette_color_uses_the_lut(tmp_path):
