@@ -17,7 +17,8 @@ What a caller can rely on:
   increasing order, e.g. (x, y) for axial) is shown transposed and flipped in both directions:
   axial — patient's right on the image's left, anterior up; coronal — patient's right on the
   image's left, superior up; sagittal — anterior on the image's left, superior up.
-  Pixels keep the voxel grid (no resampling to square pixels; `pixel_spacing_mm` is recorded).
+  Non-square voxels (thick slices seen from the side) are stretched along the coarser display axis
+  to square pixels (`square_pixels_from` records the size before; `pixel_spacing_mm` the spacing).
 * **Intensities.** A percentile window (0.5–99.5) over the slice's finite non-zero voxels, or
   `options.window` (center, width); NaN → black, ±Inf clipped, a constant slice → black.
   With `options.as_mask` the values are kept as labels and never windowed; resizing is nearest.
@@ -33,6 +34,7 @@ import nibabel as nib
 import numpy as np
 from nibabel.affines import obliquity
 from nibabel.orientations import aff2axcodes, apply_orientation, io_orientation
+from PIL import Image
 
 from mmbu.build.convert import display
 from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
@@ -40,6 +42,8 @@ from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
 AXIS_NAMES = ("sagittal", "coronal", "axial")
 # mask slabs read at a time when searching the slice with the largest mask area (bounded memory)
 MASK_SCAN_SLAB = 16
+# a display axis is stretched at most this much to make pixels square (guards absurd headers)
+MAX_ASPECT_STRETCH = 16
 # contiguous bytes read at a time when gathering a slice across the stored z axis
 SLAB_BYTES = 4 * 2**20
 
@@ -85,6 +89,7 @@ def read(path: Path, options: ConvertOptions) -> Converted:
         params["window"] = None
     else:
         pixels, params["window"] = _window(view, options.window)
+    pixels, params["square_pixels_from"] = square_pixels(pixels, params["pixel_spacing_mm"], options.as_mask)
     pixels = display.resize_longest_side(pixels, options.max_size, is_mask=options.as_mask)
     params["resized_to"] = [int(pixels.shape[1]), int(pixels.shape[0])]
     return Converted(pixels=pixels, format="nifti", frame=volume_index, params=params)
@@ -98,6 +103,24 @@ def radiological_view(plane: np.ndarray) -> np.ndarray:
     image's left). Pure indexing, so image and mask get exactly the same transform.
     """
     return np.ascontiguousarray(plane.T[::-1, ::-1])
+
+
+def square_pixels(pixels: np.ndarray, spacing: list[float], is_mask: bool) -> tuple[np.ndarray, list[int] | None]:
+    """Stretch the coarser display axis so a pixel is as tall as it is wide (thick slices in coronal or
+    sagittal views would otherwise look squashed). LANCZOS for images, NEAREST for masks: the same
+    output grid, so an image and its mask stay aligned. Returns the pixels and the size before, or
+    None when the voxels were already square (within 1 %).
+    """
+    row_mm, column_mm = spacing
+    if row_mm <= 0 or column_mm <= 0 or abs(row_mm / column_mm - 1) <= 0.01:
+        return pixels, None
+    height, width = pixels.shape[:2]
+    finest = min(row_mm, column_mm)
+    new_height = min(round(height * row_mm / finest), height * MAX_ASPECT_STRETCH)
+    new_width = min(round(width * column_mm / finest), width * MAX_ASPECT_STRETCH)
+    resample = Image.Resampling.NEAREST if is_mask else Image.Resampling.LANCZOS
+    stretched = np.asarray(Image.fromarray(pixels).resize((new_width, new_height), resample))
+    return stretched, [height, width]
 
 
 def _load(path: Path) -> nib.Nifti1Image:

@@ -14,7 +14,8 @@ import numpy as np
 from nibabel.orientations import axcodes2ornt, ornt_transform
 
 SHAPE = (20, 24, 16)  # canonical x (R), y (A), z (S); all different so a wrong transpose shows
-VOXEL_MM = (1.0, 1.5, 2.5)
+ISOTROPIC_MM = (1.0, 1.0, 1.0)
+ANISOTROPIC_MM = (1.0, 1.5, 2.5)  # x, y, z voxel sizes: thick slices
 
 
 def phantom(shape: tuple[int, int, int] = SHAPE) -> np.ndarray:
@@ -45,7 +46,7 @@ def write_nifti(
     canonical: np.ndarray,
     axcodes: str = "RAS",
     version: int = 1,
-    zooms: tuple[float, float, float] = VOXEL_MM,
+    zooms: tuple[float, float, float] = ISOTROPIC_MM,
 ) -> Path:
     """Store a canonical RAS+ array (3-D, or 4-D with time last) in the orientation `axcodes`."""
     image_class = nib.Nifti2Image if version == 2 else nib.Nifti1Image

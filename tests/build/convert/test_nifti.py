@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from factories_volume import SHAPE, labels, mask_of_marker, phantom, write_nifti  # noqa: E402
+from factories_volume import ANISOTROPIC_MM, SHAPE, labels, mask_of_marker, phantom, write_nifti  # noqa: E402
 
 from mmbu.build.convert.base import ConversionError, ConvertOptions  # noqa: E402
 from mmbu.build.convert.nifti import read  # noqa: E402
@@ -65,7 +65,7 @@ def test_coronal_and_sagittal_conventions(tmp_path):
 
 def test_params_record_the_slice_in_both_frames(tmp_path):
     # PIR: canonical z (S) is stored as the original axis 1, running inferior (flipped)
-    path = write_nifti(tmp_path / "pir.nii", labels(), "PIR")
+    path = write_nifti(tmp_path / "pir.nii", labels(), "PIR", zooms=ANISOTROPIC_MM)
     params = read(path, ConvertOptions(as_mask=True, axis=2, slice=3)).params
     assert params["axis_original"] == 1
     assert params["slice_index"] == 3
@@ -73,6 +73,25 @@ def test_params_record_the_slice_in_both_frames(tmp_path):
     assert params["axis_name"] == "axial" and params["display"] == "radiological"
     assert params["volume_index"] is None and params["nifti_version"] == 1
     assert params["pixel_spacing_mm"] == [1.5, 1.0]  # rows along y, columns along x
+
+
+def test_thick_slices_are_stretched_to_square_pixels_for_image_and_mask_alike(tmp_path):
+    volume = phantom()
+    image_path = write_nifti(tmp_path / "img.nii.gz", volume, "LPS", zooms=ANISOTROPIC_MM)
+    mask_path = write_nifti(tmp_path / "msk.nii.gz", mask_of_marker(volume), "LPS", zooms=ANISOTROPIC_MM)
+    options = dict(axis=1, slice=SHAPE[1] - 5)  # coronal: rows along z (2.5 mm), columns along x (1 mm)
+    image = read(image_path, ConvertOptions(**options))
+    mask = read(mask_path, ConvertOptions(as_mask=True, **options))
+    assert image.params["pixel_spacing_mm"] == [2.5, 1.0]
+    assert image.params["square_pixels_from"] == [SHAPE[2], SHAPE[0]]
+    assert image.pixels.shape == mask.pixels.shape == (40, SHAPE[0])  # 16 rows × 2.5 = 40
+    rows, cols = np.nonzero(mask.pixels)
+    assert 7 <= rows.max() - rows.min() + 1 <= 8 and cols.max() - cols.min() + 1 == 3  # 3 voxels: 7.5 mm tall, 3 mm wide
+    assert image.pixels[mask.pixels == 1].mean() > 200 > image.pixels[mask.pixels == 0].mean() + 100
+    axial = read(image_path, ConvertOptions(axis=2))
+    assert axial.params["square_pixels_from"] == [SHAPE[1], SHAPE[0]] and axial.pixels.shape == (36, SHAPE[0])
+    iso = read(write_nifti(tmp_path / "iso.nii", volume), ConvertOptions(axis=1))
+    assert iso.params["square_pixels_from"] is None
 
 
 def test_percentile_window_ignores_air_and_survives_nan_and_inf(tmp_path):
