@@ -57,6 +57,10 @@ class LayoutContext:
         `grounded` says the sample exists for its regions, so losing all of them drops it.
         """
         source = self.rel(image)
+        if not image.resolve().is_relative_to(self.raw_dir.resolve()):
+            # ids are built from the path inside the dataset; a path outside it is neither stable nor safe
+            self.exclude(source, "the labels point outside the dataset's folder")
+            return None
         frame = self.frame_for(image)
         sample_id = make_sample_id(self.dataset_id, source, frame)
         if sample_id in self._seen:

@@ -38,8 +38,10 @@ def task_items(samples: Iterable[Sample], manifest: DatasetManifest) -> pd.DataF
     rows: list[dict[str, object]] = []
     tasks = set(manifest.tasks)
     for sample in samples:
-        qualified = lambda task, key: make_sample_id(sample.dataset_id, sample.source_path, sample.frame,  # noqa: E731
-                                                     f"{task}:{key}")
+        def qualified(kind: str, key: str, sample: Sample = sample) -> str:
+            # the kind keeps a box row and a mask row about the same region apart
+            return make_sample_id(sample.dataset_id, sample.source_path, sample.frame, f"{kind}:{key}")
+
         if "ungrounded_classification" in tasks and sample.label is not None:
             rows.append(_row(sample, "ungrounded_classification", sample.sample_id, label=sample.label))
         boxed = [r for r in sample.regions if r.box is not None]

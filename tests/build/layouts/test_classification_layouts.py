@@ -57,7 +57,8 @@ def test_label_table_rows_metadata_columns_and_missing_images(tmp_path):
         "x2\tEBO\t\n"
         "gone\tMON\tSite B\n"
         "x3\tnope\tSite C\n"
-        "x1\tMON\tSite A\n", encoding="utf-8")
+        "x1\tMON\tSite A\n"
+        "../../outside\tMON\t\n", encoding="utf-8")
     manifest = make_manifest({"kind": "label_table", "table": "labels.tsv", "image_column": "file",
                               "label_column": "class", "image_root": "images", "image_suffix": ".png",
                               "metadata_columns": {"institution": "site"}})
@@ -70,6 +71,7 @@ def test_label_table_rows_metadata_columns_and_missing_images(tmp_path):
     assert "not in the fetched files" in reasons["images/gone.png"]
     assert "'nope' is not in the manifest's label vocabulary" in reasons["images/x3.png"]
     assert sum("listed more than once" in e.reason for e in exclusions) == 1
+    assert sum(e.reason == "the labels point outside the dataset's folder" for e in exclusions) == 1
 
 
 def test_label_table_with_a_wrong_column_names_the_column(tmp_path):
