@@ -347,3 +347,21 @@ def test_linear_window_matches_pydicom(tmp_path, window, slope):
     converted = read_image(path).pixels.astype(int)
     assert np.abs(converted - expected).max() <= 1
     assert np.mean(converted != expected) < 0.01
+
+
+def test_only_the_chosen_frame_is_decoded(tmp_path):
+    # frame 0's RLE data is destroyed: the middle frame must still convert, because nothing else is decoded
+    from pydicom.encaps import generate_frames
+
+    frames = np.stack([np.full((16, 16), 500 * k, np.uint16) for k in range(5)])
+    frames[:, 0, 0] = 4095
+    ds = fd.ct_dataset(frames[0], window=None)
+    ds.set_pixel_data(frames, "MONOCHROME2", 12)
+    ds.compress(RLELossless)
+    encoded = list(generate_frames(ds.PixelData, number_of_frames=5))
+    encoded[0] = b"\xff" * len(encoded[0])
+    ds.PixelData = encapsulate(encoded)
+    path = fd.save(ds, tmp_path / "damaged.dcm")
+    assert read_image(path).frame == 2
+    with pytest.raises(ConversionError, match=r"damaged\.dcm \(RLE Lossless\) could not be decoded"):
+        read_image(path, ConvertOptions(frame=0))
