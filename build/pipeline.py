@@ -161,9 +161,9 @@ def _read_rows(path: Path) -> pd.DataFrame:
 
 
 def _to_list(value: Any) -> Any:
-    if value is None or isinstance(value, (str, bytes, float, int)):
-        return value
-    return [_to_list(v) for v in value]
+    if isinstance(value, (list, tuple)) or hasattr(value, "tolist") and getattr(value, "ndim", 0) > 0:
+        return [_to_list(v) for v in value]
+    return value.item() if hasattr(value, "item") else value
 
 
 def _report_document(report: BuildReport) -> dict[str, Any]:

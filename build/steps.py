@@ -23,20 +23,13 @@ from mmbu.build.cache import StepState, hash_file, hash_json, write_json_atomic
 from mmbu.build.convert.base import ConvertOptions
 from mmbu.build.convert.batch import convert_one
 from mmbu.build.fetch import COMPLETION_RECORD
-from mmbu.build.layouts import (
-    Exclusion,
-    Region,
-    Sample,
-    frame_map_from_record,
-    map_boxes,
-    mask_box,
-    mask_png,
-    read_samples,
-    region_mask,
-    regions_from_mask,
-)
+from mmbu.build.layouts import Exclusion, Sample, mask_png, read_samples
+from mmbu.build.layouts.files import is_nifti
+from mmbu.build.layouts.grounding import ConvertedImage, place_items
+from mmbu.build.layouts.volumes import with_converted_mask
 from mmbu.build.metadata import failures_to_exclusions, normalise_metadata, validate_metadata
 from mmbu.build.questions import attach_metadata, format_lint_report, instantiate_questions, lint_questions, task_items
+from mmbu.build.questions.lint import drop_lint_failures
 from mmbu.curation.manifest import DatasetManifest, load_manifest
 from mmbu.taxonomy import Taxonomy, load_taxonomy
 
@@ -125,14 +118,22 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         outcome.skipped.append("convert")
     else:
         state.forget_from(["rows"])
-        converted, dropped = convert_samples(samples, manifest, work, code)
-        write_json_atomic(converted_path, [s.model_dump(mode="json") for s in converted])
+        converted, conversions, dropped = convert_samples(samples, manifest, work, code)
+        write_json_atomic(converted_path, {
+            "samples": [s.model_dump(mode="json") for s in converted],
+            "conversions": {k: {"png": str(c.png), "record": c.record, "mask_png": c.mask_png and str(c.mask_png)}
+                            for k, c in conversions.items()},
+        })
         write_json_atomic(convert_exclusions_path, [e.model_dump() for e in dropped])
-        made = [Path(p) for s in converted for p in (s.image_path, s.mask_path) if p is not None]
+        made = [Path(p) for c in conversions.values() for p in (c.png, c.mask_png) if p is not None]
         state.record("convert", convert_key, [converted_path, convert_exclusions_path, *made],
                      {"images": len(converted)})
         outcome.ran.append("convert")
-    converted = [Sample.model_validate(s) for s in json.loads(converted_path.read_text(encoding="utf-8"))]
+    saved = json.loads(converted_path.read_text(encoding="utf-8"))
+    converted = [Sample.model_validate(s) for s in saved["samples"]]
+    conversions = {k: ConvertedImage(png=Path(c["png"]), record=c["record"],
+                                     mask_png=Path(c["mask_png"]) if c["mask_png"] else None)
+                   for k, c in saved["conversions"].items()}
     exclusions += [Exclusion.model_validate(e) for e in json.loads(convert_exclusions_path.read_text("utf-8"))]
 
     # rows: metadata (pandera) → task items → questions → lint
@@ -143,7 +144,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     if state.is_fresh("rows", rows_key):
         outcome.skipped.append("rows")
     else:
-        rows, dropped, lint_report = build_rows(converted, manifest, taxonomy, work, job.seed)
+        rows, dropped, lint_report = build_rows(converted, conversions, manifest, taxonomy, work, job.seed)
         _write_parquet_atomic(rows, rows_path)
         write_json_atomic(rows_exclusions_path, [e.model_dump() for e in dropped])
         report_path.write_text(lint_report, encoding="utf-8")
@@ -194,103 +195,72 @@ def _convert_cached(source: Path, output: Path, options: ConvertOptions, code: s
 
 
 def convert_samples(samples: list[Sample], manifest: DatasetManifest, work: Path,
-                    code: str) -> tuple[list[Sample], list[Exclusion]]:
-    """Each sample's image (and mask) as PNG, with regions re-expressed in the PNG's pixel frame."""
-    converted: list[Sample] = []
+                    code: str) -> tuple[list[Sample], dict[str, ConvertedImage], list[Exclusion]]:
+    """Each sample's image as PNG (and, for volumes, its mask slice through the same transform).
+
+    Returns the samples (volume samples with their regions read from the converted slice), the
+    conversions keyed by sample id, and what could not be converted.
+    """
+    kept: list[Sample] = []
+    conversions: dict[str, ConvertedImage] = {}
     dropped: list[Exclusion] = []
-    # NIfTI pairs choose the slice from the mask (largest area) when the manifest says so
     for sample in samples:
+        # NIfTI pairs choose the slice from the mask (largest area) when the manifest says so
         slice_mask = sample.mask_path if manifest.convert.slice == "mask_max_area" else None
         image_png = work / "images" / f"{sample.sample_id}.png"
         record = _convert_cached(Path(sample.image_path), image_png, convert_options(manifest, slice_mask=slice_mask),
                                  code)
         if record["status"] != "ok":
-            dropped.append(Exclusion(dataset_id=sample.dataset_id, sample_id=sample.sample_id,
-                                     item=sample.source_path, stage="convert", reason=record["error"]))
+            dropped.append(_convert_exclusion(sample, sample.source_path, record["error"]))
             continue
-        size = (int(record["width"]), int(record["height"]))
-        update: dict[str, Any] = {"image_path": image_png, "image_size": size}
-        if sample.mask_path is not None:
+        mask_png_path = None
+        if sample.mask_path is not None and is_nifti(Path(sample.mask_path)):
             mask_png_path = work / "masks" / f"{sample.sample_id}.png"
             mask_record = _convert_cached(Path(sample.mask_path), mask_png_path,
                                           convert_options(manifest, as_mask=True, slice_mask=slice_mask), code)
             if mask_record["status"] != "ok":
-                dropped.append(Exclusion(dataset_id=sample.dataset_id, sample_id=sample.sample_id,
-                                         item=str(sample.mask_path), stage="convert", reason=mask_record["error"]))
+                dropped.append(_convert_exclusion(sample, str(sample.mask_path), mask_record["error"]))
                 continue
-            if (mask_record["width"], mask_record["height"]) != size:
-                dropped.append(Exclusion(
-                    dataset_id=sample.dataset_id, sample_id=sample.sample_id, item=str(sample.mask_path),
-                    stage="convert", reason=f"the converted mask is {mask_record['width']}x{mask_record['height']} "
-                                            f"but its image is {size[0]}x{size[1]}"))
+            sample, lost = with_converted_mask(sample, np.asarray(Image.open(mask_png_path)), manifest)
+            dropped += lost
+            if sample is None:
                 continue
-            mask = np.asarray(Image.open(mask_png_path))
-            # Regions are re-read from the converted mask so that boxes and masks agree with the PNG exactly.
-            regions = tuple(_keep_known(regions_from_mask(mask, manifest.layout), sample, manifest, dropped))
-            update |= {"mask_path": mask_png_path, "regions": regions}
-        elif sample.regions:
-            frame = frame_map_from_record(record, sample.image_size)
-            update["regions"] = tuple(
-                region.model_copy(update={"box": tuple(float(v) for v in map_boxes([region.box], frame)[0])})
-                for region in sample.regions if region.box is not None)
-        converted.append(sample.model_copy(update=update))
-    return converted, dropped
+        kept.append(sample)
+        conversions[sample.sample_id] = ConvertedImage(png=image_png, record=record, mask_png=mask_png_path)
+    return kept, conversions, dropped
 
 
-def _keep_known(regions: list[Region], sample: Sample, manifest: DatasetManifest,
-                dropped: list[Exclusion]) -> list[Region]:
-    kept = []
-    for region in regions:
-        if manifest.label_spec(region.label) is None:
-            dropped.append(Exclusion(dataset_id=sample.dataset_id, sample_id=sample.sample_id, item=sample.source_path,
-                                     stage="convert", reason=f"mask value {region.mask_value} has the label "
-                                                             f"{region.label!r}, which is not in the manifest's labels"))
-        else:
-            kept.append(region)
-    return kept
+def _convert_exclusion(sample: Sample, item: str, reason: str) -> Exclusion:
+    return Exclusion(dataset_id=sample.dataset_id, sample_id=sample.sample_id, item=item, stage="convert",
+                     reason=reason)
 
 
-def build_rows(samples: list[Sample], manifest: DatasetManifest, taxonomy: Taxonomy, work: Path,
-               seed: int) -> tuple[pd.DataFrame, list[Exclusion], str]:
+def build_rows(samples: list[Sample], conversions: dict[str, ConvertedImage], manifest: DatasetManifest,
+               taxonomy: Taxonomy, work: Path, seed: int) -> tuple[pd.DataFrame, list[Exclusion], str]:
     """Release rows (image/mask as PNG paths) for one dataset, with what was dropped and the lint report."""
-    dropped: list[Exclusion] = []
     valid, failures = validate_metadata(normalise_metadata(samples, manifest, taxonomy), taxonomy)
-    dropped += failures_to_exclusions(failures)
-    sizes = {s.sample_id: s.image_size for s in samples}  # the converted PNG's size, for boxes and the release
-    valid["image_width"] = valid["sample_id"].map(lambda sid: sizes[sid][0])
-    valid["image_height"] = valid["sample_id"].map(lambda sid: sizes[sid][1])
+    dropped = failures_to_exclusions(failures)
     items, lost = attach_metadata(task_items(samples, manifest), valid)
+    dropped += lost
+    items, lost = place_items(items, {s.sample_id: s for s in samples}, conversions)
     dropped += lost
     questions, lost = instantiate_questions(items, manifest, taxonomy, seed)
     dropped += lost
     lint = lint_questions(questions, taxonomy)
-    if not lint.empty:
-        offending = set(lint["sample_id"])
-        for sample_id, group in lint.groupby("sample_id"):
-            words = ", ".join(sorted(set(group["word"].astype(str))))
-            dropped.append(Exclusion(dataset_id=manifest.id, sample_id=sample_id, item=str(sample_id), stage="lint",
-                                     reason=f"question wording uses forbidden word(s): {words}"))
-        questions = questions[~questions["sample_id"].isin(offending)].reset_index(drop=True)
-    questions["image"] = questions["image_path"]
-    questions["mask"] = [_region_mask_file(row, work) for row in questions.to_dict(orient="records")]
+    questions, lost = drop_lint_failures(questions, lint)
+    dropped += lost
+    questions["mask"] = [_roi_file(row["mask"], row["sample_id"], work) for row in questions.to_dict("records")]
     return questions, dropped, format_lint_report(lint)
 
 
-def _region_mask_file(row: dict[str, Any], work: Path) -> str | None:
-    """The binary ROI mask PNG of a mask-grounded row (the release's `mask` column)."""
-    if row["task"] != "mask_grounded_classification":
+def _roi_file(roi: Any, sample_id: str, work: Path) -> str | None:
+    """Store a mask-grounded row's binary ROI (an array from place_items) as the PNG the release embeds."""
+    if not isinstance(roi, np.ndarray):
         return None
-    mask = np.asarray(Image.open(row["mask_path"]))
-    component = row.get("component")
-    region = Region(label=str(row["label"]), instance=str(row["region_instance"]), mask_value=int(row["mask_value"]),
-                    component=None if component is None or pd.isna(component) else int(component))
-    binary = region_mask(mask, region)
-    if mask_box(binary) is None:
-        return None
-    path = work / "roi" / f"{row['sample_id']}.png"
+    path = work / "roi" / f"{sample_id}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(mask_png(binary))
+    tmp.write_bytes(mask_png(roi))
     tmp.replace(path)
     return str(path)
 
