@@ -26,11 +26,10 @@ TASK_COLOURS = {"ungrounded_classification": "#0072B2", "box_grounded_classifica
 
 
 def summary_table(rows_by_task: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """One row per question row: task, dataset, modality, sub-modality (the base of every count)."""
-    parts = [frame[["dataset_id", "modality", "sub_modality"]].assign(task=task)
-             for task, frame in rows_by_task.items() if not frame.empty]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["dataset_id", "modality", "sub_modality", "task"])
+    """One row per question row: task, dataset, modality, sub-modality, image (the base of every count)."""
+    columns = ["dataset_id", "modality", "sub_modality", "image"]
+    parts = [frame[columns].assign(task=task) for task, frame in rows_by_task.items() if not frame.empty]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*columns, "task"])
 
 
 def _stacked_bars(table: pd.DataFrame, field: str, title: str, path: Path) -> None:
@@ -92,7 +91,10 @@ def write_statistics(rows_by_task: Mapping[str, pd.DataFrame], stats_dir: Path) 
     table = summary_table(rows_by_task)
     summary = {
         "rows": int(len(table)),
+        "images": int(table["image"].nunique()),
         "datasets": int(table["dataset_id"].nunique()),
+        "images_per_modality": {k: int(v) for k, v in
+                                table.groupby("modality")["image"].nunique().sort_values(ascending=False).items()},
         "per_task": {k: int(v) for k, v in table.groupby("task").size().items()},
         "per_modality": {k: int(v) for k, v in table.groupby("modality").size().sort_values(ascending=False).items()},
         "per_sub_modality": {k: int(v) for k, v in
@@ -100,8 +102,10 @@ def write_statistics(rows_by_task: Mapping[str, pd.DataFrame], stats_dir: Path) 
     }
     (stats_dir / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
                                             encoding="utf-8")
-    lines = ["# Release statistics", "", f"{summary['rows']:,} question rows from {summary['datasets']} datasets.", ""]
-    for key, title in (("per_task", "task"), ("per_modality", "modality"), ("per_sub_modality", "sub-modality")):
+    lines = ["# Release statistics", "", f"{summary['rows']:,} question rows about {summary['images']:,} images "
+             f"from {summary['datasets']} datasets.", ""]
+    for key, title in (("per_task", "task"), ("per_modality", "modality"), ("per_sub_modality", "sub-modality"),
+                       ("images_per_modality", "images per modality")):
         lines += [f"| {title} | rows |", "|---|---:|"]
         lines += [f"| {name} | {count:,} |" for name, count in summary[key].items()] + [""]
     (stats_dir / "summary.md").write_text("\n".join(lines), encoding="utf-8")

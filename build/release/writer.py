@@ -88,7 +88,8 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
                 continue
             summary.shards[config] = write_shards(records, staging / "data" / config, max_shard_bytes)
             summary.rows[config] = len(records)
-            kept = pd.DataFrame([{k: r[k] for k in ("dataset_id", "modality", "sub_modality")} for r in records])
+            kept = pd.DataFrame([{"dataset_id": r["dataset_id"], "modality": r["modality"],
+                                  "sub_modality": r["sub_modality"], "image": r["image"].path} for r in records])
             written_rows[config] = kept
             counts[config] = {k: int(v) for k, v in kept.groupby("dataset_id").size().items()}
         all_exclusions = _exclusion_frame(

@@ -132,6 +132,8 @@ def test_statistics_summary_and_plots(release):
     stats = json.loads((out / "stats" / "summary.json").read_text())
     assert stats["rows"] == sum(summary.rows.values())
     assert stats["per_modality"] == {"digital pathology": stats["rows"] - 12, "light microscopy": 12}
+    assert stats["images"] == 12 + 3 and stats["images_per_modality"] == {"light microscopy": 12,
+                                                                          "digital pathology": 3}
     for name in ("rows_per_task.png", "rows_per_modality.png", "rows_per_sub_modality.png"):
         with Image.open(out / "stats" / name) as image:
             assert image.format == "PNG" and image.width > 600
