@@ -1,7 +1,10 @@
 """The shared interface of the converters: options in, 8-bit pixels plus a record of what was done out.
 
 Each format module exposes `read(path, options) -> Converted`; `mmbu.build.convert.dispatch`
-sniffs the format and calls it; writing PNGs and reports is done once, in `writer.py`/`batch.py`.
+sniffs the format (`sniff.identify`) and calls it with the path to open (for a folder holding an MRXS
+slide, the `.mrxs` file inside); it then checks the result (uint8, (H, W) or (H, W, 3), masks 2-D) and
+applies `max_size`. Writing PNGs and reports is done once, in `writer.py`/`batch.py`. Display steps
+shared by the readers (percentile window, 8-bit mapping, resize, label images) are in `display.py`.
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ class ConvertOptions:
 
     as_mask: bool = False  # label image: values kept, nearest-neighbour only, never windowed
     max_size: int | None = None  # longest output side; None = 2048 for WSI, original size otherwise
-    frame: int | Literal["middle"] = "middle"  # DICOM frame, TIFF page, NIfTI 4D volume
+    frame: int | Literal["middle"] = "middle"  # 0-based DICOM frame, TIFF page, NIfTI 4D volume
     slice: int | Literal["middle", "mask_max_area"] = "middle"  # NIfTI slice along `axis`
     axis: int = 2  # NIfTI axis after reorientation to RAS (2 = axial)
     window: tuple[float, float] | None = None  # (center, width) overriding the file's window

@@ -36,7 +36,7 @@ def read_identified(identified: Identified, options: ConvertOptions | None = Non
     options = options or ConvertOptions()
     converted = load_reader(identified.format)(identified.path, options)
     converted.params.setdefault("detected", identified.detail or identified.format)
-    check_converted(converted, identified.path)
+    check_converted(converted, identified.path, options.as_mask)
     if options.max_size is not None:
         before = converted.pixels.shape[:2]
         converted.pixels = resize_longest_side(converted.pixels, options.max_size, is_mask=options.as_mask)
@@ -46,9 +46,12 @@ def read_identified(identified: Identified, options: ConvertOptions | None = Non
     return converted
 
 
-def check_converted(converted: Converted, source: Path) -> None:
-    """Enforce the reader contract: uint8, (H, W) or (H, W, 3); a reader bug must not become a bad PNG."""
+def check_converted(converted: Converted, source: Path, as_mask: bool = False) -> None:
+    """Enforce the reader contract: uint8, (H, W) or (H, W, 3), masks single-channel; a reader bug
+    must not become a bad PNG."""
     pixels = converted.pixels
+    if as_mask and pixels.ndim != 2:
+        raise ConversionError(f"{source} gave {pixels.shape[-1]} channels; a mask must hold one label value per pixel")
     shape_ok = pixels.ndim == 2 or (pixels.ndim == 3 and pixels.shape[2] == 3)
     if pixels.dtype != np.uint8 or not shape_ok or pixels.size == 0:
         raise ConversionError(
