@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..models.registry import RegistryError, default_registry
-from ..scoring.cli import InvalidRunInput, problems, split_fields
+from ..scoring.cli import InvalidRunInput, problems, scoring_options, split_fields
 from ..scoring.output import write_atomic, write_csv, write_json
 from ..scoring.rundir import RunInputError
 from ..scoring.scores import ScoreOptions, ScoreReport, score_runs
@@ -56,19 +56,11 @@ def write_report(report: ScoreReport, out_dir: Path, run_dirs: tuple[Path, ...],
 
 
 @click.command("report")
-@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Report directory (report.md, CSV, JSON, PNG plots).")
-@click.option("--release", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Release directory (default: the one named in each run's run.json).")
-@click.option("--by", "by", multiple=True, metavar="FIELD",
-              help="Extra breakdown fields for breakdowns.csv (sub_modality is always there); repeatable.")
+@scoring_options(click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+                              help="Report directory (report.md, CSV, JSON, PNG plots)."))
 @click.option("--heatmap-field", default="sub_modality", show_default=True, help="Metadata field of the heatmap columns.")
-@click.option("--cluster-by-image", is_flag=True, help="Resample images (image_sha256), not questions, in the bootstrap.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
-@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=1), help="Bootstrap resamples.")
-def report(run_dirs: tuple[Path, ...], out_dir: Path, release: Path | None, by: tuple[str, ...], heatmap_field: str,
-           cluster_by_image: bool, seed: int, resamples: int) -> None:
+def report(run_dirs: tuple[Path, ...], out_dir: Path, release: Path | None, by: tuple[str, ...], cluster_by_image: bool,
+           seed: int, resamples: int, heatmap_field: str) -> None:
     """Write a report for one or more runs (RUNS_DIR/<model>): the paper's table
     (closed / open (Δ) per task, with the random baseline row), CIs, diagnostics,
     paired comparisons and plots. Exit 1 when some records could not be scored.

@@ -1,6 +1,7 @@
 """``mmbu eval score``: micro-F1 with bootstrap CIs, closed−open deltas, baselines and breakdowns."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -64,18 +65,30 @@ def summary_table(report: ScoreReport) -> Table:
     return table
 
 
+def scoring_options(out_option: Callable) -> Callable:
+    """The options `score` and `report` share: run directories, release, breakdowns, bootstrap."""
+    def decorate(command: Callable) -> Callable:
+        for option in reversed((
+            click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path)),
+            out_option,
+            click.option("--release", type=click.Path(file_okay=False, path_type=Path), default=None,
+                         help="Release directory (default: the one named in each run's run.json)."),
+            click.option("--by", "by", multiple=True, metavar="FIELD",
+                         help="Break scores down by a metadata field (modality, sub_modality, domain, ...); repeatable."),
+            click.option("--cluster-by-image", is_flag=True,
+                         help="Resample images (image_sha256), not questions, in the bootstrap."),
+            click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed."),
+            click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=1),
+                         help="Bootstrap resamples (percentile 95% interval)."),
+        )):
+            command = option(command)
+        return command
+    return decorate
+
+
 @click.command("score")
-@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="scores.json to write (breakdowns, paired comparisons and diagnostics go beside it).")
-@click.option("--release", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Release directory (default: the one named in each run's run.json).")
-@click.option("--by", "by", multiple=True, metavar="FIELD",
-              help="Break scores down by a metadata field (modality, sub_modality, domain, ...); repeatable.")
-@click.option("--cluster-by-image", is_flag=True, help="Resample images (image_sha256), not questions, in the bootstrap.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
-@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=1),
-              help="Bootstrap resamples (percentile 95% interval).")
+@scoring_options(click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+                              help="scores.json to write (breakdowns, paired comparisons and diagnostics go beside it)."))
 def score(run_dirs: tuple[Path, ...], out: Path, release: Path | None, by: tuple[str, ...], cluster_by_image: bool,
           seed: int, resamples: int) -> None:
     """Score one or more runs (RUNS_DIR/<model>): micro-F1, CIs, deltas, baselines.

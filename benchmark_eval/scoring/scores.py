@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..release import TASKS
 from .baselines import expected_f1
-from .bootstrap import DEFAULT_RESAMPLES, bootstrap_f1, bootstrap_paired_delta, config_rng
+from .bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap_f1, bootstrap_paired_delta, config_rng
 from .outcomes import score_records
 from .rundir import RunInputError, load_gold, open_run
 
@@ -88,6 +88,8 @@ def config_scores(outcomes: pd.DataFrame, options: ScoreOptions) -> list[dict]:
         scored = group[group["scored"]]
         interval = bootstrap_f1(_counts(scored), resamples=options.resamples, clusters=_clusters(scored, options),
                                 rng=config_rng(options.seed, model, task, form, template))
+        if scored.empty:  # nothing scored yet (e.g. every open answer awaits the judge): no F1, not F1 = 0
+            interval = Interval(float("nan"), float("nan"), float("nan"))
         records.append({
             "kind": "score", "model": model, "task": task, "form": form, "template": template,
             "n": int(len(scored)), "f1": _rounded(interval.estimate), "ci_low": _rounded(interval.low),

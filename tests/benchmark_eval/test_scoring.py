@@ -239,3 +239,11 @@ def test_damaged_run_files(tmp_path, release):
         path.write_bytes(b"".join(lines[:2]) + bad + b"".join(lines[3:]))
         result = CliRunner().invoke(score, [str(run_dir), "--out", str(out)])
         assert result.exit_code == 2 and "line 3 is not a valid run record" in result.output, result.output
+
+
+def test_a_configuration_with_nothing_scored_has_no_f1(tmp_path, release):
+    gold = load_samples(release, UNG)
+    records = [make_record(s, UNG, "open", "no_context", "an organelle", "model-x") for s in gold["sample_id"]]
+    report = score_runs([write_run(tmp_path / "runs", "model-x", release, records)], options=ScoreOptions(resamples=20))
+    (only,) = report.scores
+    assert (only["n"], only["f1"], only["ci_low"], only["judge_errors"]) == (0, None, None, 4)
