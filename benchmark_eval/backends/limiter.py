@@ -50,7 +50,8 @@ class AdaptiveConcurrency:
         condition = self._cond()
         async with condition:
             self.in_flight -= 1
-            condition.notify_all()
+            # Wake only as many waiters as there are free slots (notify_all would stampede).
+            condition.notify(max(1, self.current - self.in_flight))
 
     def on_success(self) -> None:
         self.limit = min(float(self.maximum), self.limit + 1.0 / max(self.limit, 1.0))

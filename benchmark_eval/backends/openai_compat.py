@@ -113,6 +113,7 @@ class OpenAICompatClient:
         self.limiter = AdaptiveConcurrency(concurrency, cooldown_s=rate_limit_cooldown_s)
         self._wait = _WaitHonouringRetryAfter(backoff_s, backoff_max_s)
         self._in_flight = {url: 0 for url in self.base_urls}
+        self._endpoints = {url: httpx.URL(f"{url}/chat/completions") for url in self.base_urls}  # parsed once
         self._next = 0
         self.counters = {"ok": 0, "retries": 0, "rate_limited": 0, "server_error": 0, "timeout": 0}
         headers = {"Content-Type": "application/json"}
@@ -200,7 +201,7 @@ class OpenAICompatClient:
             self._in_flight[url] += 1
             sent = time.monotonic()
             try:
-                response = await self._http.post(f"{url}/chat/completions", json=body, timeout=timeout)
+                response = await self._http.post(self._endpoints[url], json=body, timeout=timeout)
             except (httpx.TimeoutException, TimeoutError) as exc:
                 if not _timed_out(exc):  # the aiohttp transport maps dropped connections to ConnectTimeout
                     raise _Attempt("connection_error", f"{url}: {_describe(exc)}") from None

@@ -221,3 +221,12 @@ def test_kill_and_resume_in_a_subprocess(tmp_path):
     assert len(keys) == 144 and max(keys.values()) == 1                      # no duplicates, nothing missing
     table = json.loads((predictions.parent / "completeness.json").read_text())["configs"]
     assert all(c["ok"] == c["expected"] == 6 for c in table)
+
+
+def test_command_line_in_the_manifest_has_no_secrets():
+    from mmbu.benchmark_eval.runner.manifest import redact_argv
+
+    argv = ["mmbu", "eval", "run", "--api-key", "sk-1", "--token=abc", "--api-key-env", "LAB_KEY",
+            "--base-url", "https://user:pw@host/v1"]
+    assert redact_argv(argv) == ["mmbu", "eval", "run", "--api-key", "<redacted>", "--token=<redacted>",
+                                 "--api-key-env", "LAB_KEY", "--base-url", "https://<redacted>@host/v1"]

@@ -1,0 +1,111 @@
+"""Eval runner throughput vs the ideal ``concurrency / latency`` on a loopback server.
+
+The loopback OpenAI-compatible server (tests/support/openai_server.py) runs in its own process
+and answers every request after a fixed latency (default 50 ms), so a perfect client with C
+requests in flight completes C / 0.05 requests per second. Two things are timed per C:
+
+* client: ``OpenAICompatClient.chat`` alone, C coroutines in a loop (the HTTP + limiter path);
+* runner: the whole ``mmbu eval run`` pipeline (release streaming, prompts, image preparation,
+  request hashing, records appended and fsynced) on a small generated release;
+* ceiling: the client against a second server with no latency at the same concurrency, i.e.
+  what the machine's CPUs allow when client and server share them (2 cores here): above it no
+  client can go, whatever the latency.
+
+Run by hand: ``.venv/bin/python benchmarks/eval_runner.py [--latency 0.05] [--levels 16,64,256]``.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from mmbu.benchmark_eval.backends import OpenAICompatBackend, OpenAICompatClient  # noqa: E402
+from mmbu.benchmark_eval.models import default_registry  # noqa: E402
+from mmbu.benchmark_eval.runner import RunConfig, Runner  # noqa: E402
+from support.eval_release import write_release  # noqa: E402
+
+MESSAGES = [{"role": "user", "content": "Reply with one letter.\nA. nucleus\nB. platelet"}]
+
+
+def start_server(latency: float) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen([sys.executable, str(ROOT / "tests/support/openai_server.py"), "--latency", str(latency)],
+                               stdout=subprocess.PIPE, text=True)
+    url = process.stdout.readline().strip()
+    if not url.startswith("http"):
+        process.kill()
+        raise SystemExit("the loopback server did not start")
+    return process, url
+
+
+async def client_throughput(url: str, concurrency: int, total: int) -> float:
+    async with OpenAICompatClient(url, "loopback", concurrency=concurrency) as client:
+        await asyncio.gather(*(client.chat(MESSAGES, max_tokens=8) for _ in range(concurrency)))  # warm connections
+        remaining = total
+
+        async def worker() -> None:
+            nonlocal remaining
+            while remaining > 0:
+                remaining -= 1
+                await client.chat(MESSAGES, max_tokens=8)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return total / (time.perf_counter() - started)
+
+
+async def runner_throughput(url: str, concurrency: int, release: Path, runs: Path) -> tuple[float, int]:
+    entry = default_registry().get("Qwen/Qwen3-VL-8B-Instruct")
+    config = RunConfig(release_dir=release, runs_dir=runs, entry=entry, tasks=("ungrounded_classification",),
+                       forms=("closed", "open"), templates=("no_context", "modality", "full_context"),
+                       concurrency=concurrency, max_tokens=8)
+    backend = OpenAICompatBackend(OpenAICompatClient(url, entry.served_name, concurrency=concurrency), entry.chat)
+    started = time.perf_counter()
+    try:
+        outcome = await Runner(config, backend).run()
+    finally:
+        await backend.aclose()
+    elapsed = time.perf_counter() - started
+    return outcome.progress.ok / elapsed, outcome.progress.ok
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--levels", default="16,64,256")
+    parser.add_argument("--rounds", type=int, default=20, help="requests per level = rounds x concurrency")
+    args = parser.parse_args()
+    process, url = start_server(args.latency)
+    instant, instant_url = start_server(0.0)
+    print(f"server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} cores")
+    print("| in flight | ideal req/s | CPU ceiling req/s | client req/s | client/ideal | runner req/s | runner/ideal "
+          "| runner/min(ideal, ceiling) | requests |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            for level in (int(v) for v in args.levels.split(",")):
+                ideal = level / args.latency
+                total = level * args.rounds
+                ceiling = asyncio.run(client_throughput(instant_url, level, total))
+                client = asyncio.run(client_throughput(url, level, total))
+                rows = -(-total // 6)
+                release = write_release(Path(scratch) / f"release-{level}", tasks=("ungrounded_classification",),
+                                        count=rows, size=(64, 48))
+                runner, asked = asyncio.run(runner_throughput(url, level, release, Path(scratch) / f"runs-{level}"))
+                print(f"| {level} | {ideal:.0f} | {ceiling:.0f} | {client:.0f} | {client / ideal:.0%} | {runner:.0f} | "
+                      f"{runner / ideal:.0%} | {runner / min(ideal, ceiling):.0%} | {asked} |", flush=True)
+    finally:
+        for server in (process, instant):
+            server.terminate()
+            server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
