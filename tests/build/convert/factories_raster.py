@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import io
+import shutil
 import struct
+import subprocess
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -53,4 +56,36 @@ def write_png_with_icc(path: Path) -> tuple[Path, np.ndarray, bytes]:
 def write_png16(path: Path, values: np.ndarray) -> Path:
     """A 16-bit grayscale PNG (Pillow mode I;16)."""
     Image.fromarray(values.astype(np.uint16)).save(path, format="PNG")
+    return Path(path)
+
+
+def write_encrypted_zip(path: Path) -> Path:
+    """A password-protected zip, as found in data downloads: Info-ZIP `zip -P` when present.
+
+    The standard library cannot encrypt, so without the `zip` tool the archive is written by `zipfile`
+    and its general-purpose flag bit 0 set, which is the byte Info-ZIP writes to mark encryption.
+    """
+    path = Path(path)
+    zip_tool = shutil.which("zip")
+    member = path.with_suffix(".member.txt")
+    member.write_text("x")
+    try:
+        if zip_tool:
+            subprocess.run([zip_tool, "-q", "-j", "-P", "pw", str(path), str(member)], check=True)
+        else:
+            with zipfile.ZipFile(path, "w") as bundle:
+                bundle.write(member, member.name)
+            data = bytearray(path.read_bytes())
+            data[6] |= 0x01
+            path.write_bytes(bytes(data))
+    finally:
+        member.unlink()
+    return path
+
+
+def write_encrypted_pdf(path: Path) -> Path:
+    """A PDF written by Pillow with an /Encrypt entry in an appended trailer (what encrypted PDFs carry)."""
+    plain = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(plain, format="PDF")
+    Path(path).write_bytes(plain.getvalue() + b"\ntrailer\n<< /Encrypt 9 0 R >>\n%%EOF\n")
     return Path(path)

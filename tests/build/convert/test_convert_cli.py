@@ -50,6 +50,8 @@ def mixed_inputs(tmp_path):
     corrupt.write_bytes(corrupt.read_bytes()[:-3000])
     with zipfile.ZipFile(src / "bundle.zip", "w") as bundle:
         bundle.writestr("x.png", b"x")
+    fr.write_encrypted_zip(src / "locked.zip")
+    fr.write_encrypted_pdf(src / "locked.pdf")
     return src
 
 
@@ -58,7 +60,7 @@ def test_mixed_batch_reports_every_source_and_exits_1(tmp_path, mixed_inputs):
     result = run(mixed_inputs, "--out", out)
     assert result.exit_code == 1, result.output
     records = {Path(r["source"]).name: r for r in read_report(out / "convert-report.jsonl")}
-    assert len(records) == 9
+    assert len(records) == 11
     for record in records.values():
         assert set(record) == REPORT_KEYS
         if record["status"] == "ok":
@@ -78,9 +80,11 @@ def test_mixed_batch_reports_every_source_and_exits_1(tmp_path, mixed_inputs):
     assert "truncated or corrupt" in records["corrupt.dcm"]["error"]
     assert "could not be decoded" in records["jpeg12.dcm"]["error"]
     assert "zip archive" in records["bundle.zip"]["error"]
+    assert "encrypted zip archive" in records["locked.zip"]["error"]
+    assert "encrypted PDF" in records["locked.pdf"]["error"]
     # nothing half-written: only complete PNGs and the report, no temporary files
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["convert-report.jsonl", "ct.png", "disguised.png", "cine.png", "photo.png"]
+        ["convert-report.jsonl", "ct.png", "disguised.png", "cine.png", "photo.png"]  # locked.* got no PNG
     )
     assert "failed:" in result.output
 

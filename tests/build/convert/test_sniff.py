@@ -1,7 +1,6 @@
 """Format identification from content: the extension never decides."""
 import gzip
 import io
-import shutil
 import sys
 import zipfile
 from pathlib import Path
@@ -13,6 +12,7 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))
 import factories_dicom as fd  # noqa: E402
+import factories_raster as fr  # noqa: E402
 import factories_slide as fs  # noqa: E402
 import factories_volume as fv  # noqa: E402
 
@@ -117,26 +117,14 @@ def test_archives_and_documents_are_refused_with_what_they_are(tmp_path):
         bundle.writestr("a.png", b"x")
     with pytest.raises(ConversionError, match=r"images\.zip is a zip archive, not an image; extract it first"):
         identify(archive)
-    # The standard library cannot encrypt; `zip -P` (Info-ZIP) writes a real ZipCrypto archive.
-    zip_tool = shutil.which("zip")
-    encrypted = tmp_path / "secret.zip"
-    if zip_tool:
-        import subprocess
-
-        (tmp_path / "a.txt").write_text("x")
-        subprocess.run([zip_tool, "-q", "-P", "pw", str(encrypted), "a.txt"], cwd=tmp_path, check=True)
-    else:  # same bytes Info-ZIP writes: the general-purpose flag bit 0 marks encryption
-        data = bytearray(archive.read_bytes())
-        data[6] |= 0x01
-        encrypted.write_bytes(bytes(data))
+    encrypted = fr.write_encrypted_zip(tmp_path / "secret.zip")
     with pytest.raises(ConversionError, match=r"secret\.zip is an encrypted zip archive"):
         identify(encrypted)
     pdf = tmp_path / "report.pdf"
     Image.new("RGB", (8, 8)).save(pdf, format="PDF")
     with pytest.raises(ConversionError, match=r"report\.pdf is a PDF document, not an image"):
         identify(pdf)
-    encrypted_pdf = tmp_path / "locked.pdf"
-    encrypted_pdf.write_bytes(pdf.read_bytes() + b"\ntrailer\n<< /Encrypt 9 0 R >>\n%%EOF\n")
+    encrypted_pdf = fr.write_encrypted_pdf(tmp_path / "locked.pdf")
     with pytest.raises(ConversionError, match=r"locked\.pdf is an encrypted PDF document"):
         identify(encrypted_pdf)
 
