@@ -133,7 +133,7 @@ def convert_paths(
     tasks = list(zip(paths, outputs))
     records: dict[Path, dict[str, Any]] = {}
 
-    with _ReportWriter(report_path) as report, _progress(len(tasks), show_progress) as advance:
+    with _ReportWriter(report_path) as report, _ProgressBar(len(tasks), show_progress) as advance:
         def accept(record: dict[str, Any], source: Path) -> None:
             records[source] = record
             report.write(record)
@@ -201,7 +201,7 @@ class _ReportWriter:
         os.replace(self.temporary, self.target)
 
 
-class _progress:
+class _ProgressBar:
     """A rich progress bar on stderr (or nothing), exposing one `advance()` callable."""
 
     def __init__(self, total: int, enabled: bool) -> None:
