@@ -4,6 +4,7 @@
   test can tell from the pixels which level was read.
 * `write_single_level_tiff`: a large single-level tiled TIFF, generated tile by tile (the writer
   never holds the image), JPEG-compressed so it stays small on disk.
+* `write_sparse_tiff`: a tiled TIFF with never-written (empty) tiles: transparent to openslide.
 * `write_ndpi`: a TIFF carrying the Hamamatsu NDPI tags openslide's `hamamatsu_ndpi_detect` and
   `hamamatsu_ndpi_open` look for (65420 format flag, 65421 source lens, 65424 focal plane), one
   JPEG strip per level (rows per strip = height), largest level first.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import io
 import struct
 import uuid
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -68,6 +70,25 @@ def write_single_level_tiff(path: Path, size: int, tile: int = 512) -> Path:
         tile=(tile, tile),
         compression="jpeg",
         bigtiff=True,
+    )
+    return Path(path)
+
+
+def write_sparse_tiff(path: Path, size: int = 256, tile: int = 64, empty: Sequence[int] = (5,)) -> Path:
+    """A tiled RGB TIFF (red tiles, deflate) whose tiles numbered in `empty` were never written.
+
+    A sparse TIFF marks them with offset and byte count 0; openslide returns them transparent.
+    """
+    encoded = zlib.compress(np.full((tile, tile, 3), (200, 50, 50), np.uint8).tobytes())
+    count = (size // tile) ** 2
+    tifffile.imwrite(
+        path,
+        (b"" if index in empty else encoded for index in range(count)),
+        shape=(size, size, 3),
+        dtype=np.uint8,
+        photometric="rgb",
+        tile=(tile, tile),
+        compression="zlib",
     )
     return Path(path)
 

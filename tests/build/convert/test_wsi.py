@@ -21,6 +21,7 @@ from factories_slide import (  # noqa: E402
     write_ndpi,
     write_pyramid_tiff,
     write_single_level_tiff,
+    write_sparse_tiff,
 )
 
 from mmbu.build.convert.base import ConversionError, ConvertOptions  # noqa: E402
@@ -117,6 +118,15 @@ def test_transparent_region_takes_the_slide_background(tmp_path):
     assert converted.params["background"] == "#FAC896"
     assert tuple(converted.pixels[100, 400]) == (250, 200, 150)
     assert close_to(converted.pixels[100, 100], (220, 40, 40))
+
+
+@pytest.mark.parametrize("fast_path_min_factor", [2, 10**9])
+def test_missing_tiles_of_a_sparse_tiff_take_the_background(tmp_path, monkeypatch, fast_path_min_factor):
+    monkeypatch.setattr(wsi, "FAST_PATH_MIN_FACTOR", fast_path_min_factor)
+    converted = read(write_sparse_tiff(tmp_path / "sparse.tiff", empty=[5]), ConvertOptions(max_size=128))
+    assert converted.params["decoder"] == ("openslide" if fast_path_min_factor > 2 else "tifffile+imagecodecs")
+    assert tuple(converted.pixels[40, 40]) == (255, 255, 255)  # tile 5 = second row, second column
+    assert tuple(converted.pixels[10, 10]) == (200, 50, 50)
 
 
 def test_absurd_output_size_is_refused_before_reading(tmp_path, monkeypatch):
