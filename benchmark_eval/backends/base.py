@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 import base64
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,3 +114,34 @@ class Backend(abc.ABC):
     def describe(self) -> dict[str, Any]:
         """What goes into the run manifest (never secrets)."""
         return {"backend": self.name}
+
+
+class BatchBackend(Backend):
+    """In-process engines (vLLM, transformers): whole batches at once; `generate` is a batch of one."""
+
+    @property
+    def prefers_batches(self) -> bool:
+        return True
+
+    async def generate(self, request: ModelRequest) -> ChatResult:
+        (answer,) = await self.generate_batch([request])
+        if isinstance(answer, BackendError):
+            raise answer
+        return answer
+
+
+def answer_in_halves(requests: list[Any], answer_all: Callable[[list[Any]], list[Any]],
+                     to_error: Callable[[Any, Exception], Any]) -> list[Any]:
+    """`answer_all(requests)`; if it raises, split and retry each half, down to single requests.
+
+    Engines reject a whole batch for one bad prompt (too long, say); this isolates it so one bad
+    sample costs one error record, not the batch.
+    """
+    try:
+        return answer_all(requests)
+    except Exception as exc:  # engines raise plain ValueError/RuntimeError for a bad prompt in the batch
+        if len(requests) == 1:
+            return [to_error(requests[0], exc)]
+        middle = len(requests) // 2
+        return (answer_in_halves(requests[:middle], answer_all, to_error)
+                + answer_in_halves(requests[middle:], answer_all, to_error))

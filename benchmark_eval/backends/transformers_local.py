@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..models.registry import ModelEntry
-from .base import Backend, BackendError, ChatResult, ModelRequest
-from .vllm_offline import answer_in_halves
+from .base import BackendError, BatchBackend, ChatResult, ModelRequest, answer_in_halves
 
 
 def processor_messages(request: ModelRequest, entry: ModelEntry) -> list[dict[str, Any]]:
@@ -44,7 +43,7 @@ def decode_image(request: ModelRequest) -> Any:
     return Image.open(io.BytesIO(request.image)).convert("RGB")
 
 
-class TransformersBackend(Backend):
+class TransformersBackend(BatchBackend):
     name = "hf"
 
     def __init__(self, entry: ModelEntry, *, device_map: str = "auto", dtype: str = "auto") -> None:
@@ -53,10 +52,6 @@ class TransformersBackend(Backend):
         self.entry, self.device_map, self.dtype = entry, device_map, dtype
         self._model: Any = None
         self._processor: Any = None
-
-    @property
-    def prefers_batches(self) -> bool:
-        return True
 
     def _load(self) -> tuple[Any, Any]:
         if self._model is None:
@@ -109,12 +104,6 @@ class TransformersBackend(Backend):
             for index, answer in zip(indices, answers):
                 results[index] = answer
         return results  # type: ignore[return-value]
-
-    async def generate(self, request: ModelRequest) -> ChatResult:
-        (answer,) = await self.generate_batch([request])
-        if isinstance(answer, BackendError):
-            raise answer
-        return answer
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "model": self.entry.hf_id, "revision": self.entry.revision,

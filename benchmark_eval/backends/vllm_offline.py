@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..models.box_format import SmartResize
 from ..models.registry import ModelEntry
-from .base import Backend, BackendError, ChatResult, ModelRequest, chat_messages
+from .base import BackendError, BatchBackend, ChatResult, ModelRequest, answer_in_halves, chat_messages
 
 _TOO_LONG = re.compile(r"longer than the maximum model length|max_model_len|too long|exceeds", re.I)
 
@@ -53,25 +53,12 @@ def conversations(requests: Sequence[ModelRequest], entry: ModelEntry) -> list[l
     return [chat_messages(r, system_prompt_supported=entry.chat.system_prompt) for r in requests]
 
 
-def answer_in_halves(requests: list[Any], answer_all: Callable[[list[Any]], list[Any]],
-                     to_error: Callable[[Any, Exception], Any]) -> list[Any]:
-    """`answer_all(requests)`; if it raises, split and retry each half, down to single requests."""
-    try:
-        return answer_all(requests)
-    except Exception as exc:  # vLLM raises plain ValueError/RuntimeError for a bad prompt in the batch
-        if len(requests) == 1:
-            return [to_error(requests[0], exc)]
-        middle = len(requests) // 2
-        return (answer_in_halves(requests[:middle], answer_all, to_error)
-                + answer_in_halves(requests[middle:], answer_all, to_error))
-
-
 def _error_for(request: ModelRequest, exc: Exception) -> BackendError:
     reason = "prompt_too_long" if _TOO_LONG.search(str(exc)) else "backend_error"
     return BackendError(reason, f"vLLM rejected {request.request_id}: {type(exc).__name__}: {str(exc)[:300]}")
 
 
-class VLLMOfflineBackend(Backend):
+class VLLMOfflineBackend(BatchBackend):
     name = "vllm"
 
     def __init__(self, entry: ModelEntry, **engine_options: Any) -> None:
@@ -80,10 +67,6 @@ class VLLMOfflineBackend(Backend):
         self.entry = entry
         self.engine_options = engine_options
         self._llm: Any = None
-
-    @property
-    def prefers_batches(self) -> bool:
-        return True
 
     def _engine(self) -> Any:
         if self._llm is None:
@@ -117,12 +100,6 @@ class VLLMOfflineBackend(Backend):
         except BackendError as exc:
             return [exc for _ in requests]
         return await asyncio.to_thread(answer_in_halves, list(requests), self._answer_all, _error_for)
-
-    async def generate(self, request: ModelRequest) -> ChatResult:
-        (answer,) = await self.generate_batch([request])
-        if isinstance(answer, BackendError):
-            raise answer
-        return answer
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "engine": engine_kwargs(self.entry, **self.engine_options)}

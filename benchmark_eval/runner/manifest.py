@@ -8,15 +8,15 @@ invocations into the same run directory are kept under ``invocations``.
 from __future__ import annotations
 
 import json
-import os
 import platform
 import re
 import sys
-import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from ..scoring.output import write_atomic
 
 RUN_FILE = "run.json"
 COMPLETENESS_FILE = "completeness.json"
@@ -26,19 +26,8 @@ _URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 
 
 def write_json_atomic(path: Path, payload: Any) -> None:
-    """Write JSON to a temp file in the same folder, fsync, then rename over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(payload, out, indent=2, sort_keys=False, default=str)
-            out.write("\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    """JSON written atomically (temp file beside it, fsync, rename), via the package's one atomic writer."""
+    write_atomic(path, (json.dumps(payload, indent=2, default=str) + "\n").encode("utf-8"))
 
 
 def redact_argv(argv: list[str]) -> list[str]:

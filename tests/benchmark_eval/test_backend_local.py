@@ -11,10 +11,10 @@ import pytest
 from PIL import Image
 
 from mmbu.benchmark_eval.backends import BackendError, ModelRequest
+from mmbu.benchmark_eval.backends.base import answer_in_halves
 from mmbu.benchmark_eval.backends.transformers_local import (TransformersBackend, decode_image, generate_kwargs,
                                                              processor_messages)
-from mmbu.benchmark_eval.backends.vllm_offline import (VLLMOfflineBackend, answer_in_halves, conversations,
-                                                       engine_kwargs, sampling_kwargs)
+from mmbu.benchmark_eval.backends.vllm_offline import VLLMOfflineBackend, conversations, engine_kwargs, sampling_kwargs
 from mmbu.benchmark_eval.models import default_registry
 from mmbu.benchmark_eval.tasks import prepare_image
 from support.eval_release import object_image, png
