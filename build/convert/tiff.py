@@ -3,9 +3,10 @@
 The rules, in the order they are applied:
 
 * **Series and level.** Series 0. Of its pyramid levels (`series.levels`, base first) the
-  smallest one whose longest side is still at least `options.max_size` is read (the base when no
-  size is asked); the result is then resized with LANCZOS (nearest for masks). A plane larger than
-  `PIXEL_BUDGET` is refused: such images belong to the whole-slide path, which streams tiles.
+  smallest one whose longest side is still at least `options.max_size` is read; without a size,
+  the base, or the largest level whose plane fits `PIXEL_BUDGET`. The result is then resized with
+  LANCZOS (nearest for masks). A plane over the budget with no smaller level is refused: such
+  images belong to the whole-slide path, which streams tiles.
 * **Which plane.** Only the pages of one plane are read (`TiffFile.asarray(key=pages)`).
   Axes other than Y, X, channels (C) and samples (S) — Z, T, generic page stacks (Q/I) — are
   held at their middle index each; an integer `options.frame` instead indexes the flattened
@@ -130,8 +131,16 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
 
 
 def select_level(series: tifffile.TiffPageSeries, max_size: int | None) -> int:
-    """Index of the smallest pyramid level whose longest side is at least `max_size` (0 without one)."""
+    """The pyramid level to read.
+
+    With `max_size`: the smallest level whose longest side is still at least `max_size`.
+    Without: the base, unless one plane of it exceeds `PIXEL_BUDGET`; then the largest level that
+    fits (a whole-slide OME pyramid converts at the finest size memory allows instead of failing).
+    """
     if max_size is None:
+        for index, level in enumerate(series.levels):
+            if plane_samples(level) <= PIXEL_BUDGET:
+                return index
         return 0
     chosen = 0
     for index, level in enumerate(series.levels):
@@ -139,6 +148,12 @@ def select_level(series: tifffile.TiffPageSeries, max_size: int | None) -> int:
         if max(sizes.get("Y", 1), sizes.get("X", 1)) >= max_size:
             chosen = index
     return chosen
+
+
+def plane_samples(level: tifffile.TiffPageSeries) -> int:
+    """Samples in one plane of a level with all its channels: what reading one plane allocates."""
+    sizes = dict(zip(level.get_axes(False), level.get_shape(False)))
+    return sizes.get("Y", 1) * sizes.get("X", 1) * sizes.get("S", 1) * sizes.get("C", 1)
 
 
 def _read_plane(
@@ -161,12 +176,10 @@ def _read_plane(
     if int(np.prod(outer_shape, dtype=np.int64)) != len(level.pages):
         raise ConversionError(f"{path} lists {len(level.pages)} pages where its axes {axes!r} need {int(np.prod(outer_shape))}")
     sizes = dict(zip(axes, shape))
-    samples = sizes.get("S", 1)
-    plane_pixels = sizes["Y"] * sizes["X"] * samples * sizes.get("C", 1)
-    if plane_pixels > PIXEL_BUDGET:
+    if plane_samples(level) > PIXEL_BUDGET:
         raise ConversionError(
-            f"{path} has a {sizes['X']}×{sizes['Y']} plane ({plane_pixels / 1e6:.0f} M samples) with no smaller "
-            "pyramid level; convert it as a whole-slide image"
+            f"{path} has a {sizes['X']}×{sizes['Y']} plane ({plane_samples(level) / 1e6:.0f} M samples) and no pyramid "
+            "level within the memory budget; convert it as a whole-slide image"
         )
     keys, plane_index = _page_keys(outer_axes, outer_shape, frame, path)
     try:

@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from factories_slide import write_ome_tiff  # noqa: E402
 
 from mmbu.build.convert.base import ConversionError, ConvertOptions  # noqa: E402
+from mmbu.build.convert import tiff  # noqa: E402
 from mmbu.build.convert.tiff import DEFAULT_PALETTE, read_ome, read_tiff  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -101,6 +102,17 @@ def test_pyramid_level_nearest_the_output_size(tmp_path):
     assert tuple(small.pixels[50, 50]) == (255, 255, 255)  # the level-1 content, not the banded base
     between = read_ome(path, ConvertOptions(max_size=120))
     assert between.params["level"] == 0 and between.pixels.shape == (120, 120, 3)
+
+
+def test_without_a_size_a_pyramid_too_big_for_memory_uses_the_largest_level_that_fits(tmp_path, monkeypatch):
+    base = banded_channels(size=192)
+    path = write_ome_tiff(tmp_path / "p.ome.tif", base, ["R", "G", "B"], None, pyramid=[base[:, ::2, ::2], base[:, ::4, ::4]])
+    monkeypatch.setattr(tiff, "PIXEL_BUDGET", 3 * 100 * 100)  # level 0 (3×192²) is over, level 1 (3×96²) fits
+    converted = read_ome(path, ConvertOptions())
+    assert converted.params["level"] == 1 and converted.pixels.shape == (96, 96, 3)
+    monkeypatch.setattr(tiff, "PIXEL_BUDGET", 10)
+    with pytest.raises(ConversionError, match="no pyramid level within the memory budget"):
+        read_ome(path, ConvertOptions())
 
 
 def test_twelve_bit_grayscale_is_not_black(tmp_path):
