@@ -15,9 +15,13 @@ def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def write_sha256sums(release_dir: Path) -> Path:
-    """Hash every file under `release_dir` (except SHA256SUMS itself), sorted by path."""
-    lines = [f"{file_sha256(path)}  {path.relative_to(release_dir).as_posix()}"
+def write_sha256sums(release_dir: Path, known: dict[Path, str] | None = None) -> Path:
+    """Hash every file under `release_dir` (except SHA256SUMS itself), sorted by path.
+
+    `known` holds digests already computed for unchanged files (the shards, hashed for croissant).
+    """
+    known = known or {}
+    lines = [f"{known.get(path) or file_sha256(path)}  {path.relative_to(release_dir).as_posix()}"
              for path in sorted(p for p in release_dir.rglob("*") if p.is_file() and p.name != SUMS_NAME)]
     target = release_dir / SUMS_NAME
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mmbu.build.release.checksums import file_sha256
 from mmbu.build.release.features import RELEASE_COLUMNS
 from mmbu.curation.manifest import DatasetManifest
 
@@ -69,16 +68,17 @@ def _field(config: str, column: str, fileset: str) -> dict:
     return field
 
 
-def build_croissant(release_dir: Path, shards: Mapping[str, Sequence[Path]], manifests: Sequence[DatasetManifest],
-                    version: str, description: str, date_published: str, url: str | None = None) -> dict:
-    """The JSON-LD document for a release whose shards are already written."""
+def build_croissant(release_dir: Path, shards: Mapping[str, Sequence[Path]], digests: Mapping[Path, str],
+                    manifests: Sequence[DatasetManifest], version: str, description: str, date_published: str,
+                    url: str | None = None) -> dict:
+    """The JSON-LD document for a release whose shards are written and hashed (`digests`: path -> sha256)."""
     distribution: list[dict] = []
     record_sets: list[dict] = []
     for config, paths in shards.items():
         for path in paths:
             name = path.relative_to(release_dir).as_posix()
             distribution.append({"@type": "cr:FileObject", "@id": name, "name": name, "contentUrl": name,
-                                 "encodingFormat": "application/x-parquet", "sha256": file_sha256(path)})
+                                 "encodingFormat": "application/x-parquet", "sha256": digests[path]})
         fileset = f"{config}-parquet"
         distribution.append({"@type": "cr:FileSet", "@id": fileset, "name": fileset,
                              "encodingFormat": "application/x-parquet",

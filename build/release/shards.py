@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 
 import pyarrow as pa
@@ -46,6 +47,21 @@ def plan_shards(rows: Sequence[dict], max_shard_bytes: int = MAX_SHARD_BYTES) ->
     return [shard for shard in shards if shard]
 
 
+# PNG bytes are compressed already: zstd would spend time for nothing there; text compresses well
+UNCOMPRESSED_COLUMNS = ("image.bytes", "mask.bytes")
+
+
+@lru_cache(maxsize=1)
+def column_compression() -> dict[str, str]:
+    """Parquet codec per leaf column of the release schema (leaf paths read from a zero-row file)."""
+    schema = release_features().arrow_schema
+    sink = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), sink)
+    metadata = pq.read_metadata(pa.BufferReader(sink.getvalue()))
+    paths = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
+    return {path: "NONE" if path in UNCOMPRESSED_COLUMNS else "ZSTD" for path in paths}
+
+
 def shard_name(index: int, count: int) -> str:
     return f"{SPLIT}-{index:05d}-of-{count:05d}.parquet"
 
@@ -64,7 +80,7 @@ def write_shards(rows: Sequence[dict], config_dir: Path, max_shard_bytes: int = 
         average = max(1, sum(row_bytes(r) for r in shard) // len(shard))
         table = pa.Table.from_pylist([materialise(record) for record in shard], schema=schema)
         temp = path.with_name(f".{path.name}.tmp")
-        pq.write_table(table, temp, row_group_size=max(1, MAX_ROW_GROUP_BYTES // average), compression="zstd")
+        pq.write_table(table, temp, row_group_size=max(1, MAX_ROW_GROUP_BYTES // average), compression=column_compression())
         os.replace(temp, path)
         paths.append(path)
     return paths

@@ -18,7 +18,7 @@ import pandas as pd
 
 from mmbu.build.layouts.sample import EXCLUSION_COLUMNS, Exclusion
 from mmbu.build.release.card import render_card, render_license
-from mmbu.build.release.checksums import write_sha256sums
+from mmbu.build.release.checksums import file_sha256, write_sha256sums
 from mmbu.build.release.croissant import build_croissant
 from mmbu.build.release.features import CONFIGS
 from mmbu.build.release.rows import release_records
@@ -101,12 +101,12 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
                                            encoding="utf-8")
         (staging / "LICENSE").write_text(render_license(sources), encoding="utf-8")
         published = str(build_info.get("created") or datetime.now(timezone.utc).isoformat())[:10]
-        shards = {config: [staging / p.relative_to(staging) for p in paths] for config, paths in summary.shards.items()}
+        digests = {path: file_sha256(path) for paths in summary.shards.values() for path in paths}
         _write_json(staging / "croissant.json", build_croissant(
-            staging, shards, sources, version, DESCRIPTION, published, homepage))
+            staging, summary.shards, digests, sources, version, DESCRIPTION, published, homepage))
         _write_json(staging / "build_info.json", {**build_info, "release_version": version, "rows": summary.rows})
         summary.statistics = write_statistics(written_rows, staging / "stats")
-        write_sha256sums(staging)
+        write_sha256sums(staging, digests)
         _swap_into_place(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,118 @@
+"""Release writing vs Hugging Face `datasets` writing the same rows to Parquet.
+
+    .venv/bin/python -m benchmarks.release_write [--images 400] [--size 512] [--runs 3]
+
+Each tool runs in its own child process (fresh interpreter, so peak RSS is its own): ours is
+`mmbu.build.release.write_release` (shards, card, croissant, checksums, stats); the peer is
+`datasets.Dataset.from_generator(features=...)` + `Dataset.to_parquet`, which embeds the same PNGs
+in the same `Image` feature but writes one Parquet file and nothing else. Inputs are noise PNGs
+(incompressible, so the byte volume is what it says). Reported: median wall time, peak RSS, output
+size, and our/peer ratios.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CHILD = r'''
+import json, sys, time
+from pathlib import Path
+import pandas as pd
+tool, inputs, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+rows = pd.read_json(inputs / "rows.json")
+start = time.perf_counter()
+if tool == "mmbu":
+    from mmbu.build.release import write_release
+    from mmbu.curation.manifest import DatasetManifest
+    manifest = DatasetManifest.model_validate(json.loads((inputs / "manifest.json").read_text()))
+    write_release({"ungrounded_classification": rows}, out, [manifest], {"seeds": {"questions": 0}})
+else:
+    import datasets
+    from mmbu.build.release import release_features
+    features = release_features()
+    def generate():
+        for row in rows.to_dict(orient="records"):
+            record = {column: row.get(column) for column in features}
+            record["image"] = {"bytes": Path(row["image"]).read_bytes(), "path": Path(row["image"]).name}
+            record["mask"] = None
+            record["boxes"] = None
+            record["answer_aliases"] = []
+            yield record
+    dataset = datasets.Dataset.from_generator(generate, features=features, cache_dir=str(out / "cache"))
+    dataset.to_parquet(str(out / "data.parquet"))
+import resource
+print(json.dumps({"seconds": time.perf_counter() - start,
+                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+'''
+
+
+def make_inputs(directory: Path, images: int, size: int) -> int:
+    """Noise PNGs plus release rows pointing at them; returns the PNG bytes in total."""
+    import numpy as np
+    from PIL import Image
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from support.build_manifests import make_manifest
+
+    rng = np.random.default_rng(0)
+    manifest = make_manifest({"kind": "folder_per_class"})
+    rows, total = [], 0
+    labels = ["monocyte", "promyelocyte", "proerythroblast", "band neutrophil", "lymphocyte"]
+    for index in range(images):
+        path = directory / f"img{index:05d}.png"
+        Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(path, compress_level=1)
+        total += path.stat().st_size
+        rows.append({
+            "sample_id": f"demo_marrow-{index:016x}", "dataset_id": manifest.id, "image": str(path),
+            "answer": labels[index % 5], "options": labels, "question_no_context": "Which cell type?",
+            "question_modality": "Which cell type in this light microscopy image?",
+            "question_full_context": "Which cell type in this brightfield microscopy image of a smear?",
+            "license": manifest.license, "task": "ungrounded_classification", "label": labels[index % 5],
+            "modality": "light microscopy", "sub_modality": "brightfield microscopy", "specimen": "human",
+            "domain": "Hematology", "image_width": size, "image_height": size,
+        })
+    (directory / "rows.json").write_text(json.dumps(rows))
+    (directory / "manifest.json").write_text(manifest.model_dump_json())
+    return total
+
+
+def run_tool(tool: str, inputs: Path, out: Path) -> tuple[float, float, int]:
+    """(seconds, peak RSS MiB, output bytes) of one child run."""
+    done = subprocess.run([sys.executable, "-c", CHILD, tool, str(inputs), str(out)], capture_output=True, text=True,
+                          check=True)
+    measured = json.loads(done.stdout.strip().splitlines()[-1])  # the child's own peak, not its siblings'
+    written = sum(p.stat().st_size for p in out.rglob("*.parquet") if "cache" not in p.parts)
+    return measured["seconds"], measured["peak_mib"], written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=400)
+    parser.add_argument("--size", type=int, default=512)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        inputs = Path(scratch) / "inputs"
+        inputs.mkdir()
+        total = make_inputs(inputs, args.images, args.size)
+        results = {}
+        for tool in ("mmbu", "datasets"):
+            runs = [run_tool(tool, inputs, Path(scratch) / f"{tool}-{k}") for k in range(args.runs)]
+            results[tool] = (statistics.median(r[0] for r in runs), max(r[1] for r in runs), runs[0][2])
+        print(f"{args.images} noise PNGs of {args.size}x{args.size} ({total / 2**20:.0f} MiB), median of {args.runs}")
+        print("| tool | wall s | MiB/s | peak RSS MiB | Parquet MiB |")
+        print("|---|---|---|---|---|")
+        for tool, (seconds, peak, written) in results.items():
+            print(f"| {tool} | {seconds:.2f} | {total / 2**20 / seconds:.0f} | {peak:.0f} | {written / 2**20:.0f} |")
+        ours, peer = results["mmbu"], results["datasets"]
+        print(f"time ratio mmbu/datasets: {ours[0] / peer[0]:.2f}x; peak RSS ratio: {ours[1] / peer[1]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
