@@ -76,26 +76,13 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
     shutil.rmtree(staging, ignore_errors=True)
     summary = ReleaseSummary(path=out_dir)
     try:
-        written_rows: dict[str, pd.DataFrame] = {}
-        counts: dict[str, dict[str, int]] = {}
-        for config in CONFIGS:
-            frame = rows_by_task.get(config)
-            if frame is None or frame.empty:
-                continue
-            records, dropped = release_records(frame)
-            summary.exclusions.extend(dropped)
-            if not records:
-                continue
-            summary.shards[config] = write_shards(records, staging / "data" / config, max_shard_bytes)
-            summary.rows[config] = len(records)
-            kept = pd.DataFrame([{"dataset_id": r["dataset_id"], "modality": r["modality"],
-                                  "sub_modality": r["sub_modality"], "image": r["image"].path} for r in records])
-            written_rows[config] = kept
-            counts[config] = {k: int(v) for k, v in kept.groupby("dataset_id").size().items()}
+        kept = _write_configs(rows_by_task, staging, max_shard_bytes, summary)
         all_exclusions = _exclusion_frame(
             pd.concat([_exclusion_frame(exclusions), _exclusion_frame(summary.exclusions)], ignore_index=True))
         all_exclusions.to_csv(staging / "exclusions.csv", index=False, quoting=csv.QUOTE_MINIMAL)
-        used = sorted({d for per in counts.values() for d in per})
+        counts = {config: {k: int(v) for k, v in frame.groupby("dataset_id").size().items()}
+                  for config, frame in kept.items()}
+        used = {dataset_id for per in counts.values() for dataset_id in per}
         sources = [m for m in manifests if m.id in used]
         (staging / "README.md").write_text(render_card(counts, sources, version, len(all_exclusions)),
                                            encoding="utf-8")
@@ -105,7 +92,7 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
         _write_json(staging / "croissant.json", build_croissant(
             staging, summary.shards, digests, sources, version, DESCRIPTION, published, homepage))
         _write_json(staging / "build_info.json", {**build_info, "release_version": version, "rows": summary.rows})
-        summary.statistics = write_statistics(written_rows, staging / "stats")
+        summary.statistics = write_statistics(kept, staging / "stats")
         write_sha256sums(staging, digests)
         _swap_into_place(staging, out_dir)
     except BaseException:
@@ -113,6 +100,27 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
         raise
     summary.shards = {c: [out_dir / p.relative_to(staging) for p in paths] for c, paths in summary.shards.items()}
     return summary
+
+
+def _write_configs(rows_by_task: Mapping[str, pd.DataFrame], staging: Path, max_shard_bytes: int,
+                   summary: ReleaseSummary) -> dict[str, pd.DataFrame]:
+    """Shards of every config with rows; returns per config the written rows' dataset, modality,
+    sub-modality and image (what the card and the statistics count)."""
+    kept: dict[str, pd.DataFrame] = {}
+    for config in CONFIGS:
+        frame = rows_by_task.get(config)
+        if frame is None or frame.empty:
+            continue
+        records, dropped = release_records(frame)
+        summary.exclusions.extend(dropped)
+        if not records:
+            continue
+        summary.shards[config] = write_shards(records, staging / "data" / config, max_shard_bytes)
+        summary.rows[config] = len(records)
+        kept[config] = pd.DataFrame([{"dataset_id": r["dataset_id"], "modality": r["modality"],
+                                      "sub_modality": r["sub_modality"], "image": r["image"].path}
+                                     for r in records])
+    return kept
 
 
 def _swap_into_place(staging: Path, out_dir: Path) -> None:
