@@ -123,6 +123,8 @@ class Runner:
         self.expected: dict[RecordKey, str] = {}
         self._queue: asyncio.Queue[RunRecord | None] = asyncio.Queue()
         self._generation = {"temperature": config.temperature, "max_tokens": config.max_tokens, "seed": config.seed}
+        self._pending: set[asyncio.Task] = set()
+        self._failure: BaseException | None = None
 
     # -- records ----------------------------------------------------------------------------
     def _record(self, sample_id: str, task: str, form: str, template: str, rhash: str, frames: Frames | None,
@@ -196,26 +198,37 @@ class Runner:
         images = iter_images(self.config.release_dir, task, rows.keys())
         slots = asyncio.Semaphore(self.config.concurrency * 2)   # requests scheduled but not finished
         prep = asyncio.Semaphore(4)                               # rows being prepared at once
-        pending: set[asyncio.Task] = set()
+        pending = self._pending
         batch: list[tuple[ModelRequest, dict[str, Any]]] = []
         while True:
             item = await asyncio.to_thread(next, images, None)
             if item is None:
                 break
             await prep.acquire()
-            work = asyncio.create_task(self._row(task, rows[item.sample_id], item, done, slots, prep, pending, batch))
+            self._raise_failure()
+            work = asyncio.create_task(self._row(task, rows[item.sample_id], item, done, slots, _Once(prep.release),
+                                                 pending, batch))
             pending.add(work)
-            work.add_done_callback(pending.discard)
+            work.add_done_callback(self._watch)
             if self.backend.prefers_batches and len(batch) >= self.config.batch_size:
                 await self._flush_batch(batch)
         while pending:
             await asyncio.gather(*list(pending))
+        self._raise_failure()
         if batch:
             await self._flush_batch(batch)
 
     async def _row(self, task: str, row: dict[str, Any], images: SampleImages, done: set[tuple[RecordKey, str]],
-                   slots: asyncio.Semaphore, prep: asyncio.Semaphore, pending: set[asyncio.Task],
+                   slots: asyncio.Semaphore, release_prep: _Once, pending: set[asyncio.Task],
                    batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
+        try:
+            await self._ask_row(task, row, images, done, slots, release_prep, pending, batch)
+        finally:
+            release_prep()
+
+    async def _ask_row(self, task: str, row: dict[str, Any], images: SampleImages, done: set[tuple[RecordKey, str]],
+                       slots: asyncio.Semaphore, release_prep: _Once, pending: set[asyncio.Task],
+                       batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
         entry, spec = self.config.entry, TASK_SPECS[task]
         sample_id = row["sample_id"]
         boxes = _boxes(row) if spec.roi == "box" else None
@@ -260,7 +273,6 @@ class Runner:
         if self.progress.on_change:
             self.progress.on_change(self.progress)
         if not to_ask:
-            prep.release()
             return
         try:
             prepared = await asyncio.to_thread(prepare_image, images.image, entry, boxes=boxes, mask_png=mask)
@@ -271,7 +283,7 @@ class Runner:
                                         error_reason=reason, error=f"sample '{sample_id}': {exc}", attempts=0))
             return
         finally:
-            prep.release()
+            release_prep()
         for form, template, prompt, rhash in to_ask:
             request = ModelRequest(
                 request_id=f"{sample_id}/{task}/{form}/{template}", prompt=prompt.text, image=prepared.data,
@@ -285,7 +297,17 @@ class Runner:
             await slots.acquire()
             asked = asyncio.create_task(self._ask(request, base, slots))
             pending.add(asked)
-            asked.add_done_callback(pending.discard)
+            asked.add_done_callback(self._watch)
+
+    def _watch(self, task: asyncio.Task) -> None:
+        """Forget a finished task; keep its exception so the producer stops instead of hanging."""
+        self._pending.discard(task)
+        if not task.cancelled() and task.exception() is not None and self._failure is None:
+            self._failure = task.exception()
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
 
     async def _ask(self, request: ModelRequest, base: dict[str, Any], slots: asyncio.Semaphore) -> None:
         try:
@@ -302,6 +324,18 @@ class Runner:
         answers = await self.backend.generate_batch([request for request, _ in current])
         for (_, base), answer in zip(current, answers):
             self._emit(self._from_answer(answer, base))
+
+
+class _Once:
+    """Call `action` at most once (a semaphore slot released on every path, exactly once)."""
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        self._action: Callable[[], None] | None = action
+
+    def __call__(self) -> None:
+        action, self._action = self._action, None
+        if action is not None:
+            action()
 
 
 def completeness(predictions: Path, expected: dict[RecordKey, str]) -> list[dict[str, Any]]:

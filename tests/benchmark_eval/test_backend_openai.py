@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import pytest
@@ -143,3 +144,45 @@ def test_backend_sends_image_first_and_folds_system_prompt_when_unsupported(serv
     assert with_system[1]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
     assert [m["role"] for m in folded] == ["user"]
     assert folded[0]["content"][1]["text"] == "Be brief.\n\nWhat is shown?"
+
+
+def test_the_loopback_server_holds_256_requests_in_flight():
+    with OpenAIServer(latency_s=0.3, record_bodies=False) as server:
+        async def go():
+            async with OpenAICompatClient(server.url, "m", concurrency=256) as client:
+                await asyncio.gather(*(client.chat(TEXT) for _ in range(256)))
+        started = time.monotonic()
+        run(go())
+        assert server.stats.max_in_flight == 256 and server.stats.completed == 256
+        assert time.monotonic() - started < 3.0
+
+
+@pytest.mark.parametrize("family, expected", [
+    ("qwen25", '"bbox_2d": [40, 30, 120, 90]'),       # pixels of the image as received
+    ("qwen3", '"bbox_2d": [250, 250, 750, 750]'),     # 0-1000
+    ("gemini", '"box_2d": [250, 250, 750, 750]'),     # y first, 0-1000
+    ("llava", "[0.25, 0.25, 0.75, 0.75]"),            # 0-1
+    ("internvl", "<box>[[250, 250, 750, 750]]</box>"),
+    ("malformed", '{"bbox_2d": [40, 30, 120,'),        # cut-off JSON
+])
+def test_scripted_boxes_follow_each_familys_convention(family, expected):
+    from support.eval_release import object_image, png
+
+    image = png(object_image((160, 120), (40, 30, 120, 90), seed=2))
+    request = ModelRequest("r", 'Give one bounding box around the "nucleus".', image)
+    with OpenAIServer(default_family=family) as server:
+        async def go():
+            async with OpenAICompatClient(server.url, "m") as client:
+                return await OpenAICompatBackend(client).generate(request)
+        answer = run(go())
+    assert expected in answer.text
+
+
+@pytest.mark.parametrize("family, pattern", [
+    ("terse", r"^[A-E]$"), ("chatty", r"The correct answer is \*\*[A-E]\*\*"), ("tagged", r"<answer>[A-E]</answer>$"),
+    ("json", r'^\{"answer": "[A-E]"\}$'),
+])
+def test_scripted_letters_follow_each_familys_style(family, pattern):
+    with OpenAIServer(default_family=family) as server:
+        result, _ = run(chat_once(server.url))
+    assert re.search(pattern, result.text)
