@@ -154,14 +154,18 @@ def _spatial_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
 
 def _check_axis(axis: int, path: Path) -> int:
     if axis not in (0, 1, 2):
-        raise ConversionError(f"axis {axis} is not a spatial axis of {path}: use 0 (sagittal), 1 (coronal) or 2 (axial)")
+        raise ConversionError(
+            f"axis {axis} is not a spatial axis of {path}: use 0 (sagittal), 1 (coronal) or 2 (axial)"
+        )
     return int(axis)
 
 
 def _volume_index(shape: tuple[int, ...], frame: int | str, path: Path) -> tuple[int | None, int]:
     """The 4-D volume to show: None for 3-D data; extra singleton dims beyond the 4th are allowed."""
     if len(shape) > 4 and any(n != 1 for n in shape[4:]):
-        raise ConversionError(f"{path} has {len(shape)} dimensions {tuple(shape)}; only 3-D and 4-D volumes are supported")
+        raise ConversionError(
+            f"{path} has {len(shape)} dimensions {tuple(shape)}; only 3-D and 4-D volumes are supported"
+        )
     if len(shape) < 4:
         return None, 1
     n_volumes = int(shape[3])
@@ -268,7 +272,9 @@ def _read_canonical_slice(
     return np.take(canonical, 0, axis=canonical_axis)
 
 
-def _gather_strided_slice(image: nib.Nifti1Image, original_axis: int, keep_dim: slice, volume_index: int | None) -> np.ndarray:
+def _gather_strided_slice(
+    image: nib.Nifti1Image, original_axis: int, keep_dim: slice, volume_index: int | None
+) -> np.ndarray:
     """A sagittal/coronal-like slice, gathered from contiguous slabs along the stored last axis.
 
     Asking nibabel for such a slice directly makes one tiny read per voxel row (seconds for 256³,
@@ -300,11 +306,8 @@ def _window(view: np.ndarray, center_width: tuple[float, float] | None) -> tuple
     if center_width is not None:
         return display.grey_to_uint8(values, center_width)
     lo, hi = display.percentile_window(values, ignore=0.0)
-    record = {
-        "lo": lo,
-        "hi": hi,
-        "source": f"percentile {display.DEFAULT_LOW_PERCENTILE:g}-{display.DEFAULT_HIGH_PERCENTILE:g} of non-zero voxels",
-    }
+    percentiles = f"{display.DEFAULT_LOW_PERCENTILE:g}-{display.DEFAULT_HIGH_PERCENTILE:g}"
+    record = {"lo": lo, "hi": hi, "source": f"percentile {percentiles} of non-zero voxels"}
     return display.window_to_uint8(values, lo, hi), record
 
 

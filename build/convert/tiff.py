@@ -77,6 +77,7 @@ DEFAULT_PALETTE: tuple[tuple[int, int, int], ...] = (
     (255, 255, 0),
     (255, 255, 255),
 )
+PERCENTILES = f"{display.DEFAULT_LOW_PERCENTILE:g}-{display.DEFAULT_HIGH_PERCENTILE:g}"
 CHANNEL_AXIS = "C"  # tifffile's axis code for channels; every other axis before Y is a stack (Z, T, Q, I, ...)
 
 
@@ -174,12 +175,13 @@ def _read_plane(
         raise ConversionError(f"{path} has axes {axes!r} without a Y×X image plane")
     outer_shape = shape[: len(outer_axes)]
     if int(np.prod(outer_shape, dtype=np.int64)) != len(level.pages):
-        raise ConversionError(f"{path} lists {len(level.pages)} pages where its axes {axes!r} need {int(np.prod(outer_shape))}")
+        needed = int(np.prod(outer_shape))
+        raise ConversionError(f"{path} lists {len(level.pages)} pages where its axes {axes!r} need {needed}")
     sizes = dict(zip(axes, shape))
     if plane_samples(level) > PIXEL_BUDGET:
         raise ConversionError(
-            f"{path} has a {sizes['X']}×{sizes['Y']} plane ({plane_samples(level) / 1e6:.0f} M samples) and no pyramid "
-            "level within the memory budget; convert it as a whole-slide image"
+            f"{path} has a {sizes['X']}×{sizes['Y']} plane ({plane_samples(level) / 1e6:.0f} M samples) and no "
+            "pyramid level within the memory budget; convert it as a whole-slide image"
         )
     keys, plane_index = _page_keys(outer_axes, outer_shape, frame, path)
     try:
@@ -253,7 +255,9 @@ def _unpack_ome_colour(value: str) -> tuple[int, int, int] | None:
     return (packed >> 24) & 0xFF, (packed >> 16) & 0xFF, (packed >> 8) & 0xFF
 
 
-def channel_colour(name: str | None, ome_colour: tuple[int, int, int] | None, position: int) -> tuple[tuple[int, int, int], str]:
+def channel_colour(
+    name: str | None, ome_colour: tuple[int, int, int] | None, position: int
+) -> tuple[tuple[int, int, int], str]:
     """The display colour of a channel and where it came from: OME colour, its name, or the palette."""
     if ome_colour is not None and any(ome_colour):
         return ome_colour, "ome-color"
@@ -282,7 +286,8 @@ def _grey(values: np.ndarray, colormap: np.ndarray | None) -> tuple[np.ndarray, 
     if values.dtype == np.uint8:
         return values, [{"name": None, "colour": None, "window": {"lo": 0, "hi": 255, "source": "8-bit kept"}}]
     if values.dtype == bool:
-        return values.astype(np.uint8) * 255, [{"name": None, "colour": None, "window": {"lo": 0, "hi": 1, "source": "bilevel"}}]
+        window = {"lo": 0, "hi": 1, "source": "bilevel"}
+        return values.astype(np.uint8) * 255, [{"name": None, "colour": None, "window": window}]
     pixels, window = display.grey_to_uint8(values.astype(np.float64, copy=False))
     return pixels, [{"name": None, "colour": None, "window": window}]
 
@@ -320,7 +325,7 @@ def _blend(plane: np.ndarray, channels_meta: list[dict[str, Any]]) -> tuple[np.n
                 "name": meta[position]["name"],
                 "colour": "#%02X%02X%02X" % colour,
                 "colour_source": source,
-                "window": {"lo": lo, "hi": hi, "source": f"percentile {display.DEFAULT_LOW_PERCENTILE:g}-{display.DEFAULT_HIGH_PERCENTILE:g}"},
+                "window": {"lo": lo, "hi": hi, "source": f"percentile {PERCENTILES}"},
             }
         )
     return np.clip(np.rint(total * 255.0), 0, 255).astype(np.uint8), records

@@ -89,7 +89,9 @@ def read(path: Path, options: ConvertOptions) -> Converted:
             try:
                 canvas, tiles = _read_level(slide, plan, background, options.as_mask)
             except openslide.OpenSlideError as exc:
-                raise ConversionError(f"{slide_path} has unreadable tiles at level {plan.level} ({_cause(exc)})") from exc
+                raise ConversionError(
+                    f"{slide_path} has unreadable tiles at level {plan.level} ({_cause(exc)})"
+                ) from exc
     pixels = display.to_label_image(canvas) if options.as_mask else canvas
     width, height = plan.output_size
     pixels = display.resize_longest_side(pixels, max(width, height), is_mask=options.as_mask)
@@ -104,7 +106,9 @@ def resolve_slide_path(path: Path) -> Path:
     if path.is_dir():
         slide_file = mrxs_in_directory(path)
         if slide_file is None:
-            raise ConversionError(f"the directory {path} does not hold exactly one .mrxs file, as a MIRAX slide directory does")
+            raise ConversionError(
+                f"the directory {path} does not hold exactly one .mrxs file, as a MIRAX slide directory does"
+            )
         path = slide_file
     if not path.exists():
         raise ConversionError(f"{path} does not exist")
@@ -236,7 +240,12 @@ def _shrink_tile(region: Image.Image, factor: int, background: tuple[int, int, i
 
 
 def _params(
-    slide_path: Path, properties: dict[str, str], plan: ReadPlan, background: tuple[int, int, int], tiles: int, as_mask: bool
+    slide_path: Path,
+    properties: dict[str, str],
+    plan: ReadPlan,
+    background: tuple[int, int, int],
+    tiles: int | None,
+    as_mask: bool,
 ) -> dict[str, Any]:
     def number(key: str) -> float | None:
         try:
@@ -250,7 +259,7 @@ def _params(
         "level": plan.level,
         "level_downsample": plan.level_downsample,
         "level_dimensions": list(plan.level_size),
-        "level0_dimensions": [int(properties.get("openslide.level[0].width", 0)), int(properties.get("openslide.level[0].height", 0))],
+        "level0_dimensions": [int(number(f"openslide.level[0].{side}") or 0) for side in ("width", "height")],
         "level_count": int(properties.get("openslide.level-count", 1)),
         "downsample": round(plan.level_downsample * plan.level_size[0] / plan.output_size[0], 4),
         "output_size": list(plan.output_size),
