@@ -16,5 +16,11 @@ session = _sources.session
 
 
 @pytest.fixture
+def replay_module():
+    """The replay module itself (to re-install a route mid-test)."""
+    return replay
+
+
+@pytest.fixture
 def taxonomy_path() -> Path:
     return Path(__file__).parent / "data" / "taxonomy.yaml"

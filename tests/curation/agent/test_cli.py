@@ -6,7 +6,6 @@ from click.testing import CliRunner
 from mmbu.cli import cli
 from support.loopback import Reply
 
-
 def run_discover(tmp_path, taxonomy_path, *extra):
     out = tmp_path / "candidates.jsonl"
     args = ["discover", "--sources", "zenodo,huggingface,kaggle,paperswithcode", "--out", str(out),
@@ -15,7 +14,6 @@ def run_discover(tmp_path, taxonomy_path, *extra):
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     lines = out.read_text().splitlines() if out.exists() else []
     return result, {f"{c['source']}:{c['id']}": c for c in map(json.loads, lines)}, out
-
 
 def test_discover_finds_screens_and_dedupes_across_all_four_sources(apis, tmp_path, taxonomy_path):
     result, found, out = run_discover(tmp_path, taxonomy_path)
@@ -59,7 +57,6 @@ def test_discover_finds_screens_and_dedupes_across_all_four_sources(apis, tmp_pa
     assert any("PathVQA" in reason for reason in found["zenodo:11020002"]["reasons"])
     assert "candidates" in result.output and str(out) in result.output
 
-
 def test_rerun_replays_the_cache_and_writes_the_same_file(apis, tmp_path, taxonomy_path):
     _, _, out = run_discover(tmp_path, taxonomy_path)
     first = out.read_text()
@@ -67,7 +64,6 @@ def test_rerun_replays_the_cache_and_writes_the_same_file(apis, tmp_path, taxono
     result, _, out = run_discover(tmp_path, taxonomy_path)
     assert result.exit_code == 0 and out.read_text() == first
     assert len(apis.requests) == sent  # every answer came from the raw-response cache
-
 
 def test_a_failing_source_is_reported_and_the_rest_goes_on(apis, tmp_path, taxonomy_path):
     apis.add("POST", "/v1/datasets.DatasetApiService/ListDatasets", Reply(404, "<html>Not Found</html>"))
@@ -77,7 +73,6 @@ def test_a_failing_source_is_reported_and_the_rest_goes_on(apis, tmp_path, taxon
     assert "kaggle failed 2 queries in a row" in result.output  # then it is left alone
     assert len(apis.requests_to("/v1/datasets.DatasetApiService/ListDatasets")) == 2
     assert "zenodo:11012345" in found and not any(ref.startswith("kaggle:") for ref in found)
-
 
 def test_llm_synonyms_and_relevance_are_cached(apis, tmp_path, taxonomy_path):
     def chat(request):
@@ -96,10 +91,28 @@ def test_llm_synonyms_and_relevance_are_cached(apis, tmp_path, taxonomy_path):
     run_discover(tmp_path, taxonomy_path, "--llm-base-url", f"{apis.url}/llm/v1")
     assert len(apis.requests_to("/llm/v1/chat/completions")) == calls  # answers came from the LLM cache
 
-
 def test_bad_usage_exits_2(tmp_path, taxonomy_path):
     result = CliRunner().invoke(cli, ["discover", "--sources", "zenodo,arxiv", "--out", str(tmp_path / "x.jsonl")])
     assert result.exit_code == 2 and "unknown source(s) arxiv" in result.output
     result = CliRunner().invoke(cli, ["discover", "--sources", "paperswithcode", "--out", str(tmp_path / "x.jsonl"),
                                       "--pwc-index", str(tmp_path / "missing.jsonl"), "--taxonomy", str(taxonomy_path)])
     assert result.exit_code == 2 and "missing.jsonl" in result.output and "Traceback" not in result.output
+
+def test_a_run_that_failed_midway_resumes_from_the_cache(apis, tmp_path, taxonomy_path, replay_module):
+    apis.add("POST", "/v1/datasets.DatasetApiService/ListDatasets",
+             Reply(200, "<html>Kaggle is down for maintenance</html>", {"Content-Type": "text/html"}))
+    first, found, _ = run_discover(tmp_path, taxonomy_path)
+    assert first.exit_code == 1 and not any(ref.startswith("kaggle:") for ref in found)
+    zenodo_calls = len(apis.requests_to("/api/records"))
+
+    replay_module.install_kaggle(apis)  # the host is back
+    second, found, _ = run_discover(tmp_path, taxonomy_path)
+    assert second.exit_code == 0, second.output
+    assert "kaggle:someuser/chest-xray-pneumonia-demo" in found
+    assert len(apis.requests_to("/api/records")) == zenodo_calls  # what was fetched before came from the cache
+
+def test_an_llm_that_fails_is_reported_and_the_run_goes_on(apis, tmp_path, taxonomy_path):
+    apis.add("POST", "/llm/v1/chat/completions", Reply(401, {"error": {"message": "invalid api key"}}))
+    result, found, _ = run_discover(tmp_path, taxonomy_path, "--llm-base-url", f"{apis.url}/llm/v1")
+    assert result.exit_code == 1 and "llm: no answer from" in result.output and "HTTP 401" in result.output
+    assert found["zenodo:11012345"]["llm_relevance"] is None and found["zenodo:11012345"]["score"] > 0
