@@ -17,7 +17,8 @@ The rules, in the order they are applied:
   - Several channels (C > 1, or S not 3/4): fluorescence, blended additively: each channel is
     scaled by its own 0.5–99.5 percentile window to 0..1, multiplied by its colour and summed
     (clipped). A channel's colour is its OME `Color` when present, else looked up by its `Name`
-    in `CHANNEL_NAME_COLOURS` (DAPI → blue, GFP → green, …), else `DEFAULT_PALETTE` by position;
+    in `CHANNEL_NAME_COLOURS` (DAPI → blue, GFP → green, …), else `DEFAULT_PALETTE` by position
+    (ImageJ files: the brightest entry of each channel's LUT plays the part of the OME colour);
     the source of every colour is recorded.
   - One channel: 8-bit kept as is; 16-bit, 32-bit and float scaled by the percentile window of
     the plane (never by bit shifting — 12-bit data in 16-bit containers stays visible); palette
@@ -106,7 +107,7 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
         level = series.levels[level_index]
         axes, shape = level.get_axes(False), level.get_shape(False)
         plane, plane_index = _read_plane(tiff, path, level_index, level, axes, shape, options.frame)
-        channels_meta = _ome_channels(tiff.ome_metadata) if tiff.is_ome else []
+        channels_meta = _file_channels(tiff)
         colormap = level.keyframe.colormap if level.keyframe.photometric == tifffile.PHOTOMETRIC.PALETTE else None
         params: dict[str, Any] = {
             "series": 0,
@@ -228,6 +229,27 @@ def _plane_indices(stack_shape: list[int], frame: int | str, path: Path) -> list
     return [int(v) for v in np.unravel_index(frame, stack_shape)] if stack_shape else []
 
 
+def _file_channels(tiff: tifffile.TiffFile) -> list[dict[str, Any]]:
+    """Channel names and colours the file declares: OME-XML, or ImageJ's LUTs and slice labels."""
+    if tiff.is_ome:
+        return _ome_channels(tiff.ome_metadata)
+    if tiff.is_imagej:
+        return _imagej_channels(tiff.imagej_metadata or {})
+    return []
+
+
+def _imagej_channels(metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    """ImageJ keeps a colour lookup table per channel; its brightest entry is the channel's colour.
+    Slice labels name the channels only when there is one label per channel."""
+    luts = metadata.get("LUTs") or []
+    labels = metadata.get("Labels") or []
+    names = labels if len(labels) == len(luts) else [None] * len(luts)
+    return [
+        {"name": name, "colour": tuple(int(v) for v in np.asarray(lut)[:3, -1]), "source": "imagej-lut"}
+        for name, lut in zip(names, luts)
+    ]
+
+
 def _ome_channels(ome_xml: str | None) -> list[dict[str, Any]]:
     """Name and colour (RGB, or None) of each Channel of the first OME Image."""
     if not ome_xml:
@@ -242,7 +264,9 @@ def _ome_channels(ome_xml: str | None) -> list[dict[str, Any]]:
     channels = []
     for element in pixels.findall("{*}Channel"):
         colour = element.get("Color")
-        channels.append({"name": element.get("Name"), "colour": _unpack_ome_colour(colour) if colour else None})
+        channels.append(
+            {"name": element.get("Name"), "colour": _unpack_ome_colour(colour) if colour else None, "source": "ome-color"}
+        )
     return channels
 
 
@@ -256,11 +280,11 @@ def _unpack_ome_colour(value: str) -> tuple[int, int, int] | None:
 
 
 def channel_colour(
-    name: str | None, ome_colour: tuple[int, int, int] | None, position: int
+    name: str | None, file_colour: tuple[int, int, int] | None, position: int, file_source: str = "ome-color"
 ) -> tuple[tuple[int, int, int], str]:
     """The display colour of a channel and where it came from: OME colour, its name, or the palette."""
-    if ome_colour is not None and any(ome_colour):
-        return ome_colour, "ome-color"
+    if file_colour is not None and any(file_colour):
+        return file_colour, file_source
     if name:
         normalised = re.sub(r"[^a-z0-9]", "", name.lower())
         for keyword, colour in CHANNEL_NAME_COLOURS:
@@ -311,14 +335,15 @@ def _rgb(plane: np.ndarray) -> tuple[np.ndarray, list[dict[str, Any]]]:
 def _blend(plane: np.ndarray, channels_meta: list[dict[str, Any]]) -> tuple[np.ndarray, list[dict[str, Any]]]:
     """Additive fluorescence blend: per-channel percentile window, times the channel's colour, summed."""
     n = plane.shape[2]
-    meta = channels_meta if len(channels_meta) == n else [{"name": None, "colour": None}] * n
+    meta = channels_meta if len(channels_meta) == n else [{"name": None, "colour": None, "source": None}] * n
     total = np.zeros(plane.shape[:2] + (3,), np.float32)
     records = []
     for position in range(n):
         values = plane[..., position].astype(np.float32)
         lo, hi = display.percentile_window(values)
         scaled = display.window_to_uint8(values, lo, hi).astype(np.float32) / 255.0
-        colour, source = channel_colour(meta[position]["name"], meta[position]["colour"], position)
+        entry = meta[position]
+        colour, source = channel_colour(entry["name"], entry["colour"], position, entry["source"] or "ome-color")
         total += scaled[..., None] * (np.asarray(colour, np.float32) / 255.0)
         records.append(
             {

@@ -62,6 +62,20 @@ def test_channel_names_choose_colours_when_ome_has_none(tmp_path):
     assert [c["colour_source"] for c in converted.params["channels"]] == ["name:647", "name:hoechst", "name:fitc"]
 
 
+def test_imagej_channel_luts_give_the_colours(tmp_path):
+    luts = []
+    for rgb in [(0, 0, 255), (255, 0, 255), (0, 255, 0)]:
+        luts.append(np.stack([np.linspace(0, value, 256).astype(np.uint8) for value in rgb]))
+    path = tmp_path / "ij.tif"
+    metadata = {"axes": "CYX", "LUTs": luts, "Labels": ["nuclei", "membrane", "actin"]}
+    tifffile.imwrite(path, banded_channels(), imagej=True, metadata=metadata)
+    converted = read_tiff(path, ConvertOptions())
+    assert [band_colour(converted.pixels, k) for k in range(3)] == [(0, 0, 255), (255, 0, 255), (0, 255, 0)]
+    channels = converted.params["channels"]
+    assert [c["name"] for c in channels] == ["nuclei", "membrane", "actin"]
+    assert {c["colour_source"] for c in channels} == {"imagej-lut"}
+
+
 def test_unnamed_channels_use_the_documented_palette(tmp_path):
     path = write_ome_tiff(tmp_path / "u.ome.tif", banded_channels(), names=None, colours=None)
     converted = read_ome(path, ConvertOptions())
