@@ -264,9 +264,8 @@ def _ome_channels(ome_xml: str | None) -> list[dict[str, Any]]:
     channels = []
     for element in pixels.findall("{*}Channel"):
         colour = element.get("Color")
-        channels.append(
-            {"name": element.get("Name"), "colour": _unpack_ome_colour(colour) if colour else None, "source": "ome-color"}
-        )
+        unpacked = _unpack_ome_colour(colour) if colour else None
+        channels.append({"name": element.get("Name"), "colour": unpacked, "source": "ome-color"})
     return channels
 
 
