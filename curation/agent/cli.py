@@ -74,7 +74,9 @@ def discover(source_list: str, out: Path, taxonomy_path: Path | None, max_querie
         taxonomy = load_taxonomy(taxonomy_path)
         exclusions = ExclusionList.load()
         pwc = PwcIndex(pwc_index) if "paperswithcode" in names else None
-    except (TaxonomyError, ExclusionListError, PwcIndexError) as exc:
+    except PwcIndexError as exc:
+        raise InvalidInput(f"{exc} (or leave paperswithcode out of --sources)") from None
+    except (TaxonomyError, ExclusionListError) as exc:
         raise InvalidInput(str(exc)) from None
     settings = load_settings()
     cache_dir = cache_dir or Path(os.environ.get("MMBU_DATA", "data")) / "cache" / "discover"

@@ -80,7 +80,11 @@ def load_ledger(reviews_dir: Path, candidates_dir: Path, rules: ReviewRules) -> 
     ledger.reviews = [review for key, review in by_key.items() if key not in conflicts]
     known = set(ledger.candidates) | set(ledger.nominations)
     for review in ledger.reviews:
+        record = ledger.candidates.get(review.candidate)
         if review.candidate not in known:
             ledger.problems.append(f"{review.path}: candidate {review.candidate} is in no candidates file and no "
                                    "nomination")
+        elif record and record.get("excluded") and review.candidate not in ledger.nominations:
+            ledger.problems.append(f"{review.path}: candidate {review.candidate} was excluded by screening "
+                                   f"({', '.join(record.get('flags') or [])}); nominate it to review it anyway")
     return ledger

@@ -97,6 +97,7 @@ def test_bad_usage_exits_2(tmp_path, taxonomy_path):
     result = CliRunner().invoke(cli, ["discover", "--sources", "paperswithcode", "--out", str(tmp_path / "x.jsonl"),
                                       "--pwc-index", str(tmp_path / "missing.jsonl"), "--taxonomy", str(taxonomy_path)])
     assert result.exit_code == 2 and "missing.jsonl" in result.output and "Traceback" not in result.output
+    assert "leave paperswithcode out of --sources" in result.output
 
 def test_a_run_that_failed_midway_resumes_from_the_cache(apis, tmp_path, taxonomy_path, replay_module):
     apis.add("POST", "/v1/datasets.DatasetApiService/ListDatasets",

@@ -25,6 +25,7 @@ def test_unknown_criterion_and_conflicting_duplicates_are_named_and_the_rest_cou
     write_review(tree, "carol", 2, "zenodo:11012345", "accept")
     write_review(tree, "carol", 2, "zenodo:11012345", "accept", name="carol-copy.yaml")  # same decision: fine
     write_review(tree, "dave", 2, "zenodo:99", "accept")
+    write_review(tree, "dave", 2, "zenodo:11020002", "accept")
     ledger = load_ledger(tree / "reviews", tree / "candidates", rules)
 
     problems = "\n".join(ledger.problems)
@@ -32,6 +33,7 @@ def test_unknown_criterion_and_conflicting_duplicates_are_named_and_the_rest_cou
     assert "reviewer bob already decided zenodo:11012345 in round 2 differently in" in problems
     assert "bob-again.yaml" in problems and "neither counts" in problems
     assert "candidate zenodo:99 is in no candidates file" in problems
+    assert "candidate zenodo:11020002 was excluded by screening (contaminated)" in problems
     assert sorted(r.reviewer for r in ledger.reviews_for("zenodo:11012345", 2)) == ["carol"]
 
     result = CliRunner().invoke(cli, ["review", "queue", "--reviews", str(tree / "reviews"),
