@@ -21,7 +21,7 @@ The rules, in the order they are applied:
     (ImageJ files: the brightest entry of each channel's LUT plays the part of the OME colour);
     the source of every colour is recorded.
   - One channel: 8-bit kept as is; 16-bit, 32-bit and float scaled by the percentile window of
-    the plane (never by bit shifting — 12-bit data in 16-bit containers stays visible); palette
+    the plane (or `options.window`, which also applies to 8-bit) (never by bit shifting — 12-bit data in 16-bit containers stays visible); palette
     images mapped through their colour map.
 * **Masks** (`options.as_mask`): one channel, values kept (`display.to_label_image`), nearest.
 """
@@ -126,7 +126,7 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
     else:
         sizes = dict(zip(axes, shape))
         is_rgb = sizes.get("S", 1) in (3, 4) and sizes.get("C", 1) == 1  # colour samples, not channels
-        pixels, params["channels"] = _to_display(plane, channels_meta, colormap, is_rgb)
+        pixels, params["channels"] = _to_display(plane, channels_meta, colormap, is_rgb, options.window)
     pixels = display.resize_longest_side(pixels, options.max_size, is_mask=options.as_mask)
     frame = options.frame if isinstance(options.frame, int) else None
     return Converted(pixels=pixels, format=format_name, frame=frame, params=params)
@@ -293,25 +293,32 @@ def channel_colour(
 
 
 def _to_display(
-    plane: np.ndarray, channels_meta: list[dict[str, Any]], colormap: np.ndarray | None, is_rgb: bool
+    plane: np.ndarray,
+    channels_meta: list[dict[str, Any]],
+    colormap: np.ndarray | None,
+    is_rgb: bool,
+    window: tuple[float, float] | None,
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
     if plane.shape[2] == 1:
-        return _grey(plane[..., 0], colormap)
+        return _grey(plane[..., 0], colormap, window)
     if is_rgb:
         return _rgb(plane)
     return _blend(plane, channels_meta)
 
 
-def _grey(values: np.ndarray, colormap: np.ndarray | None) -> tuple[np.ndarray, list[dict[str, Any]]]:
+def _grey(
+    values: np.ndarray, colormap: np.ndarray | None, center_width: tuple[float, float] | None
+) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """One channel: palette through its map, 8-bit as is, else the user's window or percentiles."""
     if colormap is not None:
         lut = np.rint(np.asarray(colormap, np.float64).T / 257.0).astype(np.uint8)  # 16-bit map entries to 8-bit
         return lut[np.clip(values, 0, len(lut) - 1)], [{"name": None, "colour": None, "window": "palette colour map"}]
-    if values.dtype == np.uint8:
+    if values.dtype == np.uint8 and center_width is None:
         return values, [{"name": None, "colour": None, "window": {"lo": 0, "hi": 255, "source": "8-bit kept"}}]
     if values.dtype == bool:
         window = {"lo": 0, "hi": 1, "source": "bilevel"}
         return values.astype(np.uint8) * 255, [{"name": None, "colour": None, "window": window}]
-    pixels, window = display.grey_to_uint8(values.astype(np.float64, copy=False))
+    pixels, window = display.grey_to_uint8(values.astype(np.float64, copy=False), center_width)
     return pixels, [{"name": None, "colour": None, "window": window}]
 
 

@@ -141,6 +141,15 @@ def test_twelve_bit_grayscale_is_not_black(tmp_path):
     assert 4000 < window["hi"] <= 4095 and window["source"].startswith("percentile")
 
 
+def test_user_window_applies_to_grayscale(tmp_path):
+    values = np.tile(np.linspace(0, 4095, 256).astype(np.uint16), (8, 1))
+    tifffile.imwrite(tmp_path / "w.tif", values)
+    converted = read_tiff(tmp_path / "w.tif", ConvertOptions(window=(1000.0, 1000.0)))
+    assert converted.params["channels"][0]["window"]["source"] == "user"
+    row = converted.pixels[0]
+    assert (row[values[0] <= 500] == 0).all() and (row[values[0] >= 1500] == 255).all()
+
+
 def test_float_grayscale_with_nan(tmp_path):
     values = np.linspace(-1.0, 1.0, 64 * 64, dtype=np.float32).reshape(64, 64)
     values[0, :8] = np.nan
