@@ -94,7 +94,8 @@ def f1_by_config(scores: list[dict], outcomes: pd.DataFrame, display: Callable[[
             if baseline is not None and np.isfinite(baseline):
                 start, end = half * 3 - 0.45, half * 3 + 2.45
                 axis.hlines(baseline, start, end, colors="black", linestyles="dashed", linewidth=1)
-                axis.text(end, baseline, f" random {baseline:.2f}", va="bottom", ha="right", fontsize=7)
+                axis.text(start + 0.02, baseline, f"random {baseline:.2f}", va="bottom", ha="left", fontsize=7,
+                          bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1})
         axis.axvline(2.5, color="#999999", linewidth=0.8)
         axis.set_xticks(range(len(configs)), [f"{form}\n{TEMPLATE_TITLES[t]}" for form, t in configs], fontsize=8)
         axis.set_ylim(0, 1)

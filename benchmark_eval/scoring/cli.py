@@ -80,6 +80,9 @@ def scoring_options(out_option: Callable) -> Callable:
             click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed."),
             click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=1),
                          help="Bootstrap resamples (percentile 95% interval)."),
+            click.option("--jobs", type=click.IntRange(min=1), default=None,
+                         help="Worker processes for scoring runs (default: one per run, up to the CPU count, "
+                              "for large runs)."),
         )):
             command = option(command)
         return command
@@ -90,7 +93,7 @@ def scoring_options(out_option: Callable) -> Callable:
 @scoring_options(click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
                               help="scores.json to write (breakdowns, paired comparisons and diagnostics go beside it)."))
 def score(run_dirs: tuple[Path, ...], out: Path, release: Path | None, by: tuple[str, ...], cluster_by_image: bool,
-          seed: int, resamples: int) -> None:
+          seed: int, resamples: int, jobs: int | None) -> None:
     """Score one or more runs (RUNS_DIR/<model>): micro-F1, CIs, deltas, baselines.
 
     \b
@@ -102,7 +105,7 @@ def score(run_dirs: tuple[Path, ...], out: Path, release: Path | None, by: tuple
     """
     options = ScoreOptions(resamples=resamples, seed=seed, cluster_by_image=cluster_by_image, by=split_fields(by))
     try:
-        report = score_runs(run_dirs, release, options)
+        report = score_runs(run_dirs, release, options, jobs=jobs)
     except RunInputError as exc:
         raise InvalidRunInput(str(exc)) from None
     write_json(out, report.contract_records())

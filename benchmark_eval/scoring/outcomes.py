@@ -42,8 +42,8 @@ from .metrics import detection_counts
 from .rundir import RunDir, RunInputError
 
 DETECTION = "object_detection"
-OUTCOME_COLUMNS = ("model", "task", "form", "template", "sample_id", "status", "scored", "tp", "fp", "fn",
-                   "parse_ok", "parse_path", "judge_state", "random_p", "n_gold")
+# what score_records adds to each record (besides the release metadata)
+OUTCOME_COLUMNS = ("scored", "tp", "fp", "fn", "parse_ok", "parse_path", "judge_state", "random_p", "n_gold")
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,8 @@ def release_image_sizes(release_dir: Path, task: str, sample_ids: list[str]) -> 
     return sizes
 
 
+GOLD_COLUMNS = ("answer", "options", "boxes", "answer_aliases", "dataset_id")
+GEOMETRY = ("image_size", "sent_size", "content_size", "box_format")
 SCORING_COLUMNS = ("sample_id", "form", "status", "output", "answer", "options", "boxes", "answer_aliases",
                    "dataset_id", "image_size", "sent_size", "content_size", "box_format")
 _RUN_ERROR = (False, 0, 0, 0, False, "run_error", "n/a", 0.0, 1)
@@ -167,8 +169,11 @@ class _RecordScorer:
 
 
 def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
-                  warn: Callable[[str], None] = lambda message: None) -> pd.DataFrame:
-    """Per-record outcomes of one run (columns :data:`OUTCOME_COLUMNS` plus the release metadata)."""
+                  warn: Callable[[str], None] = lambda message: None, with_metadata: bool = True) -> pd.DataFrame:
+    """Per-record outcomes of one run: the record keys, :data:`OUTCOME_COLUMNS` and the release metadata.
+
+    The raw output and the box geometry are not carried over (they are scored here).
+    """
     judge = read_judge_selection(run)
     scorer = _RecordScorer(run, judge, VerdictCache(run.path / JUDGEMENTS_FILE) if judge else None, seed)
     frames = []
@@ -183,7 +188,7 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
             warn(f"{run.path}: {len(missing)} {task} records name samples not in the release "
                  f"(first: '{missing.iloc[0]}'); skipped")
             records = records[known]
-        gold_columns = [c for c in ("answer", "options", "boxes", "answer_aliases", "dataset_id") if c in table]
+        gold_columns = [c for c in GOLD_COLUMNS if c in table]
         joined = records.merge(table[gold_columns], left_on="sample_id", right_index=True, how="left")
         for column in SCORING_COLUMNS:
             if column not in joined:
@@ -202,17 +207,24 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
                                                   sent, content, declared, f"{sample_id}/{form}"))
             else:
                 rows.append(scorer.open_classification(output, answer, aliases, label_odds.get(dataset, 0.0)))
-        outcome = pd.DataFrame(rows, columns=["scored", "tp", "fp", "fn", "parse_ok", "parse_path", "judge_state",
-                                              "random_p", "n_gold"], index=records.index)
-        metadata = table.drop(columns=[c for c in ("sample_id", *gold_columns) if c in table])
-        joined = records.join(outcome).merge(metadata, left_on="sample_id", right_index=True, how="left")
-        frames.append(joined)
+        outcome = pd.DataFrame(rows, columns=list(OUTCOME_COLUMNS), index=records.index)
+        frames.append(records.drop(columns=["output", *GEOMETRY]).join(outcome))
     if not frames:
         raise RunInputError(f"{run.path}: no record matches a task and sample of the release {run.release_dir}")
     result = pd.concat(frames, ignore_index=True)
     for column in ("tp", "fp", "fn", "n_gold"):
         result[column] = result[column].astype(np.int64)
-    return result
+    return attach_metadata(result, gold) if with_metadata else result
+
+
+def attach_metadata(outcomes: pd.DataFrame, gold: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The release's metadata columns (modality, sub_modality, image_sha256, ...) joined on (task, sample)."""
+    frames = []
+    for task, part in outcomes.groupby("task", sort=False):
+        table = gold[task]
+        metadata = table.drop(columns=[c for c in ("sample_id", *GOLD_COLUMNS) if c in table])
+        frames.append(part.merge(metadata, left_on="sample_id", right_index=True, how="left"))
+    return pd.concat(frames, ignore_index=True) if frames else outcomes
 
 
 def _detection_sizes(run: RunDir, task: str, joined: pd.DataFrame) -> dict[str, tuple[int, int]]:

@@ -12,8 +12,12 @@
 """
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
 
@@ -23,7 +27,7 @@ import pandas as pd
 from ..release import TASKS
 from .baselines import expected_f1
 from .bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap_f1, bootstrap_paired_delta, config_rng
-from .outcomes import score_records
+from .outcomes import attach_metadata, score_records
 from .rundir import RunInputError, load_gold, open_run
 
 FORMS = ("closed", "open")
@@ -69,52 +73,86 @@ def _order(frame: pd.DataFrame) -> pd.DataFrame:
     return ranked.sort_values(order, kind="stable").drop(columns=order)
 
 
-def _counts(group: pd.DataFrame) -> np.ndarray:
-    return group[["tp", "fp", "fn"]].to_numpy(dtype=float)
-
-
-def _clusters(group: pd.DataFrame, options: ScoreOptions) -> np.ndarray | None:
-    return group[CLUSTER_COLUMN].to_numpy() if options.cluster_by_image else None
-
-
 def _rounded(value: float) -> float | None:
     return None if value is None or not np.isfinite(value) else round(float(value), 6)
 
 
-def config_scores(outcomes: pd.DataFrame, options: ScoreOptions) -> list[dict]:
-    """One ``score`` record per (model, task, form, template)."""
+def _by_column(name: str) -> str:
+    return f"by:{name}"
+
+
+def slim_outcomes(outcomes: pd.DataFrame, options: ScoreOptions) -> pd.DataFrame:
+    """Only the columns aggregation needs (wide metadata makes every pandas slice slow at 10⁶ rows).
+
+    ``cluster`` is the resampling unit: the image (``image_sha256``) with ``--cluster-by-image``,
+    else the record itself.
+    """
+    columns = [*CONFIG, "sample_id", "status", "scored", "parse_ok", "judge_state", "tp", "fp", "fn",
+               "random_p", "n_gold"]
+    frame = outcomes[columns].copy()
+    frame["cluster"] = (pd.factorize(outcomes[CLUSTER_COLUMN])[0] if options.cluster_by_image
+                        else np.arange(len(frame)))
+    for name in options.by:
+        frame[_by_column(name)] = outcomes[name].astype(object).where(outcomes[name].notna(), "(missing)")
+    return frame
+
+
+def groups(frame: pd.DataFrame, keys: list[str]):
+    """``(key tuple, row positions)`` per group, in order of first appearance, without pandas slicing."""
+    if frame.empty:
+        return
+    codes = frame.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+    order = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    firsts = order[np.r_[0, bounds]]
+    for key, rows in zip(frame[keys].to_numpy(object)[firsts], np.split(order, bounds)):
+        yield tuple(key), rows
+
+
+def _arrays(frame: pd.DataFrame, prefix: str = "") -> tuple[np.ndarray, np.ndarray]:
+    counts = frame[[f"tp{prefix}", f"fp{prefix}", f"fn{prefix}"]].to_numpy(dtype=float)
+    return counts, frame["cluster"].to_numpy()
+
+
+def config_scores(frame: pd.DataFrame, options: ScoreOptions) -> list[dict]:
+    """One ``score`` record per (model, task, form, template) of a :func:`slim_outcomes` frame."""
+    counts, clusters = _arrays(frame)
+    scored = frame["scored"].to_numpy(bool)
+    parse_failed = scored & ~frame["parse_ok"].to_numpy(bool)
+    judge_errors = frame["judge_state"].isin(["error", "pending"]).to_numpy()
+    random_p, n_gold = frame["random_p"].to_numpy(float), frame["n_gold"].to_numpy(float)
     records = []
-    for (model, task, form, template), group in outcomes.groupby(CONFIG, sort=False):
-        scored = group[group["scored"]]
-        interval = bootstrap_f1(_counts(scored), resamples=options.resamples, clusters=_clusters(scored, options),
+    for (model, task, form, template), rows in groups(frame, CONFIG):
+        kept = rows[scored[rows]]
+        interval = bootstrap_f1(counts[kept], resamples=options.resamples,
+                                clusters=clusters[kept] if options.cluster_by_image else None,
                                 rng=config_rng(options.seed, model, task, form, template))
-        if scored.empty:  # nothing scored yet (e.g. every open answer awaits the judge): no F1, not F1 = 0
+        if not len(kept):  # nothing scored yet (e.g. every open answer awaits the judge): no F1, not F1 = 0
             interval = Interval(float("nan"), float("nan"), float("nan"))
         records.append({
             "kind": "score", "model": model, "task": task, "form": form, "template": template,
-            "n": int(len(scored)), "f1": _rounded(interval.estimate), "ci_low": _rounded(interval.low),
+            "n": int(len(kept)), "f1": _rounded(interval.estimate), "ci_low": _rounded(interval.low),
             "ci_high": _rounded(interval.high),
-            "random_baseline": _rounded(expected_f1(scored["random_p"], scored["n_gold"])),
-            "parse_failures": int((scored["scored"] & ~scored["parse_ok"].astype(bool)).sum()),
-            "judge_errors": int(group["judge_state"].isin(["error", "pending"]).sum()),
+            "random_baseline": _rounded(expected_f1(random_p[kept], n_gold[kept])),
+            "parse_failures": int(parse_failed[rows].sum()), "judge_errors": int(judge_errors[rows].sum()),
         })
     return _order(pd.DataFrame(records)).to_dict("records") if records else []
 
 
-def config_deltas(outcomes: pd.DataFrame, options: ScoreOptions) -> list[dict]:
+def config_deltas(frame: pd.DataFrame, options: ScoreOptions) -> list[dict]:
     """One ``delta`` record per (model, task, template) with both forms: paired over shared samples."""
-    scored = outcomes[outcomes["scored"]]
+    keys = ["model", "task", "template", "sample_id"]
+    scored = frame[frame["scored"]]
+    closed = scored.loc[scored["form"] == "closed", [*keys, "tp", "fp", "fn", "cluster"]]
+    opened = scored.loc[scored["form"] == "open", [*keys, "tp", "fp", "fn"]]
+    both = closed.merge(opened, on=keys, suffixes=("", "_open"))
+    first, clusters = _arrays(both)
+    second, _ = _arrays(both, "_open")
     records = []
-    for (model, task, template), group in scored.groupby(["model", "task", "template"], sort=False):
-        closed = group[group["form"] == "closed"].set_index("sample_id")
-        opened = group[group["form"] == "open"].set_index("sample_id")
-        shared = closed.index.intersection(opened.index)
-        if closed.empty or opened.empty:
-            continue
-        closed, opened = closed.loc[shared], opened.loc[shared]
+    for (model, task, template), rows in groups(both, ["model", "task", "template"]):
         interval = bootstrap_paired_delta(
-            _counts(closed), _counts(opened), resamples=options.resamples,
-            clusters=closed[CLUSTER_COLUMN].to_numpy() if options.cluster_by_image else None,
+            first[rows], second[rows], resamples=options.resamples,
+            clusters=clusters[rows] if options.cluster_by_image else None,
             rng=config_rng(options.seed, model, task, "delta", template))
         records.append({"kind": "delta", "model": model, "task": task, "template": template,
                         "delta": _rounded(interval.estimate), "ci_low": _rounded(interval.low),
@@ -122,44 +160,48 @@ def config_deltas(outcomes: pd.DataFrame, options: ScoreOptions) -> list[dict]:
     return _order(pd.DataFrame(records)).to_dict("records") if records else []
 
 
-def breakdowns(outcomes: pd.DataFrame, by: Sequence[str], options: ScoreOptions) -> list[dict]:
+def breakdowns(frame: pd.DataFrame, by: Sequence[str], options: ScoreOptions) -> list[dict]:
     """Micro-F1 with CI per value of each metadata field in `by`, per configuration."""
+    scored = frame[frame["scored"]]
+    counts, clusters = _arrays(scored)
+    random_p, n_gold = scored["random_p"].to_numpy(float), scored["n_gold"].to_numpy(float)
     records = []
-    scored = outcomes[outcomes["scored"]]
     for name in by:
-        values = scored[name].astype(object).where(scored[name].notna(), "(missing)")
-        for (model, task, form, template, value), group in scored.groupby([*CONFIG, values.rename("_value")], sort=False):
-            interval = bootstrap_f1(_counts(group), resamples=options.resamples, clusters=_clusters(group, options),
+        for (model, task, form, template, value), rows in groups(scored, [*CONFIG, _by_column(name)]):
+            interval = bootstrap_f1(counts[rows], resamples=options.resamples,
+                                    clusters=clusters[rows] if options.cluster_by_image else None,
                                     rng=config_rng(options.seed, model, task, form, template, name, str(value)))
             records.append({"model": model, "task": task, "form": form, "template": template, "field": name,
-                            "value": value, "n": int(len(group)), "f1": _rounded(interval.estimate),
+                            "value": value, "n": int(len(rows)), "f1": _rounded(interval.estimate),
                             "ci_low": _rounded(interval.low), "ci_high": _rounded(interval.high),
-                            "random_baseline": _rounded(expected_f1(group["random_p"], group["n_gold"]))})
+                            "random_baseline": _rounded(expected_f1(random_p[rows], n_gold[rows]))})
     return _order(pd.DataFrame(records)).to_dict("records") if records else []
 
 
-def sample_scores(group: pd.DataFrame) -> pd.Series:
+def sample_scores(frame: pd.DataFrame) -> np.ndarray:
     """Per-record F1 (1/0 for a single-answer question), the unit of a paired comparison."""
-    tp, fp, fn = (group[c].to_numpy(float) for c in ("tp", "fp", "fn"))
+    tp, fp, fn = (frame[c].to_numpy(float) for c in ("tp", "fp", "fn"))
     denominator = 2 * tp + fp + fn
-    return pd.Series(np.divide(2 * tp, denominator, out=np.zeros_like(tp), where=denominator > 0), index=group.index)
+    return np.divide(2 * tp, denominator, out=np.zeros_like(tp), where=denominator > 0)
 
 
-def paired_comparisons(outcomes: pd.DataFrame) -> list[dict]:
+def paired_comparisons(frame: pd.DataFrame) -> list[dict]:
     """Win/tie/loss of each pair of models on the records both have scored, per config and overall."""
-    scored = outcomes[outcomes["scored"]].copy()
-    scored["_score"] = sample_scores(scored)
+    keys = ["task", "form", "template", "sample_id"]
+    scored = frame.loc[frame["scored"], ["model", *keys]].assign(score=sample_scores(frame[frame["scored"]]))
     models = list(dict.fromkeys(scored["model"]))
     records = []
     for first, second in combinations(models, 2):
-        keys = ["task", "form", "template", "sample_id"]
-        a = scored[scored["model"] == first].set_index(keys)["_score"]
-        b = scored[scored["model"] == second].set_index(keys)["_score"]
-        both = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner").reset_index()
-        groups = [(("all", "all", "all"), both), *both.groupby(["task", "form", "template"], sort=False)]
-        for (task, form, template), group in groups:
-            wins, losses = int((group["a"] > group["b"]).sum()), int((group["a"] < group["b"]).sum())
-            n = len(group)
+        a = scored.loc[scored["model"] == first, [*keys, "score"]]
+        b = scored.loc[scored["model"] == second, [*keys, "score"]]
+        both = a.merge(b, on=keys, suffixes=("_a", "_b"))
+        both["wins"] = both["score_a"] > both["score_b"]
+        both["losses"] = both["score_a"] < both["score_b"]
+        tallies = both.groupby(["task", "form", "template"], sort=False)[["wins", "losses"]].agg(["sum", "size"])
+        rows = [(("all", "all", "all"), int(both["wins"].sum()), int(both["losses"].sum()), len(both))]
+        rows += [(key, int(t[("wins", "sum")]), int(t[("losses", "sum")]), int(t[("wins", "size")]))
+                 for key, t in tallies.iterrows()]
+        for (task, form, template), wins, losses, n in rows:
             records.append({"model_a": first, "model_b": second, "task": task, "form": form, "template": template,
                             "n": n, "wins": wins, "ties": n - wins - losses, "losses": losses,
                             "win_rate": _rounded(wins / n) if n else None,
@@ -167,24 +209,25 @@ def paired_comparisons(outcomes: pd.DataFrame) -> list[dict]:
     return records
 
 
-def diagnostics(outcomes: pd.DataFrame) -> list[dict]:
+def diagnostics(frame: pd.DataFrame) -> list[dict]:
     """Per configuration: run errors, parse failures, judge errors and pending verdicts, with rates."""
+    flags = pd.DataFrame({
+        "records": 1, "scored": frame["scored"].astype(int), "run_errors": (frame["status"] != "ok").astype(int),
+        "parse_failures": (frame["scored"] & ~frame["parse_ok"].astype(bool)).astype(int),
+        "judge_failed": (frame["judge_state"] == "error").astype(int),
+        "judge_pending": (frame["judge_state"] == "pending").astype(int),
+        "judgeable": frame["judge_state"].isin(["precheck", "llm", "error", "pending"]).astype(int),
+        "precheck": (frame["judge_state"] == "precheck").astype(int),
+    })
+    totals = flags.groupby([frame[c] for c in CONFIG], sort=False).sum().reset_index()
     records = []
-    for (model, task, form, template), group in outcomes.groupby(CONFIG, sort=False):
-        scored = group["scored"]
-        run_errors = int((group["status"] != "ok").sum())
-        parse_failures = int((scored & ~group["parse_ok"].astype(bool)).sum())
-        judge_failed = int((group["judge_state"] == "error").sum())
-        judge_pending = int((group["judge_state"] == "pending").sum())
-        open_judgeable = int(group["judge_state"].isin(["precheck", "llm", "error", "pending"]).sum())
-        records.append({
-            "model": model, "task": task, "form": form, "template": template, "records": int(len(group)),
-            "scored": int(scored.sum()), "run_errors": run_errors, "parse_failures": parse_failures,
-            "parse_failure_rate": _rounded(parse_failures / scored.sum()) if scored.sum() else None,
-            "judge_failed": judge_failed, "judge_pending": judge_pending,
-            "judge_error_rate": _rounded((judge_failed + judge_pending) / open_judgeable) if open_judgeable else None,
-            "precheck": int((group["judge_state"] == "precheck").sum()),
-        })
+    for item in totals.to_dict("records"):
+        judgeable = item.pop("judgeable")
+        item["parse_failure_rate"] = _rounded(item["parse_failures"] / item["scored"]) if item["scored"] else None
+        item["judge_error_rate"] = (_rounded((item["judge_failed"] + item["judge_pending"]) / judgeable)
+                                    if judgeable else None)
+        records.append({key: (int(value) if isinstance(value, (np.integer, int)) else value)
+                        for key, value in item.items()})
     return _order(pd.DataFrame(records)).to_dict("records") if records else []
 
 
@@ -196,36 +239,81 @@ def score_outcomes(outcomes: pd.DataFrame, options: ScoreOptions, warnings: list
                                 f"{', '.join(c for c in outcomes.columns if outcomes[c].dtype == object)[:400]})")
     if options.cluster_by_image and CLUSTER_COLUMN not in outcomes.columns:
         raise RunInputError(f"--cluster-by-image: the release has no '{CLUSTER_COLUMN}' column to group samples by image")
+    frame = slim_outcomes(outcomes, options)
     return ScoreReport(
-        scores=config_scores(outcomes, options), deltas=config_deltas(outcomes, options),
-        breakdowns=breakdowns(outcomes, options.by, options), paired=paired_comparisons(outcomes),
-        diagnostics=diagnostics(outcomes), outcomes=outcomes, warnings=list(warnings or []),
+        scores=config_scores(frame, options), deltas=config_deltas(frame, options),
+        breakdowns=breakdowns(frame, options.by, options), paired=paired_comparisons(frame),
+        diagnostics=diagnostics(frame), outcomes=outcomes, warnings=list(warnings or []),
     )
 
 
+AUTO_PARALLEL_BYTES = 64 * 1024 * 1024  # below this, starting worker processes costs more than it saves
+
+
+def _score_run_in_worker(run_dir: str, release: str | None, seed: int) -> tuple[str, str, str, pd.DataFrame, list[str]]:
+    run = open_run(run_dir, release)
+    warnings = list(run.warnings)
+    frame = score_records(run, _gold_in_worker(str(run.release_dir.resolve())), seed=seed, warn=warnings.append,
+                          with_metadata=False)
+    return run.model, str(run.path), str(run.release_dir.resolve()), frame, warnings
+
+
+def _gold_in_worker(release_dir: str) -> dict[str, pd.DataFrame]:
+    """The release's gold tables, read once per process while the Parquet files are unchanged."""
+    files = sorted(Path(release_dir).glob("data/*/*.parquet"))
+    fingerprint = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    return _load_gold_cached(release_dir, fingerprint)
+
+
+@lru_cache(maxsize=4)
+def _load_gold_cached(release_dir: str, fingerprint: tuple) -> dict[str, pd.DataFrame]:
+    return load_gold(release_dir)
+
+
+def default_jobs(run_dirs: Sequence[str | Path]) -> int:
+    """One process per run (up to the CPU count) when the run files are large enough to pay for it."""
+    size = sum((Path(d) / "predictions.jsonl").stat().st_size for d in run_dirs
+               if (Path(d) / "predictions.jsonl").is_file())
+    return min(len(run_dirs), os.cpu_count() or 1) if size >= AUTO_PARALLEL_BYTES else 1
+
+
 def load_outcomes(run_dirs: Sequence[str | Path], release: str | Path | None = None, *, seed: int = 0,
-                  warn: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """Per-record outcomes of several runs, concatenated; the release is read once per directory."""
+                  jobs: int | None = None, warn: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """Per-record outcomes of several runs, concatenated, with the release metadata attached.
+
+    With `jobs` > 1 the runs are scored in that many worker processes (default: :func:`default_jobs`);
+    the result is the same either way.
+    """
     warnings: list[str] = []
     sink = warn or warnings.append
-    frames, gold_cache = [], {}
-    seen_models: dict[str, Path] = {}
-    for run_dir in run_dirs:
-        run = open_run(run_dir, release)
-        if run.model in seen_models:
-            raise RunInputError(f"{run.path}: model '{run.model}' is also the model of {seen_models[run.model]}")
-        seen_models[run.model] = run.path
-        for message in run.warnings:
+    jobs = default_jobs(run_dirs) if jobs is None else jobs
+    release_text = str(release) if release is not None else None
+    if jobs > 1 and len(run_dirs) > 1:
+        context = multiprocessing.get_context("spawn")  # no fork of a process holding Arrow's thread pool
+        with ProcessPoolExecutor(max_workers=min(jobs, len(run_dirs)), mp_context=context) as pool:
+            results = list(pool.map(_score_run_in_worker, [str(d) for d in run_dirs],
+                                    [release_text] * len(run_dirs), [seed] * len(run_dirs)))
+    else:
+        results = []
+        for run_dir in run_dirs:
+            run = open_run(run_dir, release)
+            run_warnings = list(run.warnings)
+            frame = score_records(run, _gold_in_worker(str(run.release_dir.resolve())), seed=seed,
+                                  warn=run_warnings.append, with_metadata=False)
+            results.append((run.model, str(run.path), str(run.release_dir.resolve()), frame, run_warnings))
+    frames, seen_models = [], {}
+    for model, path, release_dir, frame, run_warnings in results:
+        if model in seen_models:
+            raise RunInputError(f"{path}: model '{model}' is also the model of {seen_models[model]}")
+        seen_models[model] = path
+        for message in run_warnings:
             sink(message)
-        key = run.release_dir.resolve()
-        if key not in gold_cache:
-            gold_cache[key] = load_gold(run.release_dir)
-        frames.append(score_records(run, gold_cache[key], seed=seed, warn=sink))
+        frames.append(attach_metadata(frame, _gold_in_worker(release_dir)))
     return pd.concat(frames, ignore_index=True), warnings
 
 
 def score_runs(run_dirs: Sequence[str | Path], release: str | Path | None = None,
-               options: ScoreOptions = ScoreOptions()) -> ScoreReport:
+               options: ScoreOptions = ScoreOptions(), jobs: int | None = None) -> ScoreReport:
     """Load, score and aggregate runs: the library face of ``mmbu eval score``."""
-    outcomes, warnings = load_outcomes(run_dirs, release, seed=options.seed)
+    outcomes, warnings = load_outcomes(run_dirs, release, seed=options.seed, jobs=jobs)
     return score_outcomes(outcomes, options, warnings)

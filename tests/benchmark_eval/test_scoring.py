@@ -247,3 +247,13 @@ def test_a_configuration_with_nothing_scored_has_no_f1(tmp_path, release):
     report = score_runs([write_run(tmp_path / "runs", "model-x", release, records)], options=ScoreOptions(resamples=20))
     (only,) = report.scores
     assert (only["n"], only["f1"], only["ci_low"], only["judge_errors"]) == (0, None, None, 4)
+
+
+def test_worker_processes_give_the_same_scores(tmp_path, release):
+    runs = [write_run(tmp_path / "runs", model, release, closed_and_open_records(release, model))
+            for model in ("model-x", "model-y")]
+    add_verdicts(runs[0], release)
+    alone = score_runs(runs, options=ScoreOptions(resamples=50), jobs=1)
+    together = score_runs(runs, options=ScoreOptions(resamples=50), jobs=2)
+    assert alone.contract_records() == together.contract_records()
+    assert alone.outcomes.equals(together.outcomes)
