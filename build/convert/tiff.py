@@ -21,8 +21,9 @@ The rules, in the order they are applied:
     (ImageJ files: the brightest entry of each channel's LUT plays the part of the OME colour);
     the source of every colour is recorded.
   - One channel: 8-bit kept as is; 16-bit, 32-bit and float scaled by the percentile window of
-    the plane (or `options.window`, which also applies to 8-bit) (never by bit shifting — 12-bit data in 16-bit containers stays visible); palette
-    images mapped through their colour map.
+    the plane, never by bit shifting (12-bit data in 16-bit containers stays visible);
+    `options.window` overrides the window, also for 8-bit; palette images go through their
+    colour map; grey + alpha is composited onto white.
 * **Masks** (`options.as_mask`): one channel, values kept (`display.to_label_image`), nearest.
 """
 from __future__ import annotations
@@ -125,8 +126,9 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
         params["channels"] = None
     else:
         sizes = dict(zip(axes, shape))
-        is_rgb = sizes.get("S", 1) in (3, 4) and sizes.get("C", 1) == 1  # colour samples, not channels
-        pixels, params["channels"] = _to_display(plane, channels_meta, colormap, is_rgb, options.window)
+        # samples (S) of one channel are colour (+ alpha); channels (C) are fluorescence to blend
+        colour_samples = sizes.get("S", 1) if sizes.get("C", 1) == 1 else 1
+        pixels, params["channels"] = _to_display(plane, channels_meta, colormap, colour_samples, options.window)
     pixels = display.resize_longest_side(pixels, options.max_size, is_mask=options.as_mask)
     frame = options.frame if isinstance(options.frame, int) else None
     return Converted(pixels=pixels, format=format_name, frame=frame, params=params)
@@ -296,14 +298,26 @@ def _to_display(
     plane: np.ndarray,
     channels_meta: list[dict[str, Any]],
     colormap: np.ndarray | None,
-    is_rgb: bool,
+    colour_samples: int,
     window: tuple[float, float] | None,
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
     if plane.shape[2] == 1:
         return _grey(plane[..., 0], colormap, window)
-    if is_rgb:
+    if colour_samples == 2:  # grey + alpha
+        grey, record = _grey(plane[..., 0], None, window)
+        rgba = np.dstack([grey, grey, grey, _alpha_to_uint8(plane[..., 1])])
+        composited = display.composite_on_background(rgba)[..., 0]
+        return composited, [{**record[0], "name": "grey+alpha composited onto white"}]
+    if colour_samples in (3, 4):
         return _rgb(plane)
     return _blend(plane, channels_meta)
+
+
+def _alpha_to_uint8(alpha: np.ndarray) -> np.ndarray:
+    """Alpha in the sample's full range (0..255, 0..65535, or 0..1 for floats) as 0..255."""
+    if np.issubdtype(alpha.dtype, np.integer):
+        return np.rint(alpha.astype(np.float64) * 255.0 / np.iinfo(alpha.dtype).max).astype(np.uint8)
+    return np.rint(np.clip(alpha, 0.0, 1.0) * 255.0).astype(np.uint8)
 
 
 def _grey(

@@ -197,6 +197,15 @@ def test_rgb_kept_and_rgba_composited_on_white(tmp_path):
     assert tuple(composited[2, 2]) == (200, 0, 0) and tuple(composited[8, 8]) == (255, 255, 255)
 
 
+def test_grey_with_alpha_is_composited_on_white(tmp_path):
+    la = np.zeros((10, 10, 2), np.uint8)
+    la[..., 0] = 40
+    la[:5, :, 1] = 255  # top half opaque dark grey, bottom half transparent
+    tifffile.imwrite(tmp_path / "la.tif", la, photometric="minisblack", planarconfig="contig", extrasamples=["unassalpha"])
+    converted = read_tiff(tmp_path / "la.tif", ConvertOptions())
+    assert converted.mode == "L" and converted.pixels[2, 2] == 40 and converted.pixels[8, 8] == 255
+
+
 def test_sixteen_bit_rgb_keeps_colour_balance(tmp_path):
     rgb = np.zeros((10, 10, 3), np.uint16)
     rgb[..., 0] = 4000
