@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import click
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mmbu.curation.agent.contamination import ExclusionList, ExclusionListError
@@ -94,8 +95,9 @@ def discover(source_list: str, out: Path, taxonomy_path: Path | None, max_querie
     hosts = {"zenodo": ZenodoSource(session), "huggingface": HuggingFaceSource(session), "kaggle": KaggleSource(session)}
 
     with Progress(TextColumn("[bold]discover"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), transient=True, disable=None) as progress:
-        task = progress.add_task("", total=min(max_queries, max(len(queries), 1)))
+                  TextColumn("{task.description}"), console=Console(stderr=True), transient=True) as progress:
+        # each query can be widened twice, and widened queries count against the budget too
+        task = progress.add_task("", total=min(max_queries, max(3 * len(queries), 1)))
 
         def advance(query) -> None:
             progress.update(task, advance=1, description=query.text[:60])
