@@ -308,11 +308,12 @@ def _file_voi(values: np.ndarray, view: Dataset, index: int, params: dict, path:
         return None
     if has_lut:
         descriptor = luts[index].LUTDescriptor
-        lut_values = np.asarray(voi_lut_data(luts[index], view))
-        y_lo, y_hi = float(lut_values.min()), float(lut_values.max())
+        bits = voi_lut_output_bits(int(descriptor[2]), int(np.max(voi_lut_data(luts[index], view))))
+        y_lo, y_hi = 0.0, float(2**bits - 1)
         params["window"] = {
             "source": "file VOI LUT", "index": index, "count": count,
             "lut_entries": int(descriptor[0] or 65536), "lut_output_range": [y_lo, y_hi],
+            "lut_bits": bits, "lut_bits_declared": int(descriptor[2]),
             "explanation": str(luts[index].get("LUTExplanation", "")) or None,
         }
     else:
@@ -329,6 +330,18 @@ def voi_lut_data(item: Dataset, view: Dataset) -> np.ndarray:
     single.file_meta = view.file_meta
     single.set_original_encoding(*view.original_encoding)
     return apply_voi_lut(np.arange(first_mapped, first_mapped + entries, dtype=np.int64), single)
+
+
+def voi_lut_output_bits(declared_bits: int, lut_max: int) -> int:
+    """Bits of a VOI LUT's output range 0..2**bits-1, which maps onto black..white (PS3.3 C.11.2.1.1).
+
+    The descriptor's third value is the standard's answer, and a LUT that stays inside part of that
+    range (say 500..3500 of 12 bits) is meant to look that way, not to be stretched to full contrast.
+    Many CR/DX files declare 16 bits for 12-bit data, though, which taken literally is nearly black:
+    like dcmtk's `--ignore-vlut-depth`, the depth is lowered to what the largest entry needs.
+    """
+    needed = max(1, int(lut_max).bit_length())
+    return min(declared_bits, needed) if declared_bits > 0 else needed
 
 
 def _window_output_range(view: Dataset, index: int) -> tuple[float, float]:

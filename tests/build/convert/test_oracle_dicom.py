@@ -1,0 +1,85 @@
+"""`mmbu convert` on DICOM against dcmtk's `dcmj2pnm`, the reference renderer, as an external oracle.
+
+dcmtk is not installed for users or CI, so its PNGs were rendered once and committed
+(`golden/dicom/`, made by `golden/make_dicom_golden.py`; see `golden/PROVENANCE.md`). Each case runs our
+whole path — sniff, read, window, write the PNG — through `convert_paths` and compares the PNG a user
+would get with dcmtk's: grayscale within one grey level (dcmtk truncates where we round), YCbCr within
+two (dcmtk's integer YCbCr formula), decoded JPEG within the decoders' rounding.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+GOLDEN = Path(__file__).parent / "golden"
+sys.path.insert(0, str(GOLDEN))
+import make_dicom_golden as golden  # noqa: E402  (input paths and options exactly as the goldens were made)
+
+from mmbu.build.convert.batch import convert_paths  # noqa: E402
+from mmbu.build.convert.dicom import voi_lut_output_bits  # noqa: E402
+
+CASES = json.loads((golden.OUT / "cases.json").read_text())["cases"]
+
+
+def _convert(source: Path, options_fields: dict, out_dir: Path) -> tuple[np.ndarray, dict]:
+    (record,) = convert_paths([source], out_dir, golden.our_options(options_fields))
+    assert record["status"] == "ok", record["error"]
+    with Image.open(record["output"]) as image:
+        return np.asarray(image), record
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_png_matches_dcmtk(case, tmp_path):
+    spec = CASES[case]
+    ours, record = _convert(golden.input_path(spec["input"]), spec["options"], tmp_path)
+    with Image.open(golden.OUT / f"{case}.png") as image:
+        reference = np.asarray(image)
+    assert ours.shape == reference.shape, f"{case}: our PNG is {ours.shape}, dcmtk's ({spec['dcmtk']}) {reference.shape}"
+    difference = np.abs(ours.astype(np.int16) - reference.astype(np.int16))
+    tolerance = spec["tolerance"]
+    worst = np.unravel_index(int(difference.argmax()), difference.shape)
+    assert difference.max() <= tolerance["max_abs"], (
+        f"{case}: {difference.max()} grey levels from dcmtk at {worst} (ours {ours[worst]}, dcmtk {reference[worst]}); "
+        f"dcmtk ran `{spec['dcmtk']}`, we recorded {record['params'].get('window')}"
+    )
+    assert difference.mean() <= tolerance["mean_abs"]
+    if spec["our_window"] is not None:
+        # the golden was rendered with the window we recorded when it was made: it must not drift
+        recorded = record["params"]["window"]
+        for key in ("lo", "hi", "center", "width"):
+            if key in spec["our_window"]:
+                assert recorded[key] == pytest.approx(spec["our_window"][key]), (case, key)
+
+
+def test_ybr_full_comes_back_within_one_level_of_the_original_rgb(tmp_path):
+    # dcmtk itself sits up to 3 levels away here; the original colours are the sharper oracle
+    ours, record = _convert(golden.input_path("rgb_ybr_full"), {}, tmp_path)
+    assert np.abs(ours.astype(int) - golden._colour_scene().astype(int)).max() <= 1
+    assert record["params"]["colour"] == "YBR_FULL converted to RGB by pydicom on decoding"
+
+
+def test_subsampled_jpeg_keeps_its_marker_blocks_in_place(tmp_path):
+    ours, _ = _convert(golden.input_path("rgb_jpeg_ybr_full_422"), {}, tmp_path)
+    red_block, green_block = ours[8:16, 8:20].mean(axis=(0, 1)), ours[32:40, 44:56].mean(axis=(0, 1))
+    assert red_block[0] > 200 and red_block[1] < 60 and red_block[2] < 70
+    assert green_block[1] > 180 and green_block[0] < 50 and green_block[2] < 90
+
+
+@pytest.mark.parametrize(
+    ("declared", "lut_max", "bits"),
+    [(16, 65535, 16), (16, 4095, 12), (12, 3500, 12), (8, 150, 8), (16, 35000, 16), (12, 1000, 10)],
+)
+def test_voi_lut_depth_follows_the_descriptor_unless_overstated(declared, lut_max, bits):
+    assert voi_lut_output_bits(declared, lut_max) == bits
+
+
+def test_a_voi_lut_inside_part_of_its_range_is_not_stretched(tmp_path):
+    # 500..3500 of a 12-bit LUT: the darkest grey is 500/4095 of white, as dcmtk shows it
+    ours, record = _convert(golden.input_path("dx_voi_lut_12bit_partial"), {}, tmp_path)
+    assert record["params"]["window"]["lut_output_range"] == [0.0, 4095.0]
+    assert 29 <= ours.min() <= 32 and 216 <= ours.max() <= 219
