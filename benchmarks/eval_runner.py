@@ -84,7 +84,8 @@ def main() -> None:
     args = parser.parse_args()
     process, url = start_server(args.latency)
     instant, instant_url = start_server(0.0)
-    print(f"server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} cores")
+    load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
+    print(f"server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} cores, load average {load}")
     print("| in flight | ideal req/s | CPU ceiling req/s | client req/s | client/ideal | runner req/s | runner/ideal "
           "| runner/min(ideal, ceiling) | requests |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -196,7 +196,7 @@ class Runner:
         if not rows:
             return
         images = iter_images(self.config.release_dir, task, rows.keys())
-        slots = asyncio.Semaphore(self.config.concurrency * 2)   # requests scheduled but not finished
+        slots = asyncio.Semaphore(self.config.concurrency)       # requests scheduled but not finished
         prep = asyncio.Semaphore(4)                               # rows being prepared at once
         pending = self._pending
         batch: list[tuple[ModelRequest, dict[str, Any]]] = []

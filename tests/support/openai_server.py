@@ -87,8 +87,12 @@ class ChatCall:
         return bool(re.search(r"bounding box", self.prompt, re.I)) and not self.options
 
     def image(self, index: int = 0) -> Image.Image:
-        header, _, data = self.image_urls[index].partition(",")
-        return Image.open(io.BytesIO(base64.b64decode(data)))
+        """The received image, decoded once."""
+        cache = self.__dict__.setdefault("_decoded", {})
+        if index not in cache:
+            _, _, data = self.image_urls[index].partition(",")
+            cache[index] = Image.open(io.BytesIO(base64.b64decode(data)))
+        return cache[index]
 
 
 @dataclass
