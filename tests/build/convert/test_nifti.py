@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import subprocess
 import sys
 import textwrap
@@ -10,6 +11,8 @@ from pathlib import Path
 import nibabel as nib
 import numpy as np
 import pytest
+from click.testing import CliRunner
+from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -17,6 +20,7 @@ from factories_volume import ANISOTROPIC_MM, SHAPE, labels, mask_of_marker, phan
 
 from mmbu.build.convert.base import ConversionError, ConvertOptions  # noqa: E402
 from mmbu.build.convert.nifti import read  # noqa: E402
+from mmbu.cli import cli  # noqa: E402
 
 ORIENTATIONS = ["RAS", "LPS", "PIR", "ASL", "ILP"]
 
@@ -239,3 +243,19 @@ def test_only_the_shown_slice_is_read(tmp_path):
     )
     peak = int(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
     assert peak < 16 * 2**20, f"peak {peak / 2**20:.1f} MiB suggests the whole 64 MiB volume was loaded"
+
+
+def test_mmbu_convert_writes_aligned_image_and_mask_pngs(tmp_path):
+    volume = phantom((40, 48, 32))
+    image_path = write_nifti(tmp_path / "case.nii.gz", volume, "LPS")
+    mask_path = write_nifti(tmp_path / "case_seg.nii.gz", mask_of_marker(volume), "LPS")
+    common = ["--slice", "mask_max_area", "--slice-mask", str(mask_path), "--axis", "2"]
+    first = CliRunner().invoke(cli, ["convert", str(image_path), "--out", str(tmp_path / "img"), *common])
+    second = CliRunner().invoke(cli, ["convert", str(mask_path), "--out", str(tmp_path / "msk"), "--as-mask", *common])
+    assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
+    image = np.asarray(Image.open(tmp_path / "img" / "case.png"))
+    mask = np.asarray(Image.open(tmp_path / "msk" / "case_seg.png"))
+    np.testing.assert_array_equal(image == 255, mask == 1)
+    record = json.loads((tmp_path / "img" / "convert-report.jsonl").read_text())
+    assert record["format"] == "nifti" and record["params"]["axcodes_before"] == "LPS"
+    assert record["params"]["slice_choice"] == "mask_max_area" and record["mode"] == "L"

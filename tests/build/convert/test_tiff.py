@@ -1,12 +1,15 @@
 """OME-TIFF / TIFF: channel colours by name and OME colour, pyramids, deep grayscale, stacks, masks."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tifffile
+from click.testing import CliRunner
+from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -15,6 +18,7 @@ from factories_slide import write_ome_tiff  # noqa: E402
 from mmbu.build.convert.base import ConversionError, ConvertOptions  # noqa: E402
 from mmbu.build.convert import tiff  # noqa: E402
 from mmbu.build.convert.tiff import DEFAULT_PALETTE, read_ome, read_tiff  # noqa: E402
+from mmbu.cli import cli  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -251,3 +255,13 @@ def test_bad_tiffs_are_one_sentence(tmp_path):
         assert "\n" not in str(caught.value)
     with pytest.raises(ConversionError, match="uses a compression that cannot be decoded"):
         read_tiff(FIXTURES / "unopenable.tiff", ConvertOptions())
+
+
+def test_mmbu_convert_blends_an_ome_tiff_into_an_rgb_png(tmp_path):
+    path = write_ome_tiff(tmp_path / "cells.ome.tif", banded_channels(), ["GFP", "DAPI", "Cy3"], None)
+    result = CliRunner().invoke(cli, ["convert", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "out" / "convert-report.jsonl").read_text())
+    assert record["format"] == "ome-tiff" and record["mode"] == "RGB"
+    pixels = np.asarray(Image.open(record["output"]))
+    assert [band_colour(pixels, k) for k in range(3)] == [(0, 255, 0), (0, 0, 255), (255, 0, 0)]

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tifffile
+from click.testing import CliRunner
+from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -27,6 +29,7 @@ from factories_slide import (  # noqa: E402
 from mmbu.build.convert.base import ConversionError, ConvertOptions  # noqa: E402
 from mmbu.build.convert import wsi  # noqa: E402
 from mmbu.build.convert.wsi import plan_read, read  # noqa: E402
+from mmbu.cli import cli  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -199,3 +202,22 @@ def test_corrupt_and_unsupported_slides_are_one_sentence(tmp_path):
     text.write_text("not a slide")
     with pytest.raises(ConversionError, match="notes.svs is not a slide format openslide can read"):
         read(text, ConvertOptions())
+
+
+def test_mmbu_convert_on_slides_reports_each_and_exits_1_for_an_orphan_mrxs(tmp_path):
+    inputs = tmp_path / "in"
+    write_mrxs(inputs / "case")  # a folder holding one MIRAX slide
+    write_ndpi(inputs / "scan.ndpi", quadrant_image(300))
+    orphan = write_mrxs(tmp_path / "orphan", name="lonely")
+    shutil.rmtree(tmp_path / "orphan" / "lonely")
+    out = tmp_path / "out"
+    sources = [inputs / "case", inputs / "scan.ndpi", orphan]
+    result = CliRunner().invoke(cli, ["convert", *map(str, sources), "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    lines = (out / "convert-report.jsonl").read_text().splitlines()
+    records = {Path(record["source"]).name: record for record in map(json.loads, lines)}
+    assert records["case"]["status"] == "ok" and records["case"]["params"]["vendor"] == "mirax"
+    assert records["scan.ndpi"]["status"] == "ok" and records["scan.ndpi"]["params"]["vendor"] == "hamamatsu"
+    assert records["lonely.mrxs"]["status"] == "error" and "lonely/" in records["lonely.mrxs"]["error"]
+    mirax = np.asarray(Image.open(records["case"]["output"]))
+    assert close_to(mirax[100, 400], (40, 220, 40)) and close_to(mirax[400, 100], (40, 40, 220))
