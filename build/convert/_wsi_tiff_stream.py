@@ -17,7 +17,7 @@ import tifffile
 from PIL import Image
 
 DECODE_THREADS = 2
-READ_BUFFER_BYTES = 16 * 2**20  # compressed bytes read per pass: bounds the decoded tiles in flight
+READ_BUFFER_BYTES = 4 * 2**20  # compressed bytes read per pass: bounds the decoded tiles in flight
 
 
 def find_tiled_page(tiff: tifffile.TiffFile, size: tuple[int, int]) -> tifffile.TiffPage | None:
