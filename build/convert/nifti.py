@@ -19,6 +19,7 @@ What a caller can rely on:
   image's left, superior up; sagittal — anterior on the image's left, superior up.
   Non-square voxels (thick slices seen from the side) are stretched along the coarser display axis
   to square pixels (`square_pixels_from` records the size before; `pixel_spacing_mm` the spacing).
+* **RGB voxels** (NIfTI RGB24/RGBA32 data types) stay colour, unwindowed (alpha dropped).
 * **Intensities.** A percentile window (0.5–99.5) over the slice's finite non-zero voxels, or
   `options.window` (center, width); NaN → black, ±Inf clipped, a constant slice → black.
   With `options.as_mask` the values are kept as labels and never windowed; resizing is nearest.
@@ -84,7 +85,12 @@ def read(path: Path, options: ConvertOptions) -> Converted:
         "display": "radiological",
         "pixel_spacing_mm": _pixel_spacing(image, ornt, canonical_axis),
     }
-    if options.as_mask:
+    if view.dtype.names:  # RGB24 / RGBA32 voxels: colour as stored, never windowed
+        if options.as_mask:
+            raise ConversionError(f"{path} holds RGB voxels, so it is not a label mask")
+        pixels = np.stack([view[name] for name in view.dtype.names[:3]], axis=-1).astype(np.uint8)
+        params["window"] = {"source": "RGB voxels kept"}
+    elif options.as_mask:
         pixels = display.to_label_image(view)
         params["window"] = None
     else:

@@ -203,6 +203,22 @@ def test_out_of_range_slice_and_axis(tmp_path):
         read(path, ConvertOptions(axis=3))
 
 
+def test_rgb_voxels_stay_colour_with_the_same_orientation(tmp_path):
+    canonical = np.zeros(SHAPE, dtype=[("R", "u1"), ("G", "u1"), ("B", "u1")])
+    canonical["R"] = 20
+    marker = (slice(SHAPE[0] - 6, SHAPE[0] - 3), slice(SHAPE[1] - 6, SHAPE[1] - 3), slice(None))
+    canonical["R"][marker] = 250  # right-anterior column, every slice
+    canonical["G"][marker] = 100
+    path = write_nifti(tmp_path / "rgb.nii.gz", canonical, "LPS")
+    converted = read(path, ConvertOptions())
+    assert converted.mode == "RGB" and converted.params["window"] == {"source": "RGB voxels kept"}
+    rows, cols = np.nonzero(converted.pixels[..., 0] == 250)
+    assert rows.max() < SHAPE[1] // 2 and cols.max() < SHAPE[0] // 2  # still left-top: right-anterior
+    assert tuple(converted.pixels[rows[0], cols[0]]) == (250, 100, 0) and tuple(converted.pixels[-1, -1]) == (20, 0, 0)
+    with pytest.raises(ConversionError, match="holds RGB voxels, so it is not a label mask"):
+        read(path, ConvertOptions(as_mask=True))
+
+
 def test_fractional_mask_is_refused(tmp_path):
     path = write_nifti(tmp_path / "f.nii", phantom() / 3.0)
     with pytest.raises(ConversionError, match="fractional"):
