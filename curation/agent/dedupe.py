@@ -1,4 +1,5 @@
-"""Merge the same dataset found on several sources: same DOI, same URL, or same normalised title.
+"""Merge the same dataset found on several sources: same DOI, same URL, or same normalised title
+(titles only across hosts: two records of one host are two datasets, however alike their titles).
 
 The kept record is the one from the most authoritative host (Zenodo, then Hugging Face, then Kaggle,
 then Papers with Code); the others become `also_found_in` and lend their queries, tags and parents.
@@ -60,10 +61,12 @@ def dedupe(candidates: Iterable[Candidate]) -> list[Candidate]:
     owner: dict[str, int] = {}
     for index, candidate in enumerate(items):
         for key in identity_keys(candidate):
-            if key in owner:
-                parent[find(index)] = find(owner[key])
-            else:
+            if key not in owner:
                 owner[key] = index
+            elif key.startswith("title:") and items[owner[key]].source == candidate.source:
+                continue  # one host's ids are distinct datasets, however alike their titles
+            else:
+                parent[find(index)] = find(owner[key])
     groups: dict[int, list[int]] = {}
     for index in range(len(items)):
         groups.setdefault(find(index), []).append(index)

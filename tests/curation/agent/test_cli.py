@@ -4,7 +4,7 @@ import json
 from click.testing import CliRunner
 
 from mmbu.cli import cli
-from support.loopback import Reply
+from support.loopback import LoopbackServer, Reply
 
 def run_discover(tmp_path, taxonomy_path, *extra):
     out = tmp_path / "candidates.jsonl"
@@ -117,3 +117,14 @@ def test_an_llm_that_fails_is_reported_and_the_run_goes_on(apis, tmp_path, taxon
     result, found, _ = run_discover(tmp_path, taxonomy_path, "--llm-base-url", f"{apis.url}/llm/v1")
     assert result.exit_code == 1 and "llm: no answer from" in result.output and "HTTP 401" in result.output
     assert found["zenodo:11012345"]["llm_relevance"] is None and found["zenodo:11012345"]["score"] > 0
+
+
+def test_a_host_that_blocks_us_is_left_alone(apis, tmp_path, taxonomy_path, monkeypatch):
+    with LoopbackServer() as zenodo:  # its own host: the breaker is per host
+        zenodo.add("GET", "/api/records", Reply(403, "You are being blocked. Please contact us at: info@zenodo.org"))
+        monkeypatch.setenv("MMBU_ZENODO_URL", zenodo.url)
+        result, found, _ = run_discover(tmp_path, taxonomy_path)
+        assert result.exit_code == 1 and "the host refused us" in result.output
+        assert "zenodo is skipped for the rest of the run" in result.output
+        assert len(zenodo.requests) == 1  # one refusal, then silence
+    assert "huggingface:someorg/chest-xray-demo" in found and "kaggle:someuser/chest-xray-pneumonia-demo" in found

@@ -81,8 +81,9 @@ def test_dedupe_merges_by_doi_url_and_title_keeping_the_most_authoritative_host(
     kaggle = make(source="kaggle", id="u/blood", title="Blood Smear Microscopy Images!", queries=["q2"])
     hub = make(source="huggingface", id="o/b", title="other", doi="10.5281/ZENODO.7", keywords=["medical"])
     alone = make(source="kaggle", id="u/other", title="Something else entirely")
-    merged = dedupe([kaggle, hub, zenodo, alone])
-    assert [c.ref for c in merged] == ["zenodo:7", "kaggle:u/other"]
+    namesake = make(source="kaggle", id="v/other", title="Something else, entirely")  # same host: not merged
+    merged = dedupe([kaggle, hub, zenodo, alone, namesake])
+    assert [c.ref for c in merged] == ["zenodo:7", "kaggle:u/other", "kaggle:v/other"]
     kept = merged[0]
     assert {r.ref for r in kept.also_found_in} == {"kaggle:u/blood", "huggingface:o/b"}
     assert kept.queries == ["q1", "q2"] and kept.keywords == ["medical"]
