@@ -125,6 +125,7 @@ class Runner:
         self._generation = {"temperature": config.temperature, "max_tokens": config.max_tokens, "seed": config.seed}
         self._pending: set[asyncio.Task] = set()
         self._failure: BaseException | None = None
+        self._batch_lock = asyncio.Lock()
 
     # -- records ----------------------------------------------------------------------------
     def _record(self, sample_id: str, task: str, form: str, template: str, rhash: str, frames: Frames | None,
@@ -210,8 +211,6 @@ class Runner:
                                                  pending, batch))
             pending.add(work)
             work.add_done_callback(self._watch)
-            if self.backend.prefers_batches and len(batch) >= self.config.batch_size:
-                await self._flush_batch(batch)
         while pending:
             await asyncio.gather(*list(pending))
         self._raise_failure()
@@ -298,6 +297,8 @@ class Runner:
             asked = asyncio.create_task(self._ask(request, base, slots))
             pending.add(asked)
             asked.add_done_callback(self._watch)
+        if self.backend.prefers_batches and len(batch) >= self.config.batch_size:
+            await self._flush_batch(batch)
 
     def _watch(self, task: asyncio.Task) -> None:
         """Forget a finished task; keep its exception so the producer stops instead of hanging."""
@@ -320,8 +321,13 @@ class Runner:
             slots.release()
 
     async def _flush_batch(self, batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
-        current, batch[:] = list(batch), []
-        answers = await self.backend.generate_batch([request for request, _ in current])
+        # One batch at a time (in-process engines are not re-entrant); it takes all that has
+        # accumulated, while other rows keep being prepared.
+        async with self._batch_lock:
+            current, batch[:] = list(batch), []
+            if not current:
+                return
+            answers = await self.backend.generate_batch([request for request, _ in current])
         for (_, base), answer in zip(current, answers):
             self._emit(self._from_answer(answer, base))
 

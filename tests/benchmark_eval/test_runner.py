@@ -230,3 +230,41 @@ def test_command_line_in_the_manifest_has_no_secrets():
             "--base-url", "https://user:pw@host/v1"]
     assert redact_argv(argv) == ["mmbu", "eval", "run", "--api-key", "<redacted>", "--token=<redacted>",
                                  "--api-key-env", "LAB_KEY", "--base-url", "https://<redacted>@host/v1"]
+
+
+def test_batch_backends_get_whole_batches(server, release_dir, tmp_path):
+    """The runner's path for in-process engines (vLLM, transformers), driven through a batch backend
+    that answers each batch over real HTTP from the loopback server."""
+    import asyncio
+
+    from mmbu.benchmark_eval.backends import OpenAICompatBackend, OpenAICompatClient
+    from mmbu.benchmark_eval.backends.base import BatchBackend
+    from mmbu.benchmark_eval.models import default_registry
+    from mmbu.benchmark_eval.runner import RunConfig, Runner
+
+    class LoopbackBatch(BatchBackend):
+        name = "loopback-batch"
+
+        def __init__(self, http: OpenAICompatBackend) -> None:
+            self.http, self.sizes = http, []
+
+        async def generate_batch(self, requests):
+            self.sizes.append(len(requests))
+            return await asyncio.gather(*(self.http.generate(r) for r in requests))
+
+    entry = default_registry().get("Qwen3-VL-8B")
+    config = RunConfig(release_dir=release_dir, runs_dir=tmp_path, entry=entry, tasks=("ungrounded_classification",
+                       "object_detection"), forms=("closed", "open"), templates=("no_context", "modality"),
+                       batch_size=5)
+
+    async def go():
+        backend = LoopbackBatch(OpenAICompatBackend(OpenAICompatClient(server.url, entry.served_name)))
+        try:
+            return await Runner(config, backend).run(), backend.sizes
+        finally:
+            await backend.http.aclose()
+
+    outcome, sizes = asyncio.run(go())
+    assert outcome.progress.ok == sum(sizes) == 2 * 3 * 4 and len(sizes) >= 3 and min(sizes) >= 1
+    records = read_records(config.predictions)
+    assert len(records) == 24 and {r.backend for r in records} == {"loopback-batch"}
