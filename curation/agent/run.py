@@ -23,6 +23,7 @@ from mmbu.curation.agent.scoring import score
 from mmbu.curation.agent.screening import screen
 from mmbu.curation.agent.settings import DiscoverySettings
 from mmbu.curation.http import BlockedError, HttpError
+from mmbu.curation.sources._paging import LiveSource
 from mmbu.curation.sources.candidate import Candidate, Lead, SourceRef, SourceResponseError
 from mmbu.curation.sources.paperswithcode import PwcIndex, lead_refs
 from mmbu.taxonomy.model import Taxonomy
@@ -54,7 +55,7 @@ class Discoverer:
     """
 
     def __init__(self, taxonomy: Taxonomy, settings: DiscoverySettings, exclusions: ExclusionList,
-                 hosts: dict[str, Any], searched: Iterable[str], pwc: PwcIndex | None = None,
+                 hosts: dict[str, LiveSource], searched: Iterable[str], pwc: PwcIndex | None = None,
                  llm: LlmHelper | None = None, on_query: Callable[[Query], None] | None = None):
         self.taxonomy = taxonomy
         self.settings = settings
@@ -157,9 +158,8 @@ class Discoverer:
             host = self.hosts.get(ref.source)
             if host is None or ref.source in self.blocked:
                 continue
-            fetch = {"zenodo": "record", "huggingface": "dataset", "kaggle": "dataset"}[ref.source]
             try:
-                candidate = getattr(host, fetch)(ref.id)
+                candidate = host.dataset(ref.id)
             except BlockedError as exc:
                 self.blocked.add(ref.source)
                 self.problems.append(f"paperswithcode: lead {lead.id} -> {ref.ref}: {exc}")

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from mmbu.curation.sources.candidate import Candidate
 
@@ -20,3 +22,15 @@ class Page:
     next_page: str | None = None
     total: int | None = None
     problems: list[str] = field(default_factory=list)
+
+
+class LiveSource(Protocol):
+    """What the agent needs from a searchable host (Zenodo, Hugging Face, Kaggle)."""
+
+    name: str
+
+    def search(self, compiled: Mapping[str, Any], max_pages: int) -> Iterator[Page]:
+        """Pages of results for one query in this host's dialect."""
+
+    def dataset(self, dataset_id: str) -> Candidate:
+        """One dataset by the host's own id (to resolve Papers with Code leads)."""

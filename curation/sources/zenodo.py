@@ -94,7 +94,7 @@ class ZenodoSource:
             yield page
             url, query = page.next_page, None  # links.next is absolute and carries every argument
 
-    def record(self, record_id: str) -> Candidate:
+    def dataset(self, record_id: str) -> Candidate:
         """One record by id (used to resolve Papers with Code leads)."""
         url = f"{self.base_url}/api/records/{record_id}"
         answer = self.session.get_json(url)

@@ -32,7 +32,7 @@ def test_record_fields_and_licence_traps(apis, session):
     assert chest.file_names == ["images.zip"]
     assert found["11020003"].license_raw == []  # "license": null
     assert found["11020004"].license_raw == []  # no license key at all
-    blood = source.record("11020001")
+    blood = source.dataset("11020001")
     assert blood.license_raw == ["cc-zero"] and blood.title.startswith("Blood smear")
 
 
