@@ -7,7 +7,7 @@ release is rewritten only when its inputs changed, so a second `make dataset` is
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,10 +19,10 @@ from mmbu.build.executors import ExecutorName, run_all
 from mmbu.build.fetch import FetchResult, LockFile, fetch_all
 from mmbu.build.layouts import EXCLUSION_COLUMNS
 from mmbu.build.release import collect_build_info, group_by_task, write_release
-from mmbu.build.steps import DatasetJob, DatasetOutcome, process_dataset, toolkit_version
+from mmbu.build.steps import DatasetJob, DatasetOutcome, cached_taxonomy, process_dataset, toolkit_version
 from mmbu.curation.manifest import DatasetManifest, load_manifest
+from mmbu.curation.http import PoliteSession
 from mmbu.curation.manifest.validate import validate_files
-from mmbu.taxonomy import load_taxonomy
 
 LIST_COLUMNS = ("boxes", "other_boxes", "options", "answer_aliases")
 
@@ -72,7 +72,8 @@ def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | N
     report = BuildReport(release_dir=config.release_dir)
     manifests_dir = Path(config.manifests_dir)
     paths = sorted(p for p in manifests_dir.glob("*.y*ml") if p.is_file())
-    taxonomy = load_taxonomy(config.taxonomy_path)
+    # cached per process: forked local workers inherit it instead of parsing the YAML again
+    taxonomy = cached_taxonomy(str(config.taxonomy_path) if config.taxonomy_path else None)
 
     validation = validate_files(paths, taxonomy)
     report.manifest_errors = [str(p) for p in validation.problems]
@@ -80,13 +81,24 @@ def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | N
 
     repo_root = config.repo_root or manifests_dir.resolve().parent.parent
     lock = LockFile(config.lock_path or manifests_dir.parent / "manifests.lock")
-    report.fetch = fetch_all(good, config.data_dir, mirror=config.mirror, lock=lock, repo_root=repo_root)
-    fetched = [Path(r.manifest) for r in report.fetch if r.ok and r.manifest]
+    session = PoliteSession()
 
-    jobs = [DatasetJob(manifest_path=p.resolve(), data_dir=Path(config.data_dir).resolve(),
-                       taxonomy_path=config.taxonomy_path, seed=config.seed) for p in fetched]
+    jobs: list[DatasetJob] = []
+
+    def fetched_jobs() -> Iterator[DatasetJob]:
+        """Fetch one dataset at a time in this process; each is handed to a worker as soon as it is on disk."""
+        for path in good:
+            result = fetch_all([path], config.data_dir, mirror=config.mirror, lock=lock, session=session,
+                               repo_root=repo_root)[0]
+            report.fetch.append(result)
+            if result.ok and result.manifest:
+                jobs.append(DatasetJob(manifest_path=Path(result.manifest).resolve(),
+                                       data_dir=Path(config.data_dir).resolve(), taxonomy_path=config.taxonomy_path,
+                                       seed=config.seed))
+                yield jobs[-1]
+
     outcomes: dict[int, DatasetOutcome] = {}
-    for index, outcome in run_all(process_dataset, jobs, executor=config.executor, jobs=config.jobs,
+    for index, outcome in run_all(process_dataset, fetched_jobs(), executor=config.executor, jobs=config.jobs,
                                   scheduler=config.scheduler):
         if isinstance(outcome, Exception):  # the worker itself died (process_dataset never raises)
             outcome = DatasetOutcome(dataset_id=jobs[index].manifest_path.stem,

@@ -68,7 +68,8 @@ class DatasetOutcome:
 
 
 @lru_cache(maxsize=4)
-def _taxonomy(path: str | None) -> Taxonomy:
+def cached_taxonomy(path: str | None) -> Taxonomy:
+    """The taxonomy once per process (the pipeline warms it before forking so local workers share it)."""
     return load_taxonomy(path)
 
 
@@ -91,7 +92,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     raw_dir = data_dir / "raw" / manifest.id
     work = data_dir / "work" / manifest.id
     state = StepState(work / "state.json")
-    taxonomy = _taxonomy(str(job.taxonomy_path) if job.taxonomy_path else None)
+    taxonomy = cached_taxonomy(str(job.taxonomy_path) if job.taxonomy_path else None)
     raw_identity = _raw_identity(raw_dir)
     code = toolkit_version()
 
