@@ -47,19 +47,25 @@ def plan_shards(rows: Sequence[dict], max_shard_bytes: int = MAX_SHARD_BYTES) ->
     return [shard for shard in shards if shard]
 
 
-# PNG bytes are compressed already: zstd would spend time for nothing there; text compresses well
-UNCOMPRESSED_COLUMNS = ("image.bytes", "mask.bytes")
+# PNG bytes are compressed already and never repeat: compressing them, dictionary-encoding them or
+# keeping min/max statistics of them only costs time (6x on the write); text columns get all three.
+PNG_BYTE_COLUMNS = ("image.bytes", "mask.bytes")
 
 
 @lru_cache(maxsize=1)
-def column_compression() -> dict[str, str]:
-    """Parquet codec per leaf column of the release schema (leaf paths read from a zero-row file)."""
-    schema = release_features().arrow_schema
+def _leaf_columns() -> tuple[str, ...]:
+    """Dotted paths of the release schema's Parquet leaf columns (read from a zero-row file)."""
     sink = pa.BufferOutputStream()
-    pq.write_table(schema.empty_table(), sink)
+    pq.write_table(release_features().arrow_schema.empty_table(), sink)
     metadata = pq.read_metadata(pa.BufferReader(sink.getvalue()))
-    paths = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
-    return {path: "NONE" if path in UNCOMPRESSED_COLUMNS else "ZSTD" for path in paths}
+    return tuple(metadata.schema.column(i).path for i in range(metadata.num_columns))
+
+
+def writer_options() -> dict[str, object]:
+    """ParquetWriter options per column: PNG bytes stored plain, everything else zstd + dictionary + stats."""
+    text = [path for path in _leaf_columns() if path not in PNG_BYTE_COLUMNS]
+    return {"compression": {path: "NONE" if path in PNG_BYTE_COLUMNS else "ZSTD" for path in _leaf_columns()},
+            "use_dictionary": text, "write_statistics": text}
 
 
 def shard_name(index: int, count: int) -> str:
@@ -69,7 +75,8 @@ def shard_name(index: int, count: int) -> str:
 def write_shards(rows: Sequence[dict], config_dir: Path, max_shard_bytes: int = MAX_SHARD_BYTES) -> list[Path]:
     """Write one config's rows (already in release order) as shards; each file is written temp + replace.
 
-    Images are read shard by shard, so memory stays near one shard's worth of PNGs.
+    Images are read one row group (≤ 100 MB) at a time, so memory stays near one row group's PNGs
+    however large the release.
     """
     schema = release_features().arrow_schema
     shards = plan_shards(rows, max_shard_bytes)
@@ -77,10 +84,11 @@ def write_shards(rows: Sequence[dict], config_dir: Path, max_shard_bytes: int = 
     paths = []
     for index, shard in enumerate(shards):
         path = config_dir / shard_name(index, len(shards))
-        average = max(1, sum(row_bytes(r) for r in shard) // len(shard))
-        table = pa.Table.from_pylist([materialise(record) for record in shard], schema=schema)
         temp = path.with_name(f".{path.name}.tmp")
-        pq.write_table(table, temp, row_group_size=max(1, MAX_ROW_GROUP_BYTES // average), compression=column_compression())
+        with pq.ParquetWriter(temp, schema, **writer_options()) as writer:
+            for group in plan_shards(shard, MAX_ROW_GROUP_BYTES):
+                writer.write_table(pa.Table.from_pylist([materialise(record) for record in group], schema=schema),
+                                   row_group_size=len(group))
         os.replace(temp, path)
         paths.append(path)
     return paths
