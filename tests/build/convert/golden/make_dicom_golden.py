@@ -24,8 +24,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import factories_dicom as fd  # noqa: E402
+from pydicom import Dataset, dcmread  # noqa: E402
 from pydicom.data import get_testdata_file  # noqa: E402
-from pydicom.uid import RLELossless  # noqa: E402
+from pydicom.sequence import Sequence  # noqa: E402
+from pydicom.uid import RLELossless, generate_uid  # noqa: E402
 
 from mmbu.build.convert.base import ConvertOptions  # noqa: E402
 from mmbu.build.convert.dispatch import read_image  # noqa: E402
@@ -85,6 +87,15 @@ def build_inputs() -> dict[str, Path]:
                                                                 twelve_in_sixteen, lut_bits=16)
     made["dx_voi_lut_12bit_partial"] = fd.write_with_voi_lut(INPUTS / "dx_voi_lut_12bit_partial.dcm", ramp, partial,
                                                              lut_bits=12)
+    for function in ("SIGMOID", "LINEAR_EXACT"):
+        ds = fd.ct_dataset(ramp, window=(40.0, 400.0))
+        ds.VOILUTFunction = function
+        made[f"ct_{function.lower()}"] = fd.save(ds, INPUTS / f"ct_{function.lower()}.dcm")
+    made["cr_mono1_voi_lut"] = _monochrome1_with_voi_lut(INPUTS / "cr_mono1_voi_lut.dcm", ramp)
+    made["cr_modality_lut"] = _modality_lut_sequence(INPUTS / "cr_modality_lut.dcm", ramp)
+    noisy_high_bits = fd.ct_dataset(ramp, window=(40.0, 400.0))  # bits above Bits Stored (old overlays) set
+    noisy_high_bits.PixelData = (ramp | 0xF000).astype("<u2").tobytes()
+    made["ct_high_bits_set"] = fd.save(noisy_high_bits, INPUTS / "ct_high_bits_set.dcm")
     frames = np.stack([ramp // (k + 1) + 300 * k for k in range(5)]).astype(np.uint16)
     made["ct_multiframe_middle"] = fd.write_multiframe(INPUTS / "ct_multiframe_middle.dcm", frames)
     made["ct_enhanced_frame_window"] = fd.write_multiframe(
@@ -96,7 +107,18 @@ def build_inputs() -> dict[str, Path]:
     indices = (np.arange(48 * 64).reshape(48, 64) % 7).astype(np.uint8)
     palette = np.array([[0, 0, 0], [255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 0], [40, 90, 200], [255, 255, 255]])
     made["palette"] = fd.write_palette(INPUTS / "palette.dcm", indices, palette)
+    for name, path in made.items():
+        _fix_uids(name, path)
     return made
+
+
+def _fix_uids(name: str, path: Path) -> None:
+    """UIDs derived from the case name, so regenerating leaves unchanged inputs byte-identical."""
+    ds = dcmread(path)
+    for keyword in ("StudyInstanceUID", "SeriesInstanceUID", "SOPInstanceUID"):
+        setattr(ds, keyword, generate_uid(entropy_srcs=[name, keyword]))
+    ds.file_meta.MediaStorageSOPInstanceUID = ds.SOPInstanceUID
+    ds.save_as(path, enforce_file_format=True)
 
 
 def _inverse_shape_mono2(path: Path, stored: np.ndarray) -> Path:
@@ -108,6 +130,31 @@ def _inverse_shape_mono2(path: Path, stored: np.ndarray) -> Path:
     return fd.save(ds, path)
 
 
+def _monochrome1_with_voi_lut(path: Path, stored: np.ndarray) -> Path:
+    ds = fd.base_dataset(fd.CR_IMAGE, "CR")
+    ds.set_pixel_data(stored.astype(np.uint16), "MONOCHROME1", 12)
+    item = Dataset()
+    item.LUTDescriptor = [4096, 0, 12]
+    item.LUTData = [int(v) for v in (np.linspace(0.0, 1.0, 4096) ** 0.7 * 4095).round()]
+    item["LUTData"].VR = "US"
+    ds.VOILUTSequence = Sequence([item])
+    return fd.save(ds, path)
+
+
+def _modality_lut_sequence(path: Path, stored: np.ndarray) -> Path:
+    """A Modality LUT Sequence (optical density, 16-bit) instead of rescale, and a window in its units."""
+    ds = fd.base_dataset(fd.CR_IMAGE, "CR")
+    ds.set_pixel_data(stored.astype(np.uint16), "MONOCHROME2", 12)
+    item = Dataset()
+    item.LUTDescriptor = [4096, 0, 16]
+    item.LUTData = [int(v) for v in (np.linspace(0.0, 1.0, 4096) ** 2 * 60000).round()]
+    item["LUTData"].VR = "US"
+    item.ModalityLUTType = "OD"
+    ds.ModalityLUTSequence = Sequence([item])
+    ds.WindowCenter, ds.WindowWidth = 20000.0, 30000.0
+    return fd.save(ds, path)
+
+
 # case -> (input, dcmtk options, our ConvertOptions fields, tolerance)
 CASES: dict[str, tuple[str, list[str], dict, dict]] = {
     "ct_file_window": ("ct_file_window", ["+Wi", "1"], {}, GREY),
@@ -116,6 +163,11 @@ CASES: dict[str, tuple[str, list[str], dict, dict]] = {
     "ct_no_window": ("ct_no_window", ["+Ww", "OURS"], {}, GREY),
     "ct_user_window": ("ct_file_window", ["+Ww", "-600", "1500"], {"window": [-600.0, 1500.0]}, GREY),
     "ct_rle": ("ct_rle", ["+Wi", "1"], {}, GREY),
+    "ct_sigmoid": ("ct_sigmoid", ["+Wi", "1"], {}, GREY),
+    "ct_linear_exact": ("ct_linear_exact", ["+Wi", "1"], {}, GREY),
+    "ct_high_bits_set": ("ct_high_bits_set", ["+Wi", "1"], {}, GREY),
+    "cr_mono1_voi_lut": ("cr_mono1_voi_lut", ["+Wl", "1"], {}, GREY),
+    "cr_modality_lut": ("cr_modality_lut", ["+Wi", "1"], {}, GREY),
     "cr_mono1_window": ("cr_mono1_window", ["+Wi", "1"], {}, GREY),
     "cr_mono1_no_window": ("cr_mono1_no_window", ["+Ww", "OURS"], {}, GREY),
     "cr_negative_slope": ("cr_negative_slope", ["+Wi", "1"], {}, GREY),
@@ -189,9 +241,9 @@ def main() -> None:
     for case, (source_name, options, fields, tolerance) in CASES.items():
         source = input_path(source_name)
         arguments, window = dcmtk_arguments(options, source, fields)
-        command = ["dcmj2pnm", "+on", "-O", *arguments, str(source), str(OUT / f"{case}.png")]
+        command = ["dcmj2pnm", "+on", "-mf", "-O", *arguments, str(source), str(OUT / f"{case}.png")]
         subprocess.run(command, check=True)
-        shown = ["dcmj2pnm", "+on", "-O", *arguments, source_name if ":" in source_name else f"inputs/{source.name}",
+        shown = ["dcmj2pnm", "+on", "-mf", "-O", *arguments, source_name if ":" in source_name else f"inputs/{source.name}",
                  f"{case}.png"]
         records[case] = {"input": source_name, "dcmtk": " ".join(shown), "options": fields, "tolerance": tolerance,
                          "our_window": window}
