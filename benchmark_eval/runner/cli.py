@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
@@ -20,7 +21,7 @@ from ..records import RecordsError
 from ..release import TASKS, ReleaseError, list_tasks
 from ..tasks.prompts import PROMPT_VERSION
 from ..tasks.spec import FORMS, TEMPLATES, parse_choice
-from .core import Progress, RunConfig, Runner, completeness
+from .core import Progress, RunConfig, RunLocked, Runner, completeness, run_lock
 from .manifest import COMPLETENESS_FILE, RUN_FILE, build_manifest, read_previous, write_json_atomic
 
 
@@ -161,12 +162,16 @@ def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_
                          backend=backend.describe(), prompt_version=PROMPT_VERSION, generation=generation,
                          selection=selection, argv=["mmbu", "eval", "run", *sys.argv[sys.argv.index("run") + 1:]]
                          if "run" in sys.argv else sys.argv, started_at=started)
-    previous = read_previous(run_file)
-    write_json_atomic(run_file, build_manifest(**manifest_args, finished_at=None, previous=previous))
-
-    outcome = _execute(config, backend, console)
-
-    write_json_atomic(run_file, build_manifest(**manifest_args, finished_at=time.time(), previous=previous))
+    config.run_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(run_lock(config.run_dir))   # one writer per run directory
+        except RunLocked as exc:
+            raise InvalidInput(str(exc)) from None
+        previous = read_previous(run_file)
+        write_json_atomic(run_file, build_manifest(**manifest_args, finished_at=None, previous=previous))
+        outcome = _execute(config, backend, console)
+        write_json_atomic(run_file, build_manifest(**manifest_args, finished_at=time.time(), previous=previous))
     if outcome.truncated_tail is not None:
         console.print(f"[yellow]{config.predictions}: removed a truncated last line left by an interrupted run; "
                       f"that request was asked again.[/]")
@@ -197,7 +202,7 @@ def _execute(config: RunConfig, backend: Backend, console: Console):
 
         async def go():
             try:
-                return await Runner(config, backend, progress).run()
+                return await Runner(config, backend, progress, take_lock=False).run()
             finally:
                 await backend.aclose()
 

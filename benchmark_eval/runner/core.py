@@ -10,11 +10,13 @@ request that gets no usable answer becomes an ``error`` record with its reason.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import hashlib
 import json
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +91,25 @@ class RunOutcome:
     truncated_tail: str | None = None
 
 
+class RunLocked(Exception):
+    """Another `mmbu eval run` is writing to the same run directory."""
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """An exclusive lock on the run directory, so two runs never interleave their appends."""
+    path = run_dir / ".lock"
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunLocked(f"{run_dir}: another `mmbu eval run` is writing here; wait for it or stop it") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
 def request_hash(entry: ModelEntry, prompt: Prompt | None, *, image_sha256: str, mask_sha256: str | None,
                  boxes: Any, generation: dict[str, Any], config_key: tuple[str, str, str]) -> str:
     """sha256 of everything that determines the request: a change in any of it re-asks the model."""
@@ -116,8 +137,10 @@ def _boxes(row: dict[str, Any]) -> list[list[float]] | None:
 
 
 class Runner:
-    def __init__(self, config: RunConfig, backend: Backend, progress: Progress | None = None) -> None:
+    def __init__(self, config: RunConfig, backend: Backend, progress: Progress | None = None, *,
+                 take_lock: bool = True) -> None:
         self.config = config
+        self.take_lock = take_lock
         self.backend = backend
         self.progress = progress or Progress()
         self.expected: dict[RecordKey, str] = {}
@@ -173,6 +196,13 @@ class Runner:
     async def run(self) -> RunOutcome:
         config = self.config
         config.run_dir.mkdir(parents=True, exist_ok=True)
+        if not self.take_lock:  # the caller holds run_lock(config.run_dir) already
+            return await self._run_locked()
+        with run_lock(config.run_dir):
+            return await self._run_locked()
+
+    async def _run_locked(self) -> RunOutcome:
+        config = self.config
         truncated = repair_truncated_tail(config.predictions)
         done = completed_ok(read_records(config.predictions))
         tables = {}

@@ -268,3 +268,13 @@ def test_batch_backends_get_whole_batches(server, release_dir, tmp_path):
     assert outcome.progress.ok == sum(sizes) == 2 * 3 * 4 and len(sizes) >= 3 and min(sizes) >= 1
     records = read_records(config.predictions)
     assert len(records) == 24 and {r.backend for r in records} == {"loopback-batch"}
+
+
+def test_two_runs_never_write_the_same_run_directory(server, release_dir, tmp_path):
+    from mmbu.benchmark_eval.runner.core import run_lock
+
+    (tmp_path / "Qwen__Qwen3-VL-8B-Instruct").mkdir()
+    with run_lock(tmp_path / "Qwen__Qwen3-VL-8B-Instruct"):
+        result = invoke("--release", str(release_dir), "--model", "Qwen3-VL-8B", "--base-url", server.url,
+                        "--out", str(tmp_path), "--limit", "1", *FAST)
+    assert result.exit_code == 2 and "another `mmbu eval run` is writing here" in result.output
