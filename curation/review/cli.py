@@ -165,7 +165,12 @@ def audit(space: Workspace, audit_file: Path | None) -> None:
 @with_workspace
 def status(space: Workspace) -> None:
     """The funnel: nominated → candidates → after round 2 → after round 3 → promoted."""
+    rows = funnel(space.trails, space.ledger)
     table = Table("stage", "datasets")
-    for stage, count in funnel(space.trails, space.ledger):
+    for stage, count in rows:
         table.add_row(stage, str(count))
     Console().print(table)
+    # the paper's own shorthand: nominated → candidates → after round 2 → after round 3
+    picked = dict(rows)
+    click.echo(" → ".join(str(picked[name]) for name in ("nominated (round 1)", "candidates (nominated + discovered)",
+                                                        "after round 2", "after round 3")))

@@ -9,26 +9,8 @@ import yaml
 
 from mmbu.curation.sources.candidate import Candidate
 
-DRAFT = {
-    "id": "chest_pneumothorax_demo",
-    "title": "Annotated chest radiograph dataset for pneumothorax segmentation",
-    "source": {"kind": "zenodo", "record": 11012345, "files": ["images.zip", "masks.zip"]},
-    "license": "CC-BY-4.0",
-    "citation": "Doe J (2024). Annotated chest radiograph dataset for pneumothorax segmentation. Zenodo. "
-                "doi:10.5281/zenodo.11012345",
-    "homepage": "https://zenodo.org/records/11012345",
-    "tasks": ["ungrounded_classification"],
-    "layout": {"kind": "folder_per_class", "root": "images", "images": "*.png"},
-    "metadata": {
-        "image_source": "Zenodo record 11012345", "dataset_name": "Chest radiograph pneumothorax demo",
-        "domain": "radiology", "modality": "x-ray imaging", "sub_modality": "digital radiography",
-        "specimen": "human", "specimen_subregion": "thorax", "topic": "visible air in the pleural space",
-        "original_task": "pneumothorax segmentation", "url": "https://zenodo.org/records/11012345",
-    },
-    "labels": {"pneumothorax": "air between lung and chest wall", "normal": "no visible air collection",
-               "drain": "chest drain in place"},
-    "questions": {"options_name": "chest radiograph finding", "n_options": 3},
-}
+DRAFT_PATH = Path(__file__).parent / "data" / "chest-draft.yaml"
+DRAFT = yaml.safe_load(DRAFT_PATH.read_text())
 
 
 def candidate(source: str, id: str, title: str, **fields) -> dict:
@@ -54,7 +36,7 @@ def tree(tmp_path) -> Path:
         {"ref": "nominated:local-histology-set", "title": "A histology set at a lab site", "url": "https://lab.example.org/set",
          "nominated_by": "dr-expert"}]}
     (root / "reviews" / "nominations.yaml").write_text(yaml.safe_dump(nominations))
-    (root / "reviews" / "drafts" / "chest.yaml").write_text(yaml.safe_dump(DRAFT, sort_keys=False))
+    (root / "reviews" / "drafts" / "chest.yaml").write_text(DRAFT_PATH.read_text())
     return root
 
 
