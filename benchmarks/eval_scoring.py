@@ -22,6 +22,7 @@ import io
 import json
 import os
 import platform
+import resource
 import shutil
 import tempfile
 import time
@@ -174,14 +175,20 @@ def write_runs(runs: Path, release: Path, gold: dict[str, list[dict]], models: i
 CPU_SECONDS: dict[str, float] = {}
 
 
-def timed(function, *args, **kwargs):
-    """(result, wall seconds); CPU seconds of this process go to CPU_SECONDS under the function's name.
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished worker processes."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(label: str, function, *args, **kwargs):
+    """(result, wall seconds); CPU seconds (workers included) go to CPU_SECONDS[label].
 
     The development machine is shared, so wall time swings with the load; CPU time does less.
     """
-    started, cpu = time.perf_counter(), time.process_time()
+    started, cpu = time.perf_counter(), _cpu()
     result = function(*args, **kwargs)
-    CPU_SECONDS[function.__name__] = time.process_time() - cpu
+    CPU_SECONDS[label] = _cpu() - cpu
     return result, time.perf_counter() - started
 
 
@@ -215,32 +222,37 @@ def main() -> None:
     samples = max(1, round(args.predictions / configs))
     work = args.workdir or Path(tempfile.mkdtemp(prefix="mmbu-bench-scoring-"))
     rng = np.random.default_rng(0)
-    print(f"generating {samples * configs:,} predictions ({args.models} models x {configs // args.models} configs x "
-          f"{samples} samples) in {work} ...", flush=True)
-    gold = write_release(work / "release", samples, rng)
-    run_dirs = write_runs(work / "runs", work / "release", gold, args.models, rng)
     total = samples * configs
+    if (work / "runs").is_dir() and (work / "release").is_dir():
+        run_dirs = sorted(p for p in (work / "runs").iterdir() if p.is_dir())
+        print(f"reusing the data in {work}", flush=True)
+    else:
+        print(f"generating {total:,} predictions ({args.models} models x {configs // args.models} configs x "
+              f"{samples} samples) in {work} ...", flush=True)
+        gold = write_release(work / "release", samples, rng)
+        run_dirs = write_runs(work / "runs", work / "release", gold, args.models, rng)
 
-    (outcomes, warnings), load_s = timed(load_outcomes, run_dirs)
+    (outcomes, warnings), load_s = timed("load", load_outcomes, run_dirs)  # one worker process per run (auto)
     assert not warnings, warnings
     assert len(outcomes) == total and outcomes["scored"].all()
+    _, serial_s = timed("serial", load_outcomes, run_dirs, jobs=1)
     options = ScoreOptions(resamples=args.resamples, seed=0, by=("sub_modality",))
-    report, aggregate_s = timed(score_outcomes, outcomes, options)
+    report, aggregate_s = timed("aggregate", score_outcomes, outcomes, options)
     clustered = ScoreOptions(resamples=args.resamples, seed=0, by=("sub_modality",), cluster_by_image=True)
-    _, clustered_s = timed(score_outcomes, outcomes, clustered)
+    _, clustered_s = timed("clustered", score_outcomes, outcomes, clustered)
 
     # one configuration, three bootstrap engines
     one = outcomes[(outcomes["model"] == "synthetic-model-0") & (outcomes["task"] == TASKS[0])
                    & (outcomes["form"] == "closed") & (outcomes["template"] == "no_context")]
     counts = one[["tp", "fp", "fn"]].to_numpy(float)
-    ours, ours_s = timed(bootstrap_f1, counts, resamples=args.resamples, rng=np.random.default_rng(1))
-    plain, plain_s = timed(index_bootstrap, counts, args.resamples, np.random.default_rng(2))
-    peer, scipy_s = timed(scipy_bootstrap, counts, args.resamples, 3)
+    ours, ours_s = timed("ours", bootstrap_f1, counts, resamples=args.resamples, rng=np.random.default_rng(1))
+    plain, plain_s = timed("plain", index_bootstrap, counts, args.resamples, np.random.default_rng(2))
+    peer, scipy_s = timed("scipy", scipy_bootstrap, counts, args.resamples, 3)
 
     # one run file, two readers
     path = run_dirs[0] / "predictions.jsonl"
-    _, columnar_s = timed(read_records_frame, path, [])
-    _, pydantic_s = timed(read_records, path)
+    _, columnar_s = timed("columnar", read_records_frame, path, [])
+    _, pydantic_s = timed("pydantic", read_records, path)
 
     load = os.getloadavg()[0]
     lines = [
@@ -248,10 +260,11 @@ def main() -> None:
         f"during the run, Python {platform.python_version()}, numpy {np.__version__}",
         f"predictions: {total:,} ({args.models} models, {len(report.scores)} configurations, {len(report.deltas)} deltas, "
         f"{len(report.breakdowns)} sub-modality breakdown cells, {len(report.paired)} paired rows), {args.resamples} resamples",
-        f"read + score every record: {load_s:.1f} s wall, {CPU_SECONDS['load_outcomes']:.1f} s CPU "
-        f"({total / load_s:,.0f} records/s wall)",
-        f"aggregate (F1 + CI per config, paired delta CIs, breakdowns, win/tie/loss): {aggregate_s:.1f} s wall",
-        f"aggregate, resampling by image: {clustered_s:.1f} s wall, {CPU_SECONDS['score_outcomes']:.1f} s CPU",
+        f"read + score every record, one worker per run: {load_s:.1f} s wall, {CPU_SECONDS['load']:.1f} s CPU "
+        f"({total / load_s:,.0f} records/s); in one process: {serial_s:.1f} s wall, {CPU_SECONDS['serial']:.1f} s CPU",
+        f"aggregate (F1 + CI per config, paired delta CIs, breakdowns, win/tie/loss): {aggregate_s:.1f} s wall, "
+        f"{CPU_SECONDS['aggregate']:.1f} s CPU",
+        f"aggregate, resampling by image: {clustered_s:.1f} s wall, {CPU_SECONDS['clustered']:.1f} s CPU",
         f"end to end: {load_s + aggregate_s:.1f} s wall",
         f"one configuration ({len(counts):,} records): multinomial bootstrap {ours_s * 1000:.1f} ms "
         f"CI [{ours.low:.4f}, {ours.high:.4f}]; plain index bootstrap {plain_s * 1000:.0f} ms "

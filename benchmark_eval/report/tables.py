@@ -65,22 +65,24 @@ def results_table(report: ScoreReport, template: str, display: Callable[[str], s
     return pd.DataFrame(rows)
 
 
+def _configuration(item: dict, display: Callable[[str], str]) -> dict:
+    """The four cells naming a configuration, in the report's words."""
+    return {"Model": display(item["model"]), "Task": TASK_TITLES.get(item["task"], item["task"]), "Form": item["form"],
+            "Template": TEMPLATE_TITLES.get(item["template"], item["template"])}
+
+
 def ci_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataFrame:
     rows = []
     for s in report.scores:
-        rows.append({"Model": display(s["model"]), "Task": TASK_TITLES.get(s["task"], s["task"]), "Form": s["form"],
-                     "Template": TEMPLATE_TITLES.get(s["template"], s["template"]), "n": s["n"],
-                     "F1": _f(s["f1"]), "95% CI": f"[{_f(s['ci_low'])}, {_f(s['ci_high'])}]",
-                     "Random": _f(s["random_baseline"])})
+        rows.append({**_configuration(s, display), "n": s["n"], "F1": _f(s["f1"]),
+                     "95% CI": f"[{_f(s['ci_low'])}, {_f(s['ci_high'])}]", "Random": _f(s["random_baseline"])})
     return pd.DataFrame(rows)
 
 
 def diagnostics_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataFrame:
     rows = []
     for d in report.diagnostics:
-        rows.append({"Model": display(d["model"]), "Task": TASK_TITLES.get(d["task"], d["task"]), "Form": d["form"],
-                     "Template": TEMPLATE_TITLES.get(d["template"], d["template"]), "Records": d["records"],
-                     "Run errors": d["run_errors"],
+        rows.append({**_configuration(d, display), "Records": d["records"], "Run errors": d["run_errors"],
                      "Parse failures": f"{d['parse_failures']} ({_f(d['parse_failure_rate'], 3)})",
                      "Judge errors": f"{d['judge_failed'] + d['judge_pending']} ({_f(d['judge_error_rate'], 3)})",
                      "Pre-checked": d["precheck"]})
