@@ -29,7 +29,13 @@ def read(layout: CocoLayout, ctx: LayoutContext) -> None:
     image_root = ctx.path(layout.image_root)
     for image_id in sorted(images, key=str):
         entry = images[image_id]
-        size = (int(entry["width"]), int(entry["height"])) if entry.get("width") and entry.get("height") else None
+        if not isinstance(entry.get("file_name"), str) or not entry["file_name"]:
+            ctx.exclude(f"{layout.annotations}#image-{image_id}", "image entry without a file_name")
+            continue
+        try:
+            size = (int(entry["width"]), int(entry["height"])) if entry.get("width") and entry.get("height") else None
+        except (TypeError, ValueError):
+            size = None  # read from the file instead
         path = image_root / entry["file_name"]
         regions = []
         for ann in sorted(by_image.get(image_id, []), key=lambda a: str(a.get("id"))):

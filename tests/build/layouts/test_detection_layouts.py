@@ -18,7 +18,8 @@ def test_coco_annotations_become_xyxy_regions_and_bad_annotations_are_excluded(t
     (raw / "ann.json").write_text(json.dumps({
         "images": [{"id": 1, "file_name": "a.png", "width": 100, "height": 80},
                    {"id": 2, "file_name": "b.png", "width": 100, "height": 80},
-                   {"id": 3, "file_name": "missing.png", "width": 100, "height": 80}],
+                   {"id": 3, "file_name": "missing.png", "width": 100, "height": 80},
+                   {"id": 4, "width": 100, "height": 80}],
         "categories": [{"id": 1, "name": "rbc"}, {"id": 2, "name": "ring"}, {"id": 3, "name": "wbc"}],
         "annotations": [
             {"id": 10, "image_id": 1, "category_id": 1, "bbox": [10, 20, 30, 15]},
@@ -42,6 +43,7 @@ def test_coco_annotations_become_xyxy_regions_and_bad_annotations_are_excluded(t
     assert "img/b.png: no annotated object with a known label" in reasons
     assert "img/missing.png: the labels point to img/missing.png, which is not in the fetched files" in reasons
     assert "ann-15: annotation refers to image id 9" in reasons
+    assert "ann.json#image-4: image entry without a file_name" in reasons
     # grounded rows get their own stable id, different from the image's
     assert samples[0].region_id(samples[0].regions[0]) != samples[0].sample_id
 
