@@ -2,7 +2,7 @@
 
 Only open classification answers are judged (open detection is scored by IoU). Each distinct
 (answer, gold) pair is judged once per judge model and prompt version; verdicts are appended to
-``judgements.jsonl`` as they arrive, so a killed judge resumes where it stopped. A reply whose
+``judgements.jsonl`` in small groups as they arrive, so a killed judge resumes where it stopped. A reply whose
 last line is not a verdict is asked again (``verdict_attempts`` times in all); after that, or
 when the server gives no answer at all, the pair is recorded as a judge *error* — never as
 "not equivalent".
@@ -26,6 +26,7 @@ from .prompt import JUDGE_PROMPT_VERSION, judge_messages, parse_verdict, prompt_
 
 DETECTION = "object_detection"
 DEFAULT_VERDICT_ATTEMPTS = 3
+SAVE_EVERY = 32
 ChatFunction = Callable[[list[dict]], Awaitable[str]]
 
 
@@ -114,13 +115,17 @@ async def judge_items(
     if on_start:
         on_start(len(pending))
 
+    unsaved: list[Judgement] = []
+
     async def one(key: str, item: JudgeItem) -> None:
         verdict, used, reply, error = await ask_for_verdict(chat, item.answer, item.gold, verdict_attempts)
-        entry = Judgement(
+        unsaved.append(Judgement(
             key=key, answer=item.answer, gold=item.gold, judge_model=judge_model, prompt_version=prompt_version,
             prompt_sha256=sha, method="llm", attempts=used, judge_output=(reply or "")[-2000:] or None, error=error,
-            verdict="error" if verdict is None else ("equivalent" if verdict else "not_equivalent"), created_at=now())
-        cache.append([entry])
+            verdict="error" if verdict is None else ("equivalent" if verdict else "not_equivalent"), created_at=now()))
+        if len(unsaved) >= SAVE_EVERY:  # one fsync per group; a kill loses at most a group of verdicts
+            cache.append(unsaved)
+            unsaved.clear()
         if verdict is None:
             summary.errors += 1
             summary.error_messages.append(f"{item.answer[:60]!r} vs {item.gold!r}: {error}")
@@ -129,7 +134,10 @@ async def judge_items(
         if progress:
             progress(1)
 
-    await asyncio.gather(*(one(key, item) for key, item in pending.items()))
+    try:
+        await asyncio.gather(*(one(key, item) for key, item in pending.items()))
+    finally:
+        cache.append(unsaved)
     return summary
 
 
