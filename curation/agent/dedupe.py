@@ -41,6 +41,8 @@ def _merge_into(kept: Candidate, other: Candidate) -> None:
     for field in ("queries", "keywords", "source_datasets", "related", "annotations_creators"):
         merged = getattr(kept, field)
         merged.extend(value for value in getattr(other, field) if value not in merged)
+    kept.duplicate_licenses.setdefault(other.ref, other.license_raw)
+    kept.duplicate_licenses.update({ref: raw for ref, raw in other.duplicate_licenses.items() if ref != kept.ref})
     kept.doi = kept.doi or other.doi
     kept.homepage = kept.homepage or other.homepage
     if not kept.description:

@@ -18,6 +18,10 @@ def screen_license(candidate: Candidate) -> None:
         candidate.flag("unclear-license", verdict.reason or "no clear licence")
     if verdict.conflict:
         candidate.flag("license-conflict", verdict.reason or "the record's licence fields disagree")
+    for ref, raw in candidate.duplicate_licenses.items():
+        elsewhere = normalise_license(raw, ref.split(":", 1)[0]).spdx
+        if elsewhere and verdict.spdx and elsewhere != verdict.spdx:
+            candidate.flag("license-conflict", f"{candidate.ref} says {verdict.spdx} but its copy {ref} says {elsewhere}")
 
 
 def screen_labels(candidate: Candidate, settings: DiscoverySettings) -> None:

@@ -50,6 +50,8 @@ class Candidate(BaseModel):
     source_datasets: list[str] = Field(default_factory=list, description="Declared parents (HF source_datasets).")
     related: list[str] = Field(default_factory=list, description="Derived-from / related links and ids.")
     file_names: list[str] = Field(default_factory=list)
+    duplicate_licenses: dict[str, list[str]] = Field(
+        default_factory=dict, description="Raw licence strings of the duplicates merged into this record, by ref.")
     # filled by screening / scoring / dedupe
     license: str | None = None
     flags: list[str] = Field(default_factory=list)

@@ -34,6 +34,8 @@ def test_discover_finds_screens_and_dedupes_across_all_four_sources(apis, tmp_pa
     assert {r["source"] + ":" + r["id"] for r in blood["also_found_in"]} == {
         "kaggle:micro/blood-smear-brightfield", "paperswithcode:blood-cell-smears", "huggingface:derm/blood-smear-brightfield"}
     assert "kaggle:micro/blood-smear-brightfield" not in found
+    assert blood["flags"] == ["license-conflict"] and not blood["excluded"]  # the Kaggle copy says CC BY 4.0
+    assert "its copy kaggle:micro/blood-smear-brightfield says CC-BY-4.0" in blood["reasons"][0]
 
     # a Hub dataset reached only through a PwC lead's data-loader link
     isic = found["huggingface:derm/isic-demo"]
