@@ -257,3 +257,16 @@ def test_worker_processes_give_the_same_scores(tmp_path, release):
     together = score_runs(runs, options=ScoreOptions(resamples=50), jobs=2)
     assert alone.contract_records() == together.contract_records()
     assert alone.outcomes.equals(together.outcomes)
+
+
+def test_image_size_missing_from_records_is_read_from_the_release(tmp_path, release):
+    gold = load_samples(release, DET).set_index("sample_id")
+    records = []
+    for sample_id, row in gold.iterrows():
+        x1, y1, x2, y2 = (float(v) for v in row["boxes"][0])
+        answer = f"[{x1 / 320:.4f}, {y1 / 240:.4f}, {x2 / 320:.4f}, {y2 / 240:.4f}]"  # 0-1 of a 320x240 image
+        records.append(make_record(sample_id, DET, "open", "no_context", answer, "llava-like",
+                                   box_format={"scale": "norm1", "order": "xyxy"}))
+    report = score_runs([write_run(tmp_path / "runs", "llava-like", release, records)],
+                        options=ScoreOptions(resamples=20))
+    assert report.scores[0]["f1"] == 1.0
