@@ -43,3 +43,13 @@ def test_link_header_parsing():
     assert next_link('<http://127.0.0.1:9/api/datasets?search=x&cursor=abc>; rel="next"') == \
         "http://127.0.0.1:9/api/datasets?search=x&cursor=abc"
     assert next_link(None) is None and next_link('<http://h/p>; rel="prev"') is None
+
+
+def test_a_429_with_the_hub_ratelimit_header_waits_as_asked(loopback, monkeypatch, session):
+    page = [{"id": "a/b", "tags": ["modality:image", "license:mit"], "cardData": {"license": "mit"}, "unknown": 1}]
+    loopback.add("GET", "/api/datasets", [Reply(429, {"error": "rate limited"}, {"RateLimit": '"api";r=0;t=1',
+                                                                           "RateLimit-Policy": '"fixed window";"api";q=500;w=300'}),
+                                          Reply(200, page)])
+    monkeypatch.setenv("HF_ENDPOINT", loopback.url)
+    pages = list(HuggingFaceSource(session).search({"search": "b"}, 2))
+    assert [c.license_raw for c in pages[0].candidates] == [["mit", "mit"]] and 1.0 in session.sleeps
