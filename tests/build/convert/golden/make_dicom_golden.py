@@ -193,6 +193,13 @@ CASES: dict[str, tuple[str, list[str], dict, dict]] = {
     "pydicom_jpeg_ybr_full": ("pydicom:SC_rgb_dcmtk_+eb+cy+n1.dcm", [], {}, LOSSY_COLOUR),
     "pydicom_jpeg_rgb_no_transform": ("pydicom:SC_jpeg_no_color_transform.dcm", [], {}, LOSSY_COLOUR),
     "pydicom_ybr_multiframe_middle": ("pydicom:examples_ybr_color.dcm", ["+F", "16"], {}, LOSSY_COLOUR),
+    "pydicom_rgb_rle_16bit_2frame_middle": ("pydicom:SC_rgb_rle_16bit_2frame.dcm", ["+F", "2"], {}, GREY),
+    "pydicom_rgb_rle_32bit": ("pydicom:SC_rgb_rle_32bit.dcm", [], {}, GREY),
+    "pydicom_rgb_big_endian": ("pydicom:ExplVR_BigEnd.dcm", [], {}, GREY),
+    "pydicom_rgb_jpeg_lossy_gdcm": ("pydicom:SC_rgb_jpeg_lossy_gdcm.dcm", [], {}, LOSSY_COLOUR),
+    "pydicom_rtdose_32bit_no_window": ("pydicom:rtdose_1frame.dcm", ["+Ww", "OURS"], {}, GREY),
+    "pydicom_deflated_no_window": ("pydicom:image_dfl.dcm", ["+Ww", "OURS"], {}, GREY),
+    "pydicom_mr_padded_file_window": ("pydicom:MR_small_padded.dcm", ["+Wi", "1"], {}, GREY),
 }
 
 
