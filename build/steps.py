@@ -8,6 +8,7 @@ Nothing here raises for bad data: bad items become exclusions, a broken dataset 
 from __future__ import annotations
 
 import json
+import time
 import traceback
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -65,6 +66,8 @@ class DatasetOutcome:
     skipped: list[str] = field(default_factory=list)
     rows_per_task: dict[str, int] = field(default_factory=dict)
     lint_report: str = ""
+    started_at: float = 0.0  # epoch seconds; with `seconds`, shows how busy the workers were (build-report.json)
+    seconds: float = 0.0
 
 
 @lru_cache(maxsize=4)
@@ -75,8 +78,10 @@ def cached_taxonomy(path: str | None) -> Taxonomy:
 
 def process_dataset(job: DatasetJob) -> DatasetOutcome:
     """Build one fetched dataset's release rows into `work/<id>/rows.parquet`; never raises."""
+    started = time.perf_counter()
     manifest = load_manifest(job.manifest_path)
-    outcome = DatasetOutcome(dataset_id=manifest.id, manifest_path=str(job.manifest_path), ok=False)
+    outcome = DatasetOutcome(dataset_id=manifest.id, manifest_path=str(job.manifest_path), ok=False,
+                             started_at=time.time())
     try:
         _process(job, manifest, outcome)
         outcome.ok = True
@@ -84,6 +89,7 @@ def process_dataset(job: DatasetJob) -> DatasetOutcome:
         last = traceback.extract_tb(exc.__traceback__)[-1]
         outcome.error = (f"{manifest.id}: unexpected {type(exc).__name__} in {Path(last.filename).name}:"
                          f"{last.lineno}: {exc}")
+    outcome.seconds = round(time.perf_counter() - started, 3)
     return outcome
 
 
@@ -109,8 +115,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         write_json_atomic(layout_exclusions_path, [e.model_dump() for e in exclusions])
         state.record("layout", layout_key, [samples_path, layout_exclusions_path], {"samples": len(samples)})
         outcome.ran.append("layout")
-    samples = [Sample.model_validate(s) for s in json.loads(samples_path.read_text(encoding="utf-8"))]
-    exclusions = [Exclusion.model_validate(e) for e in json.loads(layout_exclusions_path.read_text(encoding="utf-8"))]
+    exclusions = _read_exclusions(layout_exclusions_path)
 
     # convert: PNG per image (and per mask), boxes and regions moved into the PNG frame
     convert_key = hash_json([layout_key, hash_file(samples_path)])
@@ -119,6 +124,8 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         outcome.skipped.append("convert")
     else:
         state.forget_from(["rows"])
+        # the samples are parsed only when a step needs them: a no-op rebuild of 78K samples stays in seconds
+        samples = [Sample.model_validate(s) for s in json.loads(samples_path.read_text(encoding="utf-8"))]
         converted, conversions, dropped = convert_samples(samples, manifest, work, code)
         write_json_atomic(converted_path, {
             "samples": [s.model_dump(mode="json") for s in converted],
@@ -130,12 +137,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         state.record("convert", convert_key, [converted_path, convert_exclusions_path, *made],
                      {"images": len(converted)})
         outcome.ran.append("convert")
-    saved = json.loads(converted_path.read_text(encoding="utf-8"))
-    converted = [Sample.model_validate(s) for s in saved["samples"]]
-    conversions = {k: ConvertedImage(png=Path(c["png"]), record=c["record"],
-                                     mask_png=Path(c["mask_png"]) if c["mask_png"] else None)
-                   for k, c in saved["conversions"].items()}
-    exclusions += [Exclusion.model_validate(e) for e in json.loads(convert_exclusions_path.read_text("utf-8"))]
+    exclusions += _read_exclusions(convert_exclusions_path)
 
     # rows: metadata (pandera) → task items → questions → lint
     rows_key = hash_json([convert_key, hash_file(converted_path), manifest.model_dump(mode="json"),
@@ -145,6 +147,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     if state.is_fresh("rows", rows_key):
         outcome.skipped.append("rows")
     else:
+        converted, conversions = _read_converted(converted_path)
         rows, dropped, lint_report = build_rows(converted, conversions, manifest, taxonomy, work, job.seed)
         _write_parquet_atomic(rows, rows_path)
         write_json_atomic(rows_exclusions_path, [e.model_dump() for e in dropped])
@@ -153,12 +156,25 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         state.record("rows", rows_key, [rows_path, rows_exclusions_path, report_path, *roi_masks],
                      {"rows": len(rows)})
         outcome.ran.append("rows")
-    exclusions += [Exclusion.model_validate(e) for e in json.loads(rows_exclusions_path.read_text("utf-8"))]
+    exclusions += _read_exclusions(rows_exclusions_path)
     outcome.lint_report = report_path.read_text(encoding="utf-8")
     outcome.rows_path = str(rows_path)
     outcome.exclusions = [e.model_dump() for e in exclusions]
     tasks = pd.read_parquet(rows_path, columns=["task"])["task"]
     outcome.rows_per_task = {str(k): int(v) for k, v in tasks.value_counts().sort_index().items()}
+
+
+def _read_exclusions(path: Path) -> list[Exclusion]:
+    return [Exclusion.model_validate(e) for e in json.loads(path.read_text(encoding="utf-8"))]
+
+
+def _read_converted(path: Path) -> tuple[list[Sample], dict[str, ConvertedImage]]:
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    converted = [Sample.model_validate(s) for s in saved["samples"]]
+    conversions = {k: ConvertedImage(png=Path(c["png"]), record=c["record"],
+                                     mask_png=Path(c["mask_png"]) if c["mask_png"] else None)
+                   for k, c in saved["conversions"].items()}
+    return converted, conversions
 
 
 def _raw_identity(raw_dir: Path) -> str:

@@ -198,3 +198,13 @@ def test_dask_executor_builds_the_same_release(tmp_path, built):
                          for line in (root / "data" / "release" / "SHA256SUMS").read_text().splitlines()
                          if "/data/" in "/" + line.split()[1]}
     assert sums(tmp_path) == sums(reference_root)  # same shards, byte for byte
+
+
+def test_each_dataset_says_when_it_ran_and_for_how_long(built):
+    root, report = built
+    document = json.loads((root / "data" / "build-report.json").read_text(encoding="utf-8"))
+    built_at = (root / "data" / "build-report.json").stat().st_mtime
+    for outcome in document["datasets"]:
+        assert 0 < outcome["seconds"] < 600
+        assert built_at - 600 < outcome["started_at"] <= built_at
+        assert outcome["started_at"] + outcome["seconds"] <= built_at + 1
