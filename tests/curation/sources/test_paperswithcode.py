@@ -32,12 +32,13 @@ def test_builder_reads_every_dump_format(tmp_path, suffix):
     elif suffix == ".jsonl":
         dump.write_text("".join(json.dumps(r) + "\n" for r in rows))
     else:
-        pq.write_table(pa.Table.from_pylist([{"name": r.get("name"), "url": r["url"], "homepage": r.get("homepage"),
-                                              "description": r.get("description"), "modalities": r.get("modalities")}
-                                             for r in rows]), dump)
+        pq.write_table(pa.Table.from_pylist(rows), dump)  # nested paper/tasks/data_loaders as parquet structs
     out = tmp_path / "index.jsonl"
     assert build_index(dump, out, revision="abc") == 6
-    assert [lead.name for lead in PwcIndex(out).search(["chest"], image_only=False)][:1] == ["Chest lines and tubes"]
+    index = PwcIndex(out)
+    assert [lead.name for lead in index.search(["chest"], image_only=False)][:1] == ["Chest lines and tubes"]
+    (isic,) = index.search(["dermoscopy"])
+    assert [r.ref for r in lead_refs(isic)] == ["huggingface:derm/isic-demo"] and isic.tasks == ["Lesion Segmentation"]
 
 
 def test_search_ranks_by_bm25_and_keeps_image_records(monkeypatch):
