@@ -9,6 +9,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from mmbu.build.questions.prototypes import load_prototypes
+
 # distributions whose versions change pixels, tables or questions
 TRACKED_PACKAGES = ("mmbu", "numpy", "pillow", "pydicom", "pylibjpeg", "pylibjpeg-openjpeg", "python-gdcm",
                     "nibabel", "openslide-python", "openslide-bin", "tifffile", "imagecodecs", "scipy", "pandas",
@@ -33,7 +35,10 @@ def manifest_hashes(paths: Iterable[str | Path]) -> dict[str, str]:
 def collect_build_info(*, seed: int, taxonomy_hash: str, manifest_paths: Iterable[str | Path] = (),
                        question_version: str | None = None, extra: Mapping[str, object] | None = None
                        ) -> dict[str, object]:
-    """The build_info dict `write_release` stores; the pipeline may add its command line, jobs, etc. in `extra`."""
+    """The build_info dict `write_release` stores; the pipeline may add its command line, jobs, etc. in `extra`.
+
+    `question_version` defaults to the bundled prototypes' version (what `instantiate_questions` used).
+    """
     return {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "python": sys.version.split()[0],
@@ -42,6 +47,6 @@ def collect_build_info(*, seed: int, taxonomy_hash: str, manifest_paths: Iterabl
         "seeds": {"questions": seed},
         "taxonomy_sha256": taxonomy_hash,
         "manifests_sha256": manifest_hashes(manifest_paths),
-        "question_version": question_version,
+        "question_version": question_version or load_prototypes().version,
         **(extra or {}),
     }
