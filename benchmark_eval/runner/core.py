@@ -149,6 +149,7 @@ class Runner:
         self._pending: set[asyncio.Task] = set()
         self._failure: BaseException | None = None
         self._batch_lock = asyncio.Lock()
+        self._box_format = config.entry.box_format.model_dump(mode="json")
 
     # -- records ----------------------------------------------------------------------------
     def _record(self, sample_id: str, task: str, form: str, template: str, rhash: str, frames: Frames | None,
@@ -158,7 +159,7 @@ class Runner:
             prompt_version=PROMPT_VERSION, request_hash=rhash,
             image_size=frames.image_size if frames else image_size, sent_size=frames.sent_size if frames else None,
             content_size=frames.content_size if frames else None,
-            box_format=self.config.entry.box_format.model_dump(mode="json"), backend=self.backend.name,
+            box_format=self._box_format, backend=self.backend.name,
             created_at=time.time(), **fields,
         )
 

@@ -186,3 +186,19 @@ def test_scripted_letters_follow_each_familys_style(family, pattern):
     with OpenAIServer(default_family=family) as server:
         result, _ = run(chat_once(server.url))
     assert re.search(pattern, result.text)
+
+
+def test_reasoning_model_quirks_shape_the_request(server):
+    from mmbu.benchmark_eval.models import default_registry
+
+    gpt5 = default_registry().get("GPT-5.4-mini")
+    request = ModelRequest("r", "What is shown?", b"\x89PNG fake", max_tokens=2048)
+
+    async def go():
+        async with OpenAICompatClient(server.url, gpt5.served_name) as client:
+            await OpenAICompatBackend(client, gpt5.chat).generate(request)
+
+    run(go())
+    body = server.calls[0].body
+    assert body["model"] == "gpt-5.4-mini" and body["max_completion_tokens"] == 2048
+    assert "temperature" not in body and "max_tokens" not in body and body["seed"] == 0

@@ -21,7 +21,6 @@ import asyncio
 import base64
 import hashlib
 import io
-import json
 import re
 import threading
 import time
