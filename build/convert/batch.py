@@ -129,7 +129,7 @@ def convert_paths(
     out_dir.mkdir(parents=True, exist_ok=True)
     report_path = Path(report_path) if report_path else out_dir / REPORT_NAME
     paths = walk_sources(sources, skip=(out_dir, report_path))
-    outputs = [out_dir / name for name in plan_output_names(paths)]
+    outputs = [out_dir / name for name in plan_output_names(paths, reserved=_names_in(out_dir, paths))]
     tasks = list(zip(paths, outputs))
     records: dict[Path, dict[str, Any]] = {}
 
@@ -145,6 +145,14 @@ def convert_paths(
         else:
             _convert_in_pool(tasks, options, jobs, accept)
     return [records[source] for source, _ in tasks]
+
+
+def _names_in(directory: Path, paths: list[Path]) -> set[str]:
+    """Names of the sources that live in `directory`: an output there must never replace one of them
+    (a DICOM called `x.png`, or a 16-bit PNG, converted into its own folder)."""
+    folder = directory.resolve()
+    resolved = (path.resolve() for path in paths)
+    return {path.name for path in resolved if path.parent == folder}
 
 
 def _convert_in_pool(

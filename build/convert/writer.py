@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -30,16 +31,17 @@ def source_stem(source: Path) -> str:
     return source.stem or name
 
 
-def plan_output_names(sources: list[Path]) -> list[str]:
+def plan_output_names(sources: list[Path], reserved: Iterable[str] = ()) -> list[str]:
     """One PNG file name per source, in order: `stem.png`, then `stem-2.png`, `stem-3.png`, ...
 
     Names are decided up front, before any worker runs, so they do not depend on which worker
     finishes first and a re-run over the same sources writes the same names (replacing its earlier
     outputs instead of piling up copies). Collisions are compared case-insensitively so the set
-    also stays unique on case-insensitive file systems.
+    also stays unique on case-insensitive file systems. `reserved` names are never given out: the
+    batch reserves the sources that sit in the output folder, so no output overwrites an input.
     """
     seen: dict[str, int] = {}
-    taken: set[str] = set()
+    taken: set[str] = {name.lower() for name in reserved}
     names = []
     for source in sources:
         stem = source_stem(source)
