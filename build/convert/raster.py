@@ -5,7 +5,7 @@ What is done, in order, and recorded in params:
   error telling the user to use the whole-slide path (a pyramidal TIFF), not a silent memory blow-up;
 - EXIF orientation is applied (`ImageOps.exif_transpose`), so camera photos stand upright;
 - an embedded ICC profile is converted to sRGB (`ImageCms`), so colours mean the same in every PNG;
-- transparency (RGBA, LA, palette with transparency) is composited onto white;
+- transparency (RGBA, LA, palette with transparency, a grey/RGB colour key) is composited onto white;
 - 16-bit and 32-bit integer / float grayscale is windowed by percentiles (or the user's window),
   never shifted (`>> 8` turns 12-bit data black);
 - CMYK, YCbCr, LAB, HSV and palette images become RGB; 1-bit images become L.
@@ -90,6 +90,10 @@ def _to_display(image: Image.Image, options: ConvertOptions, params: dict, path:
         has_alpha = image.mode == "PA" or "transparency" in image.info
         image = image.convert("RGBA" if has_alpha else "RGB")
         params["palette_expanded"] = True
+    elif image.mode in ("L", "RGB") and "transparency" in image.info:
+        # a PNG/GIF colour key (tRNS): that grey or colour is transparent, like an alpha of 0
+        image = image.convert("LA" if image.mode == "L" else "RGBA")
+        params["transparency_key"] = True
     image = _to_srgb(image, params, path)
     if image.mode in TO_RGB:
         image = image.convert("RGB")

@@ -132,3 +132,18 @@ def test_a_dicom_under_a_raster_name_is_converted_as_dicom_like_dcmtk(tmp_path, 
     assert converted.format == "dicom"
     with Image.open(golden.OUT / "ct_file_window.png") as image:
         assert np.abs(converted.pixels.astype(int) - np.asarray(image)).max() <= 1
+
+
+@pytest.mark.parametrize("mode", ["L", "RGB"])
+def test_a_colour_key_is_transparent_like_pillows_alpha_says(tmp_path, mode):
+    stored = np.zeros((8, 8, 3), np.uint8)
+    stored[:4] = (200, 10, 10)
+    image = Image.fromarray(stored if mode == "RGB" else stored[..., 0])
+    key = (0, 0, 0) if mode == "RGB" else 0
+    image.save(tmp_path / "keyed.png", transparency=key)
+    with Image.open(tmp_path / "keyed.png") as check:  # Pillow's own reading: the key becomes alpha 0
+        alpha = np.asarray(check.convert("RGBA"))[..., 3]
+    converted = read_image(tmp_path / "keyed.png")
+    white = np.full(converted.pixels.shape[2:], 255)
+    assert np.array_equal(converted.pixels[alpha == 0], np.broadcast_to(white, converted.pixels[alpha == 0].shape))
+    assert np.array_equal(converted.pixels[:4], (stored if mode == "RGB" else stored[..., 0])[:4])
