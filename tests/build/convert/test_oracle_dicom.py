@@ -83,3 +83,21 @@ def test_a_voi_lut_inside_part_of_its_range_is_not_stretched(tmp_path):
     ours, record = _convert(golden.input_path("dx_voi_lut_12bit_partial"), {}, tmp_path)
     assert record["params"]["window"]["lut_output_range"] == [0.0, 4095.0]
     assert 29 <= ours.min() <= 32 and 216 <= ours.max() <= 219
+
+
+JPEG_CASES = sorted(case for case, spec in CASES.items() if spec["tolerance"] == golden.LOSSY_COLOUR)
+
+
+@pytest.mark.parametrize("plugin", ["gdcm", "pillow"])
+@pytest.mark.parametrize("case", JPEG_CASES)
+def test_each_jpeg_decoder_matches_dcmtk_without_converting_colour_twice(case, plugin, tmp_path, monkeypatch):
+    # users without gdcm get Pillow: its YCbCr handling must land on the same colours
+    from mmbu.build.convert import dicom
+
+    monkeypatch.setattr(dicom, "DECODER_PREFERENCE", (plugin,))
+    spec = CASES[case]
+    ours, record = _convert(golden.input_path(spec["input"]), spec["options"], tmp_path)
+    assert record["params"]["decoder"] == plugin
+    with Image.open(golden.OUT / f"{case}.png") as image:
+        difference = np.abs(ours.astype(int) - np.asarray(image).astype(int))
+    assert difference.max() <= spec["tolerance"]["max_abs"] and difference.mean() <= spec["tolerance"]["mean_abs"]
