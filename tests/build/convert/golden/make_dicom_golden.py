@@ -130,25 +130,30 @@ def _inverse_shape_mono2(path: Path, stored: np.ndarray) -> Path:
     return fd.save(ds, path)
 
 
-def _monochrome1_with_voi_lut(path: Path, stored: np.ndarray) -> Path:
-    ds = fd.base_dataset(fd.CR_IMAGE, "CR")
-    ds.set_pixel_data(stored.astype(np.uint16), "MONOCHROME1", 12)
+def _lut_item(values: np.ndarray, bits: int) -> Dataset:
     item = Dataset()
-    item.LUTDescriptor = [4096, 0, 12]
-    item.LUTData = [int(v) for v in (np.linspace(0.0, 1.0, 4096) ** 0.7 * 4095).round()]
+    item.LUTDescriptor = [len(values), 0, bits]
+    item.LUTData = [int(v) for v in values.round()]
     item["LUTData"].VR = "US"
-    ds.VOILUTSequence = Sequence([item])
+    return item
+
+
+def _cr_dataset(stored: np.ndarray, photometric: str) -> Dataset:
+    ds = fd.base_dataset(fd.CR_IMAGE, "CR")
+    ds.set_pixel_data(stored.astype(np.uint16), photometric, 12)
+    return ds
+
+
+def _monochrome1_with_voi_lut(path: Path, stored: np.ndarray) -> Path:
+    ds = _cr_dataset(stored, "MONOCHROME1")
+    ds.VOILUTSequence = Sequence([_lut_item(np.linspace(0.0, 1.0, 4096) ** 0.7 * 4095, 12)])
     return fd.save(ds, path)
 
 
 def _modality_lut_sequence(path: Path, stored: np.ndarray) -> Path:
     """A Modality LUT Sequence (optical density, 16-bit) instead of rescale, and a window in its units."""
-    ds = fd.base_dataset(fd.CR_IMAGE, "CR")
-    ds.set_pixel_data(stored.astype(np.uint16), "MONOCHROME2", 12)
-    item = Dataset()
-    item.LUTDescriptor = [4096, 0, 16]
-    item.LUTData = [int(v) for v in (np.linspace(0.0, 1.0, 4096) ** 2 * 60000).round()]
-    item["LUTData"].VR = "US"
+    ds = _cr_dataset(stored, "MONOCHROME2")
+    item = _lut_item(np.linspace(0.0, 1.0, 4096) ** 2 * 60000, 16)
     item.ModalityLUTType = "OD"
     ds.ModalityLUTSequence = Sequence([item])
     ds.WindowCenter, ds.WindowWidth = 20000.0, 30000.0
