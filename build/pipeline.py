@@ -21,10 +21,11 @@ from mmbu.build.layouts import EXCLUSION_COLUMNS
 from mmbu.build.release import collect_build_info, group_by_task, write_release
 from mmbu.build.steps import DatasetJob, DatasetOutcome, cached_taxonomy, process_dataset, toolkit_version
 from mmbu.curation.manifest import DatasetManifest, load_manifest
-from mmbu.curation.http import PoliteSession
+from mmbu.curation.http import PoliteSession, write_text_atomic
 from mmbu.curation.manifest.validate import validate_files
 
 LIST_COLUMNS = ("boxes", "other_boxes", "options", "answer_aliases")
+REVIEW_CHECKS = "review-checks.jsonl"  # in the data folder; `mmbu review ... --checks` reads it
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,34 @@ def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | N
 
     _write_release_if_changed(config, report, taxonomy.content_hash)
     write_json_atomic(Path(config.data_dir) / "build-report.json", _report_document(report))
+    write_text_atomic(Path(config.data_dir) / REVIEW_CHECKS,
+                      "".join(json.dumps(row, sort_keys=True) + "\n" for row in review_checks(report)))
     return report
+
+
+def review_checks(report: BuildReport) -> list[dict[str, Any]]:
+    """The round-3 automated checks that need fetched files (read by `mmbu review --checks`).
+
+    One line per dataset and check: `fetches` (the files arrived and verified), `files-open` (every
+    image converted) and `labels-complete` (the layout found no label outside the vocabulary, no label
+    without its image and no orphan mask).
+    """
+    rows: list[dict[str, Any]] = []
+    outcomes = {o.dataset_id: o for o in report.datasets}
+    for fetch in report.fetch:
+        rows.append({"dataset_id": fetch.dataset_id, "check": "fetches", "ok": fetch.ok,
+                     "detail": fetch.error or f"{len(fetch.files)} file(s) from {fetch.fetched_from}"})
+        outcome = outcomes.get(fetch.dataset_id)
+        for check, stage in (("files-open", "convert"), ("labels-complete", "layout")):
+            if outcome is None or not outcome.ok:
+                reason = "the files were not fetched" if outcome is None else outcome.error
+                rows.append({"dataset_id": fetch.dataset_id, "check": check, "ok": False, "detail": reason})
+                continue
+            problems = [e for e in outcome.exclusions if e["stage"] == stage]
+            detail = (f"{len(problems)} item(s) dropped, e.g. {problems[0]['item']}: {problems[0]['reason']}"
+                      if problems else "no problem found")
+            rows.append({"dataset_id": fetch.dataset_id, "check": check, "ok": not problems, "detail": detail})
+    return rows
 
 
 def _dataset_exclusions(report: BuildReport) -> pd.DataFrame:

@@ -171,6 +171,20 @@ def test_bad_datasets_are_reported_and_the_rest_is_built(tmp_path):
     assert "missing" in exclusions and "stray" in exclusions
 
 
+def test_round_three_checks_are_written_for_the_review_stage(tmp_path):
+    from mmbu.curation.review.checks import load_build_results
+
+    make_repo(tmp_path, broken=True)
+    run_build(config_for(tmp_path))
+    results, problems = load_build_results(tmp_path / "data" / "review-checks.jsonl")
+    assert problems == []
+    assert all(outcome.ok for outcome in results["cells"].values())
+    assert set(results["cells"]) == {"fetches", "files-open", "labels-complete"}
+    assert not results["missing"]["fetches"].ok and not results["missing"]["files-open"].ok
+    assert results["stray"]["fetches"].ok and not results["stray"]["labels-complete"].ok
+    assert "unknown" in results["stray"]["labels-complete"].detail
+
+
 def test_mmbu_build_command_exit_codes(tmp_path):
     make_repo(tmp_path, broken=True)
     env = {**os.environ, "MMBU_DATA": str(tmp_path / "data")}
