@@ -175,6 +175,7 @@ CASES: dict[str, tuple[str, list[str], dict, dict]] = {
     "cr_modality_lut": ("cr_modality_lut", ["+Wi", "1"], {}, GREY),
     "cr_mono1_window": ("cr_mono1_window", ["+Wi", "1"], {}, GREY),
     "cr_mono1_no_window": ("cr_mono1_no_window", ["+Ww", "OURS"], {}, GREY),
+    "cr_mono1_user_window": ("cr_mono1_window", ["+Ww", "1000", "2000"], {"window": [1000.0, 2000.0]}, GREY),
     "cr_negative_slope": ("cr_negative_slope", ["+Wi", "1"], {}, GREY),
     "dx_inverse_shape": ("dx_inverse_shape", ["+Wi", "1"], {}, GREY),
     "dx_voi_lut_16bit": ("dx_voi_lut_16bit", ["+Wl", "1"], {}, GREY),
