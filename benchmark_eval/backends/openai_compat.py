@@ -121,7 +121,7 @@ class OpenAICompatClient:
         if key:
             headers["Authorization"] = f"Bearer {key}"
         self._owns_client = http_client is None
-        connections = max(concurrency * 2, 16)
+        connections = concurrency + 8  # the limiter keeps at most `concurrency` in flight
         limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
         self._http = http_client or httpx.AsyncClient(
             headers=headers, timeout=httpx.Timeout(timeout_s), limits=limits, transport=fast_transport(limits))
