@@ -202,3 +202,22 @@ def test_reasoning_model_quirks_shape_the_request(server):
     body = server.calls[0].body
     assert body["model"] == "gpt-5.4-mini" and body["max_completion_tokens"] == 2048
     assert "temperature" not in body and "max_tokens" not in body and body["seed"] == 0
+
+
+def test_adaptive_limit_shrinks_per_episode_and_creeps_back():
+    from mmbu.benchmark_eval.backends.limiter import AdaptiveConcurrency
+
+    limiter = AdaptiveConcurrency(20, cooldown_s=60)
+    for _ in range(5):                      # one burst of 429s is one episode
+        limiter.on_rate_limited()
+    assert limiter.current == 16 and limiter.rate_limit_episodes == 1
+    for _ in range(17):                     # about one slot back per round (limit) of successes
+        limiter.on_success()
+    assert limiter.current == 17
+    for _ in range(1000):
+        limiter.on_success()
+    assert limiter.current == 20            # never above the user's ceiling
+    small = AdaptiveConcurrency(2, cooldown_s=0)
+    for _ in range(10):
+        small.on_rate_limited()
+    assert small.current == 1               # never below one
