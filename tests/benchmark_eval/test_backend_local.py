@@ -6,6 +6,7 @@ import asyncio
 import base64
 import importlib.util
 import io
+import os
 
 import pytest
 from PIL import Image
@@ -88,27 +89,68 @@ def test_missing_optional_engines_become_error_records_not_crashes():
         TransformersBackend(REGISTRY.get("gpt-4.1-mini"))
 
 
-def _gpu_available() -> bool:
-    if importlib.util.find_spec("torch") is None:
+GPU_MODEL = os.environ.get("MMBU_GPU_TEST_MODEL", "Qwen/Qwen2.5-VL-3B-Instruct")
+
+
+def _gpu_ready(engine: str) -> bool:
+    """The engine, a CUDA GPU and the test model's weights (already in the local HF cache) are present."""
+    if importlib.util.find_spec(engine) is None or importlib.util.find_spec("torch") is None:
         return False
     import torch
+    from huggingface_hub import try_to_load_from_cache
 
-    return torch.cuda.is_available()
+    return torch.cuda.is_available() and isinstance(try_to_load_from_cache(GPU_MODEL, "config.json"), str)
+
+
+def _detection_request(entry_name: str) -> tuple[ModelRequest, object]:
+    """A synthetic image with one bright box and a detection prompt in the model's declared convention."""
+    from mmbu.benchmark_eval.tasks import build_prompt
+
+    entry = REGISTRY.get(entry_name)
+    image = png(object_image((448, 336), (120, 90, 300, 230), 4))
+    prepared = prepare_image(image, entry)
+    row = {"sample_id": "gpu-0", "target": "bright rectangle",
+           "question_no_context": 'Where is the "bright rectangle" in this image?'}
+    prompt = build_prompt("object_detection", "open", "no_context", row, box_format=entry.box_format,
+                          frames=prepared.frames)
+    return ModelRequest("gpu-0", prompt.text, prepared.data, prepared.mime, system=prompt.system, max_tokens=128,
+                        image_url=prepared.data_url), prepared.frames
+
+
+def _iou(a, b) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None or not _gpu_available(), reason="needs vLLM and a CUDA GPU")
-def test_vllm_answers_a_batch_on_gpu():
-    backend = VLLMOfflineBackend(REGISTRY.get("Qwen/Qwen2.5-VL-3B-Instruct"), gpu_memory_utilization=0.8,
-                                 max_model_len=4096)
-    answers = asyncio.run(backend.generate_batch([request(prompt="Is there a bright rectangle? Answer yes or no.")] * 4))
-    assert all(not isinstance(a, BackendError) and a.text.strip() for a in answers)
+@pytest.mark.skipif(not _gpu_ready("vllm"), reason="needs vLLM, a CUDA GPU and the test model in the HF cache")
+def test_vllm_box_convention_self_test_on_gpu():
+    """The registry's declared convention for the model, checked on a known box (IoU >= 0.5)."""
+    import re
+
+    from mmbu.benchmark_eval.models import from_model_convention
+
+    entry = REGISTRY.get(GPU_MODEL)
+    request, frames = _detection_request(GPU_MODEL)
+    backend = VLLMOfflineBackend(entry, gpu_memory_utilization=0.8, max_model_len=4096)
+    (answer,) = asyncio.run(backend.generate_batch([request]))
+    assert not isinstance(answer, BackendError), answer
+    numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", answer.text.split("Answer:")[-1])][:4]
+    box = from_model_convention(numbers, entry.box_format, frames.image_size, frames.content_size, frames.sent_size)
+    assert _iou(box, (120, 90, 300, 230)) >= 0.5, answer.text
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(importlib.util.find_spec("transformers") is None or not _gpu_available(),
-                    reason="needs transformers and a CUDA GPU")
+@pytest.mark.skipif(not _gpu_ready("transformers"), reason="needs transformers, a CUDA GPU and the test model in the HF cache")
 def test_transformers_answers_a_batch_on_gpu():
-    backend = TransformersBackend(REGISTRY.get("Qwen/Qwen2.5-VL-3B-Instruct"))
-    answers = asyncio.run(backend.generate_batch([request(prompt="Is there a bright rectangle? Answer yes or no.")] * 2))
+    backend = TransformersBackend(REGISTRY.get(GPU_MODEL))
+    answers = asyncio.run(backend.generate_batch([request(GPU_MODEL, "Is there a bright rectangle? Answer yes or no.")] * 2))
     assert all(not isinstance(a, BackendError) and a.text.strip() for a in answers)
+
+
+def test_the_gpu_self_test_request_states_the_declared_convention():
+    request_, frames = _detection_request("Qwen/Qwen2.5-VL-3B-Instruct")
+    assert frames.sent_size == (448, 336)
+    assert "pixel coordinates of this image, which is 448 pixels wide and 336 pixels high" in request_.prompt
