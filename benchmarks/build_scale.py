@@ -319,6 +319,34 @@ def pillow_floor(repo: Path, jobs: int) -> tuple[float, float]:
     return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+@dataclass
+class Timeline:
+    """Where the wall time of a build went, from the per-dataset start and duration in build-report.json."""
+
+    before_first_dataset: float  # start-up, manifest checks, the first fetch
+    parallel: float  # at least `jobs` datasets running
+    partly_idle: float  # fewer datasets running than workers (the tail, or waiting for fetches)
+    after_last_dataset: float  # the release and the report
+    largest_dataset: tuple[str, float]
+
+
+def timeline(document: dict, started_at: float, finished_at: float, jobs: int) -> Timeline:
+    spans = [(d["started_at"], d["started_at"] + d["seconds"]) for d in document["datasets"]]
+    first, last = min(s for s, _ in spans), max(e for _, e in spans)
+    events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
+    parallel = partly_idle = 0.0
+    running, previous = 0, first
+    for moment, change in events:
+        if running >= jobs:
+            parallel += moment - previous
+        else:
+            partly_idle += moment - previous
+        running, previous = running + change, moment
+    largest = max(document["datasets"], key=lambda d: d["seconds"])
+    return Timeline(first - started_at, parallel, partly_idle, finished_at - last,
+                    (largest["dataset_id"], largest["seconds"]))
+
+
 def release_rows(data: Path) -> dict[str, int]:
     return json.loads((data / "build-report.json").read_text(encoding="utf-8"))["release_rows"]
 
@@ -351,8 +379,12 @@ def main() -> None:
     data = WORK / f"data-{args.samples}x{args.datasets}-{args.sources}"
     shutil.rmtree(data, ignore_errors=True)
 
+    started_at = time.time()
     full = timed(build_command(repo, data, args.jobs), cwd=repo)
     rows = release_rows(data)
+    phases = timeline(json.loads((data / "build-report.json").read_text(encoding="utf-8")), started_at,
+                      started_at + full.seconds, args.jobs)
+    print(f"full build phases: {phases}", flush=True)
     print(f"full build: {full.seconds:.1f} s wall, {full.cpu_seconds:.1f} s CPU, exit {full.returncode}, "
           f"rows {rows}", flush=True)
     noop = timed(build_command(repo, data, args.jobs), cwd=repo)
@@ -387,6 +419,11 @@ def main() -> None:
         "",
         f"Full build / Pillow floor: **{full.seconds / floor:.1f}× wall, {full.cpu_seconds / floor_cpu:.1f}× CPU**. "
         "Release rows: " + ", ".join(f"{k} {v}" for k, v in sorted(rows.items())) + ".", "",
+        f"Wall time of the full build by phase (from each dataset's start and duration in build-report.json): "
+        f"start-up, manifest checks and first fetch {phases.before_first_dataset:.1f} s; {args.jobs} or more "
+        f"datasets in flight {phases.parallel:.1f} s; fewer datasets than workers {phases.partly_idle:.1f} s "
+        f"(largest dataset {phases.largest_dataset[0]}: {phases.largest_dataset[1]:.1f} s); release and report "
+        f"after the last dataset {phases.after_last_dataset:.1f} s.", "",
     ])
     print(section)
     if args.write_results:

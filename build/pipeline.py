@@ -18,7 +18,6 @@ from mmbu.build.cache import hash_file, hash_json, write_json_atomic
 from mmbu.build.executors import ExecutorName, run_all
 from mmbu.build.fetch import FetchResult, LockFile, fetch_all
 from mmbu.build.layouts import EXCLUSION_COLUMNS
-from mmbu.build.release import collect_build_info, group_by_task, write_release
 from mmbu.build.steps import DatasetJob, DatasetOutcome, cached_taxonomy, process_dataset, toolkit_version
 from mmbu.curation.manifest import DatasetManifest, load_manifest
 from mmbu.curation.http import PoliteSession, write_text_atomic
@@ -179,6 +178,9 @@ def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy
         if previous.get("inputs_hash") == inputs_hash:
             report.release_rows = previous.get("rows", {})
             return
+    # imported here: the release writer pulls in `datasets` (about a second), which a no-op rebuild never needs
+    from mmbu.build.release import collect_build_info, group_by_task, write_release
+
     frames = [_read_rows(Path(o.rows_path)) for o in built]
     build_info = collect_build_info(
         seed=config.seed, taxonomy_hash=taxonomy_hash, manifest_paths=[o.manifest_path for o in built],
