@@ -177,8 +177,10 @@ class Runner:
             return self._record(**base, status="error", error_reason="refused",
                                 error=f"the model refused to answer: {answer.refusal}", **common)
         if answer.is_empty:
+            budget = " (finish_reason=length: the token budget ran out, raise --max-tokens)" \
+                if answer.finish_reason == "length" else ""
             return self._record(**base, status="error", error_reason="empty_answer",
-                                error="the model returned an empty answer", **common)
+                                error=f"the model returned an empty answer{budget}", **common)
         return self._record(**base, status="ok", output=answer.text, **common)
 
     async def _writer(self, writer: RecordWriter) -> None:
