@@ -44,11 +44,9 @@ from pydicom.uid import (
 
 from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
 from mmbu.build.convert.display import (
-    DEFAULT_HIGH_PERCENTILE,
-    DEFAULT_LOW_PERCENTILE,
     center_width_to_bounds,
     invert,
-    percentile_window,
+    robust_window,
     to_label_image,
     window_to_uint8,
 )
@@ -252,11 +250,10 @@ def _grayscale_to_display(
         pixels = _file_voi(values, view, options.window_index, params, path)
         if pixels is None:
             padding = _padding_mask(stored, view)
-            lo, hi = percentile_window(values, ignore=padding)
+            lo, hi, source = robust_window(values, ignore=padding)
             pixels = window_to_uint8(values, lo, hi)
             params["window"] = {
-                "lo": lo, "hi": hi,
-                "source": f"percentile {DEFAULT_LOW_PERCENTILE:g}-{DEFAULT_HIGH_PERCENTILE:g}",
+                "lo": lo, "hi": hi, "source": source,
                 **({"note": params.pop("window_note")} if "window_note" in params else {}),
             }
 

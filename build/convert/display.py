@@ -32,8 +32,19 @@ def percentile_window(
     mask of the same shape marking pixels to leave out. NaN and ±Inf never take part. When the
     percentiles coincide (mostly-constant images, sparse bright spots) the full finite range is used
     instead so that the few informative pixels are not lost; a constant image gives `lo == hi`.
-    With no usable value at all the window is `(0.0, 0.0)`.
+    With no usable value at all the window is `(0.0, 0.0)`. `robust_window` also says which case applied.
     """
+    lo, hi, _source = robust_window(values, low, high, ignore)
+    return lo, hi
+
+
+def robust_window(
+    values: np.ndarray,
+    low: float = DEFAULT_LOW_PERCENTILE,
+    high: float = DEFAULT_HIGH_PERCENTILE,
+    ignore: float | np.ndarray | None = None,
+) -> tuple[float, float, str]:
+    """`percentile_window` plus the `source` to record: the percentiles, or the min-max fallback."""
     data = np.asarray(values)
     keep = np.isfinite(data) if np.issubdtype(data.dtype, np.floating) else np.ones(data.shape, bool)
     if ignore is not None:
@@ -42,12 +53,13 @@ def percentile_window(
         else:
             keep &= data != ignore
     usable = data[keep]
+    percentiles = f"percentile {low:g}-{high:g}"
     if usable.size == 0:
-        return 0.0, 0.0
+        return 0.0, 0.0, f"{percentiles}: no usable value"
     lo, hi = (float(v) for v in np.percentile(usable, [low, high]))
     if hi <= lo:
-        lo, hi = float(usable.min()), float(usable.max())
-    return lo, hi
+        return float(usable.min()), float(usable.max()), f"min-max ({percentiles} coincide)"
+    return lo, hi, percentiles
 
 
 def window_to_uint8(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -182,8 +194,8 @@ def grey_to_uint8(values: np.ndarray, center_width: tuple[float, float] | None =
     `{"lo", "hi", "source"}` plus `center`/`width` when the user gave them.
     """
     if center_width is None:
-        lo, hi = percentile_window(values)
-        record = {"lo": lo, "hi": hi, "source": f"percentile {DEFAULT_LOW_PERCENTILE:g}-{DEFAULT_HIGH_PERCENTILE:g}"}
+        lo, hi, source = robust_window(values)
+        record = {"lo": lo, "hi": hi, "source": source}
     else:
         center, width = center_width
         lo, hi = center_width_to_bounds(center, width)

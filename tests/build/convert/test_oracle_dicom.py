@@ -101,3 +101,8 @@ def test_each_jpeg_decoder_matches_dcmtk_without_converting_colour_twice(case, p
     with Image.open(golden.OUT / f"{case}.png") as image:
         difference = np.abs(ours.astype(int) - np.asarray(image).astype(int))
     assert difference.max() <= spec["tolerance"]["max_abs"] and difference.mean() <= spec["tolerance"]["mean_abs"]
+
+
+def test_a_collapsed_percentile_window_says_it_fell_back_to_min_max(tmp_path):
+    _ours, record = _convert(golden.input_path("ct_sparse_min_max"), {}, tmp_path)
+    assert record["params"]["window"] == {"lo": -1024.0, "hi": 1976.0, "source": "min-max (percentile 0.5-99.5 coincide)"}

@@ -73,6 +73,9 @@ def build_inputs() -> dict[str, Path]:
                                           window=(100.0, 3000.0), signed=True)
     made["ct_no_window"] = fd.write_ct(INPUTS / "ct_no_window.dcm", _noise(48, 64, 0, 4096, 1).astype(np.uint16),
                                        window=None)
+    sparse = np.zeros((48, 64), np.uint16)  # 9 bright pixels of 3072: the 0.5/99.5 percentiles coincide
+    sparse[5, 5:9], sparse[30, 40], sparse[20, 50:54] = 3000, 1200, 2200
+    made["ct_sparse_min_max"] = fd.write_ct(INPUTS / "ct_sparse_min_max.dcm", sparse, window=None)
     made["ct_rle"] = fd.write_ct(INPUTS / "ct_rle.dcm", ramp, transfer_syntax=RLELossless, window=(1000.0, 2000.0))
     made["cr_mono1_window"] = fd.write_monochrome1(INPUTS / "cr_mono1_window.dcm", ramp, window=(2048.0, 3000.0))
     made["cr_mono1_no_window"] = fd.write_monochrome1(INPUTS / "cr_mono1_no_window.dcm", ramp)
@@ -166,6 +169,9 @@ CASES: dict[str, tuple[str, list[str], dict, dict]] = {
     "ct_second_window": ("ct_second_window", ["+Wi", "2"], {"window_index": 1}, GREY),
     "ct_signed_slope": ("ct_signed_slope", ["+Wi", "1"], {}, GREY),
     "ct_no_window": ("ct_no_window", ["+Ww", "OURS"], {}, GREY),
+    # our percentile window falls back to min-max here, which is exactly dcmtk's +Wm: the window
+    # choice itself is checked, not only the mapping
+    "ct_sparse_min_max": ("ct_sparse_min_max", ["+Wm"], {}, GREY),
     "ct_user_window": ("ct_file_window", ["+Ww", "-600", "1500"], {"window": [-600.0, 1500.0]}, GREY),
     "ct_rle": ("ct_rle", ["+Wi", "1"], {}, GREY),
     "ct_sigmoid": ("ct_sigmoid", ["+Wi", "1"], {}, GREY),
