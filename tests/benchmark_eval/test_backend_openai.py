@@ -180,7 +180,7 @@ def test_scripted_boxes_follow_each_familys_convention(family, expected):
 
 @pytest.mark.parametrize("family, pattern", [
     ("terse", r"^[A-E]$"), ("chatty", r"The correct answer is \*\*[A-E]\*\*"), ("tagged", r"<answer>[A-E]</answer>$"),
-    ("json", r'^\{"answer": "[A-E]"\}$'),
+    ("json", r'^\{"answer": "[A-E]"\}$'), ("refuser", r"^I'm sorry, but I can't help"),
 ])
 def test_scripted_letters_follow_each_familys_style(family, pattern):
     with OpenAIServer(default_family=family) as server:

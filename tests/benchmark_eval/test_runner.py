@@ -24,7 +24,7 @@ from support.eval_release import SCHEMA_FIELDS, make_rows, png, write_release
 from support.openai_server import OpenAIServer
 
 FAMILIES = {"Qwen/Qwen2.5-VL-7B-Instruct": "qwen25", "Qwen/Qwen3-VL-8B-Instruct": "qwen3",
-            "llava-hf/llava-1.5-7b-hf": "llava", "my-lab/custom-vlm": "internvl"}
+            "llava-hf/llava-1.5-7b-hf": "llava", "my-lab/custom-vlm": "internvl", "my-lab/refuser": "refuser"}
 FOUR_NUMBERS = re.compile(r"\[\s*" + r"\s*,\s*".join([r"(-?\d+(?:\.\d+)?)"] * 4) + r"\s*\]")
 FAST = ["--retry-backoff", "0.01", "--timeout", "5"]
 
@@ -278,3 +278,16 @@ def test_two_runs_never_write_the_same_run_directory(server, release_dir, tmp_pa
         result = invoke("--release", str(release_dir), "--model", "Qwen3-VL-8B", "--base-url", server.url,
                         "--out", str(tmp_path), "--limit", "1", *FAST)
     assert result.exit_code == 2 and "another `mmbu eval run` is writing here" in result.output
+
+
+def test_a_refusal_in_plain_text_is_an_answer_but_an_api_refusal_is_an_error(server, release_dir, tmp_path):
+    server.inject("refusal", count=1, match="What is shown?\n\nOptions")
+    result = invoke("--release", str(release_dir), "--model", "my-lab/refuser", "--box-format", "pixel",
+                    "--base-url", server.url, "--out", str(tmp_path), "--tasks", "ungrounded_classification",
+                    "--limit", "1", *FAST)
+    assert result.exit_code == 1
+    records = records_of(tmp_path, "my-lab__refuser")
+    texts = [r for r in records if r.status == "ok"]
+    assert len(texts) == 5 and all(r.output.startswith("I'm sorry, but I can't help") for r in texts)
+    (api,) = [r for r in records if r.status == "error"]
+    assert api.error_reason == "refused" and api.output is None

@@ -61,6 +61,9 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "gemini": {"letter": "**{letter}**", "box": ("norm1000", "yxyx", '```json\n[{{"box_2d": [{a}, {b}, {c}, {d}], "label": "{target}"}}]\n```')},
     "llava": {"letter": "{letter}", "box": ("norm1", "xyxy", "[{a:.2f}, {b:.2f}, {c:.2f}, {d:.2f}]")},
     "malformed": {"letter": '{{"answer": "{letter}"', "box": ("pixel", "xyxy", '{{"bbox_2d": [{a}, {b}, {c},')},
+    # refuses in plain text (an answer to be scored wrong, unlike an API-level refusal)
+    "refuser": {"letter": "I'm sorry, but I can't help with identifying findings in medical images.",
+                "box": ("pixel", "xyxy", "I'm sorry, but I can't help with locating findings in medical images.")},
 }
 OPEN_PHRASES = ("round dark nuclei", "an elongated structure", "a bright circular object", "granular texture")
 _OPTION_LINE = re.compile(r"^\s*([A-Z])[.)]\s+(.+?)\s*$", re.M)
@@ -171,6 +174,8 @@ def scripted_answer(call: ChatCall, family: str) -> str:
             mine = convert_box(found, call.image().size, scale, order)
             letter = max(letters, key=lambda k: _iou(_parse_box_text(options[k]) or [0, 0, 0, 0], mine))
         return style["letter"].format(letter=letter, text=options[letter])
+    if family == "refuser":
+        return style["letter"]
     return f"The image shows {OPEN_PHRASES[digest % len(OPEN_PHRASES)]}."
 
 
