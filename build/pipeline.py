@@ -87,7 +87,7 @@ def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | N
 
     def fetched_jobs() -> Iterator[DatasetJob]:
         """Fetch one dataset at a time in this process; each is handed to a worker as soon as it is on disk."""
-        for path in good:
+        for path in largest_first(good, lock):
             result = fetch_all([path], config.data_dir, mirror=config.mirror, lock=lock, session=session,
                                repo_root=repo_root)[0]
             report.fetch.append(result)
@@ -107,13 +107,25 @@ def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | N
         outcomes[index] = outcome
         if progress:
             progress(outcome.dataset_id, len(outcomes), len(jobs))
-    report.datasets = [outcomes[i] for i in sorted(outcomes)]
+    # reports and release rows in manifest order, whatever order the datasets were processed in
+    report.fetch.sort(key=lambda result: result.manifest or result.dataset_id)
+    report.datasets = sorted(outcomes.values(), key=lambda outcome: outcome.manifest_path)
 
     _write_release_if_changed(config, report, taxonomy.content_hash)
     write_json_atomic(Path(config.data_dir) / "build-report.json", _report_document(report))
     write_text_atomic(Path(config.data_dir) / REVIEW_CHECKS,
                       "".join(json.dumps(row, sort_keys=True) + "\n" for row in review_checks(report)))
     return report
+
+
+def largest_first(manifest_paths: list[Path], lock: LockFile) -> list[Path]:
+    """Datasets by the bytes pinned in the lock, largest first, so that the longest job does not start last
+    and leave one worker alone at the end (unpinned datasets keep their order, after the pinned ones)."""
+    def pinned_bytes(path: Path) -> int:
+        entry = lock.document.datasets.get(path.stem)
+        return sum(pin.size for pin in entry.files.values()) if entry else 0
+
+    return sorted(manifest_paths, key=pinned_bytes, reverse=True)
 
 
 def review_checks(report: BuildReport) -> list[dict[str, Any]]:

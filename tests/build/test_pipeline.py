@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -222,3 +223,22 @@ def test_each_dataset_says_when_it_ran_and_for_how_long(built):
         assert 0 < outcome["seconds"] < 600
         assert built_at - 600 < outcome["started_at"] <= built_at
         assert outcome["started_at"] + outcome["seconds"] <= built_at + 1
+
+
+def test_the_dataset_with_most_pinned_bytes_starts_first_and_reports_keep_manifest_order(tmp_path):
+    make_repo(tmp_path)
+    run_build(config_for(tmp_path))
+    lock_path = tmp_path / "manifests" / "manifests.lock"
+    lock = yaml.safe_load(lock_path.read_text(encoding="utf-8"))
+    sizes = {d: sum(f["size"] for f in entry["files"].values()) for d, entry in lock["datasets"].items()}
+    assert sizes["cells"] > sizes["nuclei"]  # alphabetical order is also largest-first here: swap the sizes
+    for pin in lock["datasets"]["nuclei"]["files"].values():
+        pin["size"] *= 1000  # sizes order the work only; files are verified by their sha256
+    lock_path.write_text(yaml.safe_dump(lock), encoding="utf-8")
+    shutil.rmtree(tmp_path / "data" / "work")
+    report = run_build(config_for(tmp_path))
+    assert report.exit_code == 0, report.failed
+    started = {o.dataset_id: o.started_at for o in report.datasets}
+    assert started["nuclei"] < started["cells"]
+    assert [o.dataset_id for o in report.datasets] == ["cells", "nuclei"]
+    assert [r.dataset_id for r in report.fetch] == ["cells", "nuclei"]
