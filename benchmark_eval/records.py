@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -151,34 +151,34 @@ def repair_truncated_tail(path: str | Path) -> str | None:
     return fragment
 
 
-def read_records(path: str | Path, *, on_truncated: Callable[[str], None] | None = None) -> list[RunRecord]:
-    """All records of a run file in write order.
+def iter_records(path: str | Path, *, on_truncated: Callable[[str], None] | None = None) -> Iterator[RunRecord]:
+    """Stream the records of a run file in write order (one line in memory at a time).
 
     A truncated last line (a kill mid-write) is skipped and reported through `on_truncated`
     (default: a logged warning). A damaged line anywhere else raises :class:`RecordsError`.
     """
     path = Path(path)
     if not path.exists():
-        return []
-    records: list[RunRecord] = []
-    raw = path.read_bytes()
-    lines = raw.split(b"\n")
-    complete = raw.endswith(b"\n")
-    last_index = len(lines) - 1
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(RunRecord.model_validate_json(line))
-        except ValidationError as exc:
-            if number - 1 == last_index and not complete:
-                message = f"{path}: line {number} is truncated (a run was killed mid-write); it was skipped"
-                (on_truncated or log.warning)(message)
+        return
+    with open(path, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
                 continue
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ())) or "line"
-            raise RecordsError(f"{path}: line {number} is not a valid run record ({where}: {first['msg']})") from exc
-    return records
+            try:
+                yield RunRecord.model_validate_json(line)
+            except ValidationError as exc:
+                if not line.endswith(b"\n") and not handle.read(1):   # the unterminated last line
+                    message = f"{path}: line {number} is truncated (a run was killed mid-write); it was skipped"
+                    (on_truncated or log.warning)(message)
+                    return
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first.get("loc", ())) or "line"
+                raise RecordsError(f"{path}: line {number} is not a valid run record ({where}: {first['msg']})") from exc
+
+
+def read_records(path: str | Path, *, on_truncated: Callable[[str], None] | None = None) -> list[RunRecord]:
+    """All records of a run file in write order (see :func:`iter_records`)."""
+    return list(iter_records(path, on_truncated=on_truncated))
 
 
 def latest_by_key(records: Iterable[RunRecord]) -> dict[RecordKey, RunRecord]:

@@ -16,14 +16,14 @@ import hashlib
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..backends.base import Backend, BackendError, ChatResult, ModelRequest
 from ..models.registry import ModelEntry
-from ..records import RecordKey, RecordWriter, RunRecord, read_records, repair_truncated_tail
+from ..records import RecordKey, RecordWriter, RunRecord, iter_records, repair_truncated_tail
 from ..release import SampleImages, iter_images, load_samples
 from ..tasks.images import Frames, ImageTooLarge, ImageUnreadable, image_size_of, plan_frames, prepare_image
 from ..tasks.prompts import PROMPT_VERSION, Prompt, PromptError, build_prompt
@@ -125,7 +125,7 @@ def request_hash(entry: ModelEntry, prompt: Prompt | None, *, image_sha256: str,
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def completed_ok(records: list[RunRecord]) -> set[tuple[RecordKey, str]]:
+def completed_ok(records: Iterable[RunRecord]) -> set[tuple[RecordKey, str]]:
     return {(r.key, r.request_hash) for r in records if r.status == "ok"}
 
 
@@ -207,7 +207,7 @@ class Runner:
     async def _run_locked(self) -> RunOutcome:
         config = self.config
         truncated = repair_truncated_tail(config.predictions)
-        done = completed_ok(read_records(config.predictions))
+        done = completed_ok(iter_records(config.predictions))
         tables = {}
         for task in config.tasks:
             frame = load_samples(config.release_dir, task, columns=TASK_SPECS[task].columns)
@@ -380,7 +380,7 @@ class _Once:
 def completeness(predictions: Path, expected: dict[RecordKey, str]) -> list[dict[str, Any]]:
     """Expected vs present vs ok per (task, form, template), from what is on disk now."""
     latest: dict[RecordKey, RunRecord] = {}
-    for record in read_records(predictions, on_truncated=lambda _: None):
+    for record in iter_records(predictions, on_truncated=lambda _: None):
         if record.key in expected:
             latest[record.key] = record
     table: dict[tuple[str, str, str], dict[str, Any]] = {}
