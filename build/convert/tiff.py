@@ -23,7 +23,8 @@ The rules, in the order they are applied:
   - One channel: 8-bit kept as is; 16-bit, 32-bit and float scaled by the percentile window of
     the plane, never by bit shifting (12-bit data in 16-bit containers stays visible);
     `options.window` overrides the window, also for 8-bit; palette images go through their
-    colour map; grey + alpha is composited onto white.
+    colour map; grey + alpha is composited onto white. MINISWHITE (0 is white: TIFF's
+    MONOCHROME1) is inverted after windowing, as DICOM does.
 * **Masks** (`options.as_mask`): one channel, values kept (`display.to_label_image`), nearest.
 """
 from __future__ import annotations
@@ -109,7 +110,8 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
         axes, shape = level.get_axes(False), level.get_shape(False)
         plane, plane_index = _read_plane(tiff, path, level_index, level, axes, shape, options.frame)
         channels_meta = _file_channels(tiff)
-        colormap = level.keyframe.colormap if level.keyframe.photometric == tifffile.PHOTOMETRIC.PALETTE else None
+        photometric = tifffile.PHOTOMETRIC(level.keyframe.photometric)
+        colormap = level.keyframe.colormap if photometric == tifffile.PHOTOMETRIC.PALETTE else None
         params: dict[str, Any] = {
             "series": 0,
             "series_kind": series.kind,
@@ -120,6 +122,7 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
             "plane": plane_index,
             "dtype": str(plane.dtype),
             "compression": level.keyframe.compression.name,
+            "photometric": photometric.name,
         }
     if options.as_mask:
         pixels = _labels(plane, path)
@@ -128,7 +131,9 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
         sizes = dict(zip(axes, shape))
         # samples (S) of one channel are colour (+ alpha); channels (C) are fluorescence to blend
         colour_samples = sizes.get("S", 1) if sizes.get("C", 1) == 1 else 1
-        pixels, params["channels"] = _to_display(plane, channels_meta, colormap, colour_samples, options.window)
+        pixels, params["channels"] = _to_display(
+            plane, channels_meta, colormap, colour_samples, options.window, photometric
+        )
     pixels = display.resize_longest_side(pixels, options.max_size, is_mask=options.as_mask)
     frame = options.frame if isinstance(options.frame, int) else None
     return Converted(pixels=pixels, format=format_name, frame=frame, params=params)
@@ -300,11 +305,12 @@ def _to_display(
     colormap: np.ndarray | None,
     colour_samples: int,
     window: tuple[float, float] | None,
+    photometric: tifffile.PHOTOMETRIC,
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
     if plane.shape[2] == 1:
-        return _grey(plane[..., 0], colormap, window)
+        return _grey(plane[..., 0], colormap, window, photometric)
     if colour_samples == 2:  # grey + alpha
-        grey, record = _grey(plane[..., 0], None, window)
+        grey, record = _grey(plane[..., 0], None, window, photometric)
         rgba = np.dstack([grey, grey, grey, _alpha_to_uint8(plane[..., 1])])
         composited = display.composite_on_background(rgba)[..., 0]
         return composited, [{**record[0], "name": "grey+alpha composited onto white"}]
@@ -321,6 +327,19 @@ def _alpha_to_uint8(alpha: np.ndarray) -> np.ndarray:
 
 
 def _grey(
+    values: np.ndarray,
+    colormap: np.ndarray | None,
+    center_width: tuple[float, float] | None,
+    photometric: tifffile.PHOTOMETRIC,
+) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """One channel, windowed; MINISWHITE (0 is white, TIFF's MONOCHROME1) inverted after windowing."""
+    pixels, records = _grey_windowed(values, colormap, center_width)
+    if photometric == tifffile.PHOTOMETRIC.MINISWHITE:
+        return display.invert(pixels), [{**records[0], "inverted": "MINISWHITE, after windowing"}]
+    return pixels, records
+
+
+def _grey_windowed(
     values: np.ndarray, colormap: np.ndarray | None, center_width: tuple[float, float] | None
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
     """One channel: palette through its map, 8-bit as is, else the user's window or percentiles."""

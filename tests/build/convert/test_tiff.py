@@ -265,3 +265,30 @@ def test_mmbu_convert_blends_an_ome_tiff_into_an_rgb_png(tmp_path):
     assert record["format"] == "ome-tiff" and record["mode"] == "RGB"
     pixels = np.asarray(Image.open(record["output"]))
     assert [band_colour(pixels, k) for k in range(3)] == [(0, 255, 0), (0, 0, 255), (255, 0, 0)]
+
+
+def test_miniswhite_is_inverted_after_windowing_like_pillow_shows_it(tmp_path):
+    grey = np.zeros((20, 16), np.uint8)
+    grey[:10] = 200  # top rows 200, bottom rows 0; MINISWHITE: 0 is white
+    tifffile.imwrite(tmp_path / "white8.tif", grey, photometric="miniswhite")
+    converted = read_tiff(tmp_path / "white8.tif", ConvertOptions())
+    np.testing.assert_array_equal(converted.pixels, np.asarray(Image.open(tmp_path / "white8.tif").convert("L")))
+    assert converted.pixels[0, 0] == 55 and converted.pixels[-1, 0] == 255
+    assert converted.params["photometric"] == "MINISWHITE"
+    assert converted.params["channels"][0]["inverted"] == "MINISWHITE, after windowing"
+
+    deep = np.zeros((20, 16), np.uint16)
+    deep[:10] = 4000  # 12-bit data: the window maps 0..4000 to 0..255, then the inversion
+    tifffile.imwrite(tmp_path / "white16.tif", deep, photometric="miniswhite")
+    pixels = read_tiff(tmp_path / "white16.tif", ConvertOptions()).pixels
+    assert pixels[0, 0] == 0 and pixels[-1, 0] == 255
+    windowed = read_tiff(tmp_path / "white16.tif", ConvertOptions(window=(1000.5, 2000))).pixels
+    assert windowed[0, 0] == 0 and windowed[-1, 0] == 255  # user window too: 0 stays white
+
+
+def test_minisblack_is_not_inverted(tmp_path):
+    grey = np.zeros((20, 16), np.uint8)
+    grey[:10] = 200
+    tifffile.imwrite(tmp_path / "black8.tif", grey, photometric="minisblack")
+    converted = read_tiff(tmp_path / "black8.tif", ConvertOptions())
+    assert converted.pixels[0, 0] == 200 and "inverted" not in converted.params["channels"][0]
