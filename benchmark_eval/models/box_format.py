@@ -77,6 +77,8 @@ def smart_resize(height: int, width: int, factor: int = QWEN25_FACTOR, min_pixel
     Both sides are rounded to the nearest multiple of `factor`; if the area then exceeds
     `max_pixels` (or falls below `min_pixels`) both sides are scaled by the same factor and
     rounded down (up). Raises ValueError for an aspect ratio above 200, as the processor does.
+    Restated here because both ``qwen_vl_utils`` and transformers' image processor import torch,
+    which an evaluation against a server must not need.
     """
     if height <= 0 or width <= 0:
         raise ValueError(f"image size must be positive, got {width}x{height}")
