@@ -12,6 +12,8 @@ The rules, in the order they are applied:
   held at their middle index each; an integer `options.frame` instead indexes the flattened
   stack of those axes in the file's order (row-major). The chosen index per axis is recorded.
 * **Colour.**
+  - Separated (photometric 5) images with InkSet CMYK (the default) are converted to RGB with
+    Pillow's CMYK conversion; other ink sets are blended like channels.
   - RGB(A) samples (S = 3 or 4) stay colour: 8-bit kept, RGBA composited onto white, deeper or
     float data scaled by one percentile window over all three samples (keeps the colour balance).
   - Several channels (C > 1, or S not 3/4): fluorescence, blended additively: each channel is
@@ -36,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import tifffile
+from PIL import Image
 
 from mmbu.build.convert import display
 from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
@@ -81,6 +84,7 @@ DEFAULT_PALETTE: tuple[tuple[int, int, int], ...] = (
     (255, 255, 255),
 )
 PERCENTILES = f"{display.DEFAULT_LOW_PERCENTILE:g}-{display.DEFAULT_HIGH_PERCENTILE:g}"
+TAG_INKSET, INKSET_CMYK = 332, 1  # InkSet of separated (photometric 5) images; absent means CMYK
 CHANNEL_AXIS = "C"  # tifffile's axis code for channels; every other axis before Y is a stack (Z, T, Q, I, ...)
 
 
@@ -112,6 +116,7 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
         channels_meta = _file_channels(tiff)
         photometric = tifffile.PHOTOMETRIC(level.keyframe.photometric)
         colormap = level.keyframe.colormap if photometric == tifffile.PHOTOMETRIC.PALETTE else None
+        inkset = int(level.keyframe.tags.valueof(TAG_INKSET, INKSET_CMYK))
         params: dict[str, Any] = {
             "series": 0,
             "series_kind": series.kind,
@@ -132,7 +137,7 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
         # samples (S) of one channel are colour (+ alpha); channels (C) are fluorescence to blend
         colour_samples = sizes.get("S", 1) if sizes.get("C", 1) == 1 else 1
         pixels, params["channels"] = _to_display(
-            plane, channels_meta, colormap, colour_samples, options.window, photometric
+            plane, channels_meta, colormap, colour_samples, options.window, photometric, inkset
         )
     pixels = display.resize_longest_side(pixels, options.max_size, is_mask=options.as_mask)
     frame = options.frame if isinstance(options.frame, int) else None
@@ -306,12 +311,18 @@ def _to_display(
     colour_samples: int,
     window: tuple[float, float] | None,
     photometric: tifffile.PHOTOMETRIC,
+    inkset: int,
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    separated = photometric == tifffile.PHOTOMETRIC.SEPARATED
+    if separated and inkset == INKSET_CMYK and colour_samples >= 4:
+        return _cmyk(plane)
+    if separated and plane.shape[2] > 1:  # other ink sets: each ink is a channel of the blend
+        return _blend(plane, channels_meta)
     if plane.shape[2] == 1:
         return _grey(plane[..., 0], colormap, window, photometric)
     if colour_samples == 2:  # grey + alpha
         grey, record = _grey(plane[..., 0], None, window, photometric)
-        rgba = np.dstack([grey, grey, grey, _alpha_to_uint8(plane[..., 1])])
+        rgba = np.dstack([grey, grey, grey, _full_range_to_uint8(plane[..., 1])])
         composited = display.composite_on_background(rgba)[..., 0]
         return composited, [{**record[0], "name": "grey+alpha composited onto white"}]
     if colour_samples in (3, 4):
@@ -319,11 +330,29 @@ def _to_display(
     return _blend(plane, channels_meta)
 
 
-def _alpha_to_uint8(alpha: np.ndarray) -> np.ndarray:
-    """Alpha in the sample's full range (0..255, 0..65535, or 0..1 for floats) as 0..255."""
-    if np.issubdtype(alpha.dtype, np.integer):
-        return np.rint(alpha.astype(np.float64) * 255.0 / np.iinfo(alpha.dtype).max).astype(np.uint8)
-    return np.rint(np.clip(alpha, 0.0, 1.0) * 255.0).astype(np.uint8)
+def _full_range_to_uint8(values: np.ndarray) -> np.ndarray:
+    """Alpha or ink amounts in the sample's full range (0..255, 0..65535, or 0..1 for floats) as 0..255."""
+    if values.dtype == np.uint8:
+        return values
+    if np.issubdtype(values.dtype, np.integer):
+        return np.rint(values.astype(np.float64) * 255.0 / np.iinfo(values.dtype).max).astype(np.uint8)
+    return np.rint(np.clip(values, 0.0, 1.0) * 255.0).astype(np.uint8)
+
+
+def _cmyk(plane: np.ndarray) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """Separated CMYK inks to RGB with Pillow's conversion, R = (255 - C)(255 - K) / 255 and so on.
+
+    Ink amounts are absolute fractions of the sample range, so they are scaled, never windowed;
+    a fifth sample is alpha, composited onto white like RGBA.
+    """
+    inks = np.ascontiguousarray(_full_range_to_uint8(plane[..., :4]))
+    rgb = np.asarray(Image.fromarray(inks, "CMYK").convert("RGB"))
+    source = "CMYK converted to RGB"
+    if plane.shape[2] >= 5:
+        rgb = display.composite_on_background(np.dstack([rgb, _full_range_to_uint8(plane[..., 4])]))
+        source += ", alpha composited onto white"
+    window = {"lo": 0, "hi": 255, "source": "ink amounts over the full sample range"}
+    return rgb, [{"name": source, "colour": None, "window": window}]
 
 
 def _grey(

@@ -292,3 +292,29 @@ def test_minisblack_is_not_inverted(tmp_path):
     tifffile.imwrite(tmp_path / "black8.tif", grey, photometric="minisblack")
     converted = read_tiff(tmp_path / "black8.tif", ConvertOptions())
     assert converted.pixels[0, 0] == 200 and "inverted" not in converted.params["channels"][0]
+
+
+def test_cmyk_tiff_is_converted_to_rgb_like_pillow(tmp_path):
+    rgb = np.zeros((30, 24, 3), np.uint8)
+    rgb[:10], rgb[10:20], rgb[20:] = (220, 30, 30), (30, 200, 40), (240, 240, 240)
+    Image.fromarray(rgb).convert("CMYK").save(tmp_path / "cmyk.tif")
+    converted = read_tiff(tmp_path / "cmyk.tif", ConvertOptions())
+    expected = np.asarray(Image.open(tmp_path / "cmyk.tif").convert("RGB"))
+    np.testing.assert_array_equal(converted.pixels, expected)
+    assert [tuple(int(v) for v in converted.pixels[row, 5]) for row in (5, 15, 25)] == [
+        (220, 30, 30),
+        (30, 200, 40),
+        (240, 240, 240),
+    ]
+    assert converted.params["photometric"] == "SEPARATED"
+    assert converted.params["channels"][0]["name"] == "CMYK converted to RGB"
+
+
+def test_sixteen_bit_cmyk_uses_the_full_sample_range(tmp_path):
+    inks = np.zeros((8, 8, 4), np.uint16)
+    inks[:4, :, 0] = 65535  # full cyan on top: (0, 255, 255)
+    inks[4:, :, 3] = 32896  # half black below: about 127 grey
+    tifffile.imwrite(tmp_path / "cmyk16.tif", inks, photometric="separated")
+    pixels = read_tiff(tmp_path / "cmyk16.tif", ConvertOptions()).pixels
+    assert tuple(pixels[1, 1]) == (0, 255, 255)
+    assert np.abs(pixels[6, 6].astype(int) - 127).max() <= 1
