@@ -27,6 +27,8 @@ The rules, in the order they are applied:
     `options.window` overrides the window, also for 8-bit; palette images go through their
     colour map; grey + alpha is composited onto white. MINISWHITE (0 is white: TIFF's
     MONOCHROME1) is inverted after windowing, as DICOM does.
+* **Orientation.** The Orientation tag (274, as in EXIF) is applied before resizing, to images
+  and masks alike, with the transposes `ImageOps.exif_transpose` uses.
 * **Masks** (`options.as_mask`): one channel, values kept (`display.to_label_image`), nearest.
 """
 from __future__ import annotations
@@ -85,7 +87,18 @@ DEFAULT_PALETTE: tuple[tuple[int, int, int], ...] = (
 )
 PERCENTILES = f"{display.DEFAULT_LOW_PERCENTILE:g}-{display.DEFAULT_HIGH_PERCENTILE:g}"
 TAG_INKSET, INKSET_CMYK = 332, 1  # InkSet of separated (photometric 5) images; absent means CMYK
-CHANNEL_AXIS = "C"  # tifffile's axis code for channels; every other axis before Y is a stack (Z, T, Q, I, ...)
+CHANNEL_AXIS = "C"
+TAG_ORIENTATION = 274
+# Orientation tag value -> the Pillow transpose that shows the image upright (as ImageOps.exif_transpose)
+ORIENTATION_TRANSPOSE = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}  # tifffile's axis code for channels; every other axis before Y is a stack (Z, T, Q, I, ...)
 
 
 def read_ome(path: Path, options: ConvertOptions) -> Converted:
@@ -117,6 +130,7 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
         photometric = tifffile.PHOTOMETRIC(level.keyframe.photometric)
         colormap = level.keyframe.colormap if photometric == tifffile.PHOTOMETRIC.PALETTE else None
         inkset = int(level.keyframe.tags.valueof(TAG_INKSET, INKSET_CMYK))
+        orientation = int(level.keyframe.tags.valueof(TAG_ORIENTATION, 1))
         params: dict[str, Any] = {
             "series": 0,
             "series_kind": series.kind,
@@ -128,6 +142,7 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
             "dtype": str(plane.dtype),
             "compression": level.keyframe.compression.name,
             "photometric": photometric.name,
+            "orientation": orientation,
         }
     if options.as_mask:
         pixels = _labels(plane, path)
@@ -139,9 +154,20 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
         pixels, params["channels"] = _to_display(
             plane, channels_meta, colormap, colour_samples, options.window, photometric, inkset
         )
+    pixels, params["orientation_applied"] = upright(pixels, orientation)
     pixels = display.resize_longest_side(pixels, options.max_size, is_mask=options.as_mask)
     frame = options.frame if isinstance(options.frame, int) else None
     return Converted(pixels=pixels, format=format_name, frame=frame, params=params)
+
+
+def upright(pixels: np.ndarray, orientation: int) -> tuple[np.ndarray, str | None]:
+    """Apply the TIFF Orientation tag (the EXIF one) as `ImageOps.exif_transpose` does, with the
+    same Pillow transposes; images and 8-bit label masks alike. Returns the pixels and the
+    transpose applied (None for orientation 1 or an invalid value)."""
+    method = ORIENTATION_TRANSPOSE.get(orientation)
+    if method is None:
+        return pixels, None
+    return np.asarray(Image.fromarray(pixels).transpose(method)), method.name
 
 
 def select_level(series: tifffile.TiffPageSeries, max_size: int | None) -> int:

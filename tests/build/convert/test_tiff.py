@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tifffile
 from click.testing import CliRunner
-from PIL import Image
+from PIL import Image, ImageOps
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -318,3 +318,33 @@ def test_sixteen_bit_cmyk_uses_the_full_sample_range(tmp_path):
     pixels = read_tiff(tmp_path / "cmyk16.tif", ConvertOptions()).pixels
     assert tuple(pixels[1, 1]) == (0, 255, 255)
     assert np.abs(pixels[6, 6].astype(int) - 127).max() <= 1
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_orientation_tag_is_applied_like_exif_transpose(tmp_path, orientation):
+    rgb = np.zeros((12, 20, 3), np.uint8)
+    rgb[:3, :4] = (255, 0, 0)  # a red block top-left of the stored pixels
+    rgb[-2:, -5:] = (0, 0, 255)  # and a blue one bottom-right: every transpose is told apart
+    path = tmp_path / "oriented.tif"
+    tifffile.imwrite(path, rgb, photometric="rgb", extratags=[(274, "H", 1, orientation, True)])
+    converted = read_tiff(path, ConvertOptions())
+    expected = np.asarray(ImageOps.exif_transpose(Image.open(path)).convert("RGB"))
+    np.testing.assert_array_equal(converted.pixels, expected)
+    assert converted.params["orientation"] == orientation
+    assert (converted.params["orientation_applied"] is None) == (orientation == 1)
+
+    labels = np.zeros((12, 20), np.uint8)
+    labels[:3, :4], labels[-2:, -5:] = 1, 2
+    tifffile.imwrite(tmp_path / "mask.tif", labels, extratags=[(274, "H", 1, orientation, True)])
+    mask = read_tiff(tmp_path / "mask.tif", ConvertOptions(as_mask=True)).pixels
+    np.testing.assert_array_equal(mask == 1, expected[..., 0] == 255)  # the mask lands on its image
+    np.testing.assert_array_equal(mask == 2, expected[..., 2] == 255)
+
+
+def test_orientation_6_puts_the_top_left_block_top_right(tmp_path):
+    rgb = np.zeros((12, 20, 3), np.uint8)
+    rgb[:3, :4] = (255, 0, 0)
+    tifffile.imwrite(tmp_path / "o6.tif", rgb, photometric="rgb", extratags=[(274, "H", 1, 6, True)])
+    pixels = read_tiff(tmp_path / "o6.tif", ConvertOptions(max_size=10)).pixels
+    assert pixels.shape == (10, 6, 3)
+    assert pixels[0, -1, 0] > 200 and pixels[0, 0, 0] < 50 and pixels[-1, -1, 0] < 50
