@@ -1,4 +1,4 @@
 """The runner: ask a model every selected question of a release, append run records, resume."""
-from .core import PREDICTIONS_FILE, Progress, RunConfig, RunOutcome, Runner, completeness, request_hash
+from .core import PREDICTIONS_FILE, Progress, RunConfig, RunOutcome, Runner, completeness, model_fingerprint, request_hash
 
-__all__ = ["PREDICTIONS_FILE", "Progress", "RunConfig", "RunOutcome", "Runner", "completeness", "request_hash"]
+__all__ = ["PREDICTIONS_FILE", "Progress", "RunConfig", "RunOutcome", "Runner", "completeness", "model_fingerprint", "request_hash"]

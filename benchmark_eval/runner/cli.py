@@ -193,7 +193,13 @@ def _execute(config: RunConfig, backend: Backend, console: Console):
     with RichProgress(*columns, console=console, transient=False) as bar:
         handle = bar.add_task(config.entry.name, total=None, ok=0, error=0, skipped=0, retries=0)
 
-        def update(progress: Progress) -> None:
+        last = [0.0]
+
+        def update(progress: Progress, force: bool = False) -> None:
+            now = time.monotonic()
+            if not force and now - last[0] < 0.1:   # the bar redraws at 10 Hz anyway
+                return
+            last[0] = now
             retries = client.counters["retries"] if client is not None else 0
             bar.update(handle, total=progress.expected or None, completed=progress.done, ok=progress.ok,
                        error=progress.error, skipped=progress.skipped, retries=retries)
@@ -212,5 +218,5 @@ def _execute(config: RunConfig, backend: Backend, console: Console):
             raise InvalidInput(str(exc)) from None
         except RecordsError as exc:
             raise InvalidInput(f"{exc}; move the file aside or repair that line to resume") from None
-        update(progress)
+        update(progress, force=True)
     return outcome

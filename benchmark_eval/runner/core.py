@@ -110,17 +110,24 @@ def run_lock(run_dir: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def request_hash(entry: ModelEntry, prompt: Prompt | None, *, image_sha256: str, mask_sha256: str | None,
+def model_fingerprint(entry: ModelEntry) -> str:
+    """sha256 of what about the model shapes a request: name, served name, revision, image limits,
+    box convention and chat quirks (computed once per run)."""
+    payload = {"model": entry.name, "served": entry.served_name, "revision": entry.revision,
+               "box_format": entry.box_format.model_dump(mode="json"), "image_limits": entry.image.model_dump(mode="json"),
+               "chat": entry.chat.model_dump(mode="json")}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def request_hash(model: str, prompt: Prompt | None, *, image_sha256: str, mask_sha256: str | None,
                  boxes: Any, generation: dict[str, Any], config_key: tuple[str, str, str]) -> str:
-    """sha256 of everything that determines the request: a change in any of it re-asks the model."""
+    """sha256 of everything that determines the request (`model` is :func:`model_fingerprint`);
+    a change in any of it re-asks the model on resume."""
     payload = {
-        "prompt_version": PROMPT_VERSION,
-        "model": entry.name, "served": entry.served_name, "revision": entry.revision,
-        "box_format": entry.box_format.model_dump(mode="json"), "image_limits": entry.image.model_dump(mode="json"),
-        "system_prompt_supported": entry.chat.system_prompt,
+        "prompt_version": PROMPT_VERSION, "model": model,
         "system": prompt.system if prompt else None, "prompt": prompt.text if prompt else None,
         "image_sha256": image_sha256, "mask_sha256": mask_sha256, "boxes": boxes,
-        "generation": generation, "config": list(config_key),
+        "generation": generation, "config": config_key,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -150,6 +157,7 @@ class Runner:
         self._failure: BaseException | None = None
         self._batch_lock = asyncio.Lock()
         self._box_format = config.entry.box_format.model_dump(mode="json")
+        self._fingerprint = model_fingerprint(config.entry)
 
     # -- records ----------------------------------------------------------------------------
     def _record(self, sample_id: str, task: str, form: str, template: str, rhash: str, frames: Frames | None,
@@ -292,7 +300,7 @@ class Runner:
                         prompt = build_prompt(task, form, template, row, box_format=entry.box_format, frames=frames)
                     except PromptError as exc:
                         reason = ("invalid_sample", str(exc))
-                rhash = request_hash(entry, prompt, image_sha256=image_sha, mask_sha256=mask_sha, boxes=boxes,
+                rhash = request_hash(self._fingerprint, prompt, image_sha256=image_sha, mask_sha256=mask_sha, boxes=boxes,
                                      generation=self._generation, config_key=(task, form, template))
                 self.expected[key] = rhash
                 if reason is not None:
