@@ -27,6 +27,8 @@ The rules, in the order they are applied:
     `options.window` overrides the window, also for 8-bit; palette images go through their
     colour map; grey + alpha is composited onto white. MINISWHITE (0 is white: TIFF's
     MONOCHROME1) is inverted after windowing, as DICOM does.
+* **Sparse files.** Tiles or strips never written (byte count 0) are background: white in
+  images (left out of every window), label 0 in masks; `missing_tiles` records how many pixels.
 * **Orientation.** The Orientation tag (274, as in EXIF) is applied before resizing, to images
   and masks alike, with the transposes `ImageOps.exif_transpose` uses.
 * **Masks** (`options.as_mask`): one channel, values kept (`display.to_label_image`), nearest.
@@ -125,7 +127,7 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
         level_index = select_level(series, options.max_size)
         level = series.levels[level_index]
         axes, shape = level.get_axes(False), level.get_shape(False)
-        plane, plane_index = _read_plane(tiff, path, level_index, level, axes, shape, options.frame)
+        plane, plane_index, missing = _read_plane(tiff, path, level_index, level, axes, shape, options.frame)
         channels_meta = _file_channels(tiff)
         photometric = tifffile.PHOTOMETRIC(level.keyframe.photometric)
         colormap = level.keyframe.colormap if photometric == tifffile.PHOTOMETRIC.PALETTE else None
@@ -143,17 +145,23 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
             "compression": level.keyframe.compression.name,
             "photometric": photometric.name,
             "orientation": orientation,
+            "missing_tiles": None,
         }
     if options.as_mask:
-        pixels = _labels(plane, path)
+        pixels = _labels(plane, path)  # a tile never written reads as 0: background label
         params["channels"] = None
     else:
         sizes = dict(zip(axes, shape))
         # samples (S) of one channel are colour (+ alpha); channels (C) are fluorescence to blend
         colour_samples = sizes.get("S", 1) if sizes.get("C", 1) == 1 else 1
         pixels, params["channels"] = _to_display(
-            plane, channels_meta, colormap, colour_samples, options.window, photometric, inkset
+            plane, channels_meta, colormap, colour_samples, options.window, photometric, inkset, missing
         )
+        if missing is not None:  # tiles never written are background, white as openslide paints them
+            pixels = np.where(missing[..., None] if pixels.ndim == 3 else missing, np.uint8(255), pixels)
+    if missing is not None:
+        fill = "label 0" if options.as_mask else "white"
+        params["missing_tiles"] = {"pixels": int(missing.sum()), "fill": fill}
     pixels, params["orientation_applied"] = upright(pixels, orientation)
     pixels = display.resize_longest_side(pixels, options.max_size, is_mask=options.as_mask)
     frame = options.frame if isinstance(options.frame, int) else None
@@ -204,8 +212,9 @@ def _read_plane(
     axes: str,
     shape: tuple[int, ...],
     frame: int | str,
-) -> tuple[np.ndarray, dict[str, int]]:
-    """Read the pages of one plane; returns (Y, X, channels) and the index chosen on each stacked axis."""
+) -> tuple[np.ndarray, dict[str, int], np.ndarray | None]:
+    """Read the pages of one plane: (Y, X, channels), the index chosen on each stacked axis, and
+    where no page of the plane has data (tiles or strips never written), or None when all is there."""
     # every page holds one Y×X plane (with its samples); the axes before Y enumerate the pages
     outer_axes = axes[: axes.index("Y")] if "Y" in axes and "X" in axes else None
     if outer_axes is not None and outer_axes.endswith("S") and level.keyframe.axes.startswith("S"):
@@ -237,7 +246,30 @@ def _read_plane(
         data = data[..., None]
     # (channels, Y, X, samples) -> (Y, X, channels * samples)
     plane = np.moveaxis(data, 0, 2).reshape(data.shape[1], data.shape[2], -1)
-    return plane, plane_index
+    return plane, plane_index, _unwritten_pixels(level, keys, plane.shape[:2])
+
+
+def _unwritten_pixels(level: tifffile.TiffPageSeries, keys: list[int], size: tuple[int, int]) -> np.ndarray | None:
+    """Pixels whose tile (or strip) is absent from every page read: a sparse TIFF stores such
+    chunks with byte count 0 and tifffile decodes them as zeros. None when nothing is absent."""
+    keyframe = level.keyframe
+    if keyframe.is_tiled:
+        chunk_height, chunk_width = keyframe.tilelength, keyframe.tilewidth
+    else:
+        chunk_height, chunk_width = keyframe.rowsperstrip or size[0], keyframe.imagewidth
+    down, across = -(-keyframe.imagelength // chunk_height), -(-keyframe.imagewidth // chunk_width)
+    absent = np.ones((down, across), bool)
+    for key in keys:
+        page = level.pages[key]
+        counts = np.asarray(page.databytecounts) == 0
+        offsets = np.asarray(page.dataoffsets) == 0
+        if counts.size % (down * across):
+            return None  # a layout this reading does not understand: trust the decoded values
+        absent &= (counts | offsets).reshape(-1, down, across).all(axis=0)  # planar samples, depth
+    if not absent.any():
+        return None
+    pixels = np.repeat(np.repeat(absent, chunk_height, axis=0), chunk_width, axis=1)
+    return np.ascontiguousarray(pixels[: size[0], : size[1]])
 
 
 def _page_keys(
@@ -338,22 +370,24 @@ def _to_display(
     window: tuple[float, float] | None,
     photometric: tifffile.PHOTOMETRIC,
     inkset: int,
+    missing: np.ndarray | None,
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """8-bit grey or RGB; `missing` pixels (unwritten tiles) take no part in any window."""
     separated = photometric == tifffile.PHOTOMETRIC.SEPARATED
     if separated and inkset == INKSET_CMYK and colour_samples >= 4:
         return _cmyk(plane)
     if separated and plane.shape[2] > 1:  # other ink sets: each ink is a channel of the blend
-        return _blend(plane, channels_meta)
+        return _blend(plane, channels_meta, missing)
     if plane.shape[2] == 1:
-        return _grey(plane[..., 0], colormap, window, photometric)
+        return _grey(plane[..., 0], colormap, window, photometric, missing)
     if colour_samples == 2:  # grey + alpha
-        grey, record = _grey(plane[..., 0], None, window, photometric)
+        grey, record = _grey(plane[..., 0], None, window, photometric, missing)
         rgba = np.dstack([grey, grey, grey, _full_range_to_uint8(plane[..., 1])])
         composited = display.composite_on_background(rgba)[..., 0]
         return composited, [{**record[0], "name": "grey+alpha composited onto white"}]
     if colour_samples in (3, 4):
-        return _rgb(plane)
-    return _blend(plane, channels_meta)
+        return _rgb(plane, missing)
+    return _blend(plane, channels_meta, missing)
 
 
 def _full_range_to_uint8(values: np.ndarray) -> np.ndarray:
@@ -386,16 +420,20 @@ def _grey(
     colormap: np.ndarray | None,
     center_width: tuple[float, float] | None,
     photometric: tifffile.PHOTOMETRIC,
+    missing: np.ndarray | None,
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
     """One channel, windowed; MINISWHITE (0 is white, TIFF's MONOCHROME1) inverted after windowing."""
-    pixels, records = _grey_windowed(values, colormap, center_width)
+    pixels, records = _grey_windowed(values, colormap, center_width, missing)
     if photometric == tifffile.PHOTOMETRIC.MINISWHITE:
         return display.invert(pixels), [{**records[0], "inverted": "MINISWHITE, after windowing"}]
     return pixels, records
 
 
 def _grey_windowed(
-    values: np.ndarray, colormap: np.ndarray | None, center_width: tuple[float, float] | None
+    values: np.ndarray,
+    colormap: np.ndarray | None,
+    center_width: tuple[float, float] | None,
+    missing: np.ndarray | None,
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
     """One channel: palette through its map, 8-bit as is, else the user's window or percentiles."""
     if colormap is not None:
@@ -406,13 +444,19 @@ def _grey_windowed(
     if values.dtype == bool:
         window = {"lo": 0, "hi": 1, "source": "bilevel"}
         return values.astype(np.uint8) * 255, [{"name": None, "colour": None, "window": window}]
-    pixels, window = display.grey_to_uint8(values.astype(np.float64, copy=False), center_width)
+    values = values.astype(np.float64, copy=False)
+    if center_width is not None:
+        pixels, window = display.grey_to_uint8(values, center_width)
+    else:
+        lo, hi, source = display.robust_window(values, ignore=missing)
+        pixels, window = display.window_to_uint8(values, lo, hi), {"lo": lo, "hi": hi, "source": source}
     return pixels, [{"name": None, "colour": None, "window": window}]
 
 
-def _rgb(plane: np.ndarray) -> tuple[np.ndarray, list[dict[str, Any]]]:
+def _rgb(plane: np.ndarray, missing: np.ndarray | None) -> tuple[np.ndarray, list[dict[str, Any]]]:
     if plane.dtype != np.uint8:
-        lo, hi = display.percentile_window(plane[..., :3].astype(np.float64))
+        ignore = None if missing is None else np.broadcast_to(missing[..., None], plane[..., :3].shape)
+        lo, hi = display.percentile_window(plane[..., :3].astype(np.float64), ignore=ignore)
         window = {"lo": lo, "hi": hi, "source": "percentile over R, G and B together"}
         scaled = display.window_to_uint8(plane.astype(np.float64), lo, hi)
     else:
@@ -426,7 +470,9 @@ def _rgb(plane: np.ndarray) -> tuple[np.ndarray, list[dict[str, Any]]]:
     return rgb, [{"name": source, "colour": None, "window": window}]
 
 
-def _blend(plane: np.ndarray, channels_meta: list[dict[str, Any]]) -> tuple[np.ndarray, list[dict[str, Any]]]:
+def _blend(
+    plane: np.ndarray, channels_meta: list[dict[str, Any]], missing: np.ndarray | None
+) -> tuple[np.ndarray, list[dict[str, Any]]]:
     """Additive fluorescence blend: per-channel percentile window, times the channel's colour, summed."""
     n = plane.shape[2]
     meta = channels_meta if len(channels_meta) == n else [{"name": None, "colour": None, "source": None}] * n
@@ -434,7 +480,7 @@ def _blend(plane: np.ndarray, channels_meta: list[dict[str, Any]]) -> tuple[np.n
     records = []
     for position in range(n):
         values = plane[..., position].astype(np.float32)
-        lo, hi = display.percentile_window(values)
+        lo, hi = display.percentile_window(values, ignore=missing)
         scaled = display.window_to_uint8(values, lo, hi).astype(np.float32) / 255.0
         entry = meta[position]
         colour, source = channel_colour(entry["name"], entry["colour"], position, entry["source"] or "ome-color")

@@ -114,8 +114,18 @@ def test_openslide_sample_slides_match_read_region(fixture):
 
 @pytest.mark.parametrize("fast_path_min_factor", [2, 10**9])
 def test_sparse_tiles_match_openslide_background(tmp_path, monkeypatch, fast_path_min_factor):
-    # through the whole-slide reader; a sparse TIFF this small is sniffed as a plain TIFF, whose
-    # reader (mmbu.build.convert.tiff, still being worked on) shows the empty tiles black instead
     monkeypatch.setattr(wsi, "FAST_PATH_MIN_FACTOR", fast_path_min_factor)
     path = write_sparse_tiff(tmp_path / "sparse.tiff", empty=[0, 5, 15])
     _compare(path, ConvertOptions(max_size=100), reader=wsi.read)
+
+
+@pytest.mark.parametrize("max_size", [None, 100])
+def test_sparse_tiff_sniffed_as_plain_tiff_matches_openslide_background(tmp_path, max_size):
+    # a sparse TIFF this small is sniffed as a plain TIFF: its reader must paint empty tiles white too
+    path = write_sparse_tiff(tmp_path / "sparse.tiff", empty=[0, 5, 15])
+    converted = read_image(path, ConvertOptions(max_size=max_size))
+    assert converted.format == "tiff"
+    reference = _reference(path, 0, (converted.width, converted.height))
+    assert np.abs(converted.pixels.astype(int) - reference).mean() < 1.0
+    if max_size is None:  # full size: the empty tiles are exactly white, the written ones untouched
+        np.testing.assert_array_equal(converted.pixels, reference)

@@ -13,7 +13,7 @@ from PIL import Image, ImageOps
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from factories_slide import write_ome_tiff  # noqa: E402
+from factories_slide import write_ome_tiff, write_sparse_tiff  # noqa: E402
 
 from mmbu.build.convert.base import ConversionError, ConvertOptions  # noqa: E402
 from mmbu.build.convert import tiff  # noqa: E402
@@ -348,3 +348,42 @@ def test_orientation_6_puts_the_top_left_block_top_right(tmp_path):
     pixels = read_tiff(tmp_path / "o6.tif", ConvertOptions(max_size=10)).pixels
     assert pixels.shape == (10, 6, 3)
     assert pixels[0, -1, 0] > 200 and pixels[0, 0, 0] < 50 and pixels[-1, -1, 0] < 50
+
+
+def _write_sparse_grey(path: Path, tiles: list[np.ndarray | None], size: int = 64, tile: int = 32) -> Path:
+    """A tiled 16-bit grey TIFF whose `None` tiles were never written (byte count 0)."""
+    tifffile.imwrite(
+        path,
+        (b"" if values is None else values.astype("<u2").tobytes() for values in tiles),
+        shape=(size, size),
+        dtype="<u2",
+        photometric="minisblack",
+        tile=(tile, tile),
+    )
+    return path
+
+
+def test_unwritten_tiles_are_white_and_left_out_of_the_window(tmp_path):
+    ramp = np.tile(np.linspace(1000, 2000, 32), (32, 1))  # 12-bit data far from 0
+    path = _write_sparse_grey(tmp_path / "sparse16.tif", [None, ramp, ramp, None])
+    converted = read_tiff(path, ConvertOptions())
+    assert (converted.pixels[:32, :32] == 255).all() and (converted.pixels[32:, 32:] == 255).all()
+    window = converted.params["channels"][0]["window"]
+    assert window["lo"] >= 1000  # the zeros tifffile decodes for the empty tiles do not widen the window
+    written = converted.pixels[:32, 32:].astype(int)
+    expected = np.clip(np.rint((ramp - window["lo"]) * 255.0 / (window["hi"] - window["lo"])), 0, 255)
+    assert np.abs(written - expected).max() <= 1
+    assert converted.params["missing_tiles"] == {"pixels": 2 * 32 * 32, "fill": "white"}
+    labels = np.full((32, 32), 3)
+    mask = read_tiff(_write_sparse_grey(tmp_path / "labels.tif", [labels, None, labels, labels]), ConvertOptions(as_mask=True))
+    assert (mask.pixels[:32, 32:] == 0).all() and (mask.pixels[32:] == 3).all()
+    assert mask.params["missing_tiles"] == {"pixels": 32 * 32, "fill": "label 0"}
+
+
+def test_unwritten_tiles_of_a_sparse_rgb_tiff_are_white(tmp_path):
+    path = write_sparse_tiff(tmp_path / "sparse.tif", empty=[0, 5, 15])
+    converted = read_tiff(path, ConvertOptions())
+    assert tuple(converted.pixels[10, 10]) == (255, 255, 255)  # tile 0
+    assert tuple(converted.pixels[64 + 10, 64 + 10]) == (255, 255, 255)  # tile 5
+    assert tuple(converted.pixels[10, 64 + 10]) == (200, 50, 50)  # tile 1 was written
+    assert read_tiff(write_sparse_tiff(tmp_path / "full.tif", empty=[]), ConvertOptions()).params["missing_tiles"] is None
