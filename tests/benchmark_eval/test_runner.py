@@ -291,3 +291,17 @@ def test_a_refusal_in_plain_text_is_an_answer_but_an_api_refusal_is_an_error(ser
     assert len(texts) == 5 and all(r.output.startswith("I'm sorry, but I can't help") for r in texts)
     (api,) = [r for r in records if r.status == "error"]
     assert api.error_reason == "refused" and api.output is None
+
+
+def test_a_changed_request_is_asked_again_on_resume(server, release_dir, tmp_path):
+    args = ["--release", str(release_dir), "--model", "Qwen3-VL-8B", "--base-url", server.url, "--out", str(tmp_path),
+            "--tasks", "ungrounded_classification", "--limit", "1", *FAST]
+    assert invoke(*args).exit_code == 0
+    assert invoke(*args).exit_code == 0
+    assert len(server.calls) == 6                                  # the second run asked nothing
+    assert invoke(*args, "--max-tokens", "64").exit_code == 0      # other generation parameters: a new request
+    assert len(server.calls) == 12 and server.calls[-1].body["max_tokens"] == 64
+    records = records_of(tmp_path, "Qwen__Qwen3-VL-8B-Instruct")
+    assert len(records) == 12 and len({r.request_hash for r in records}) == 12
+    table = json.loads((tmp_path / "Qwen__Qwen3-VL-8B-Instruct" / "completeness.json").read_text())["configs"]
+    assert all(c["ok"] == c["expected"] == 1 for c in table)
