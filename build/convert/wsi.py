@@ -9,7 +9,9 @@ How a slide becomes an output image with bounded memory, whatever its size:
    coordinates), each tile is composited onto the slide's background colour
    (`openslide.background-color`, white when absent) and shrunk by the integer part of the
    remaining downsample with an exact box filter (`Image.reduce`) into an intermediate canvas
-   at most twice the output size; the canvas is then resized to the output with LANCZOS.
+   at most twice the output size; the canvas is then resized to the output with LANCZOS, over
+   the exact box the level spans (`level / factor` canvas pixels: the last column and row of the
+   canvas may hold only part of a block).
    Reducing tiles whose sizes are multiples of the factor is seam-free, and peak memory is a
    few tiles plus the canvas — never a full level, so a huge single-level slide stays bounded
    (openslide's own `get_thumbnail` reads the whole level).
@@ -93,11 +95,27 @@ def read(path: Path, options: ConvertOptions) -> Converted:
                     f"{slide_path} has unreadable tiles at level {plan.level} ({_cause(exc)})"
                 ) from exc
     pixels = display.to_label_image(canvas) if options.as_mask else canvas
-    width, height = plan.output_size
-    pixels = display.resize_longest_side(pixels, max(width, height), is_mask=options.as_mask)
+    pixels = canvas_to_output(pixels, plan, options.as_mask)
     params = _params(slide_path, properties, plan, background, tiles, options.as_mask)
     params["decoder"] = decoder
     return Converted(pixels=pixels, format="wsi", frame=None, params=params)
+
+
+def canvas_to_output(canvas: np.ndarray, plan: ReadPlan, as_mask: bool) -> np.ndarray:
+    """Resize the reduced canvas to the output, LANCZOS (nearest for masks).
+
+    The canvas's last column and row hold a partial block when the level is not a multiple of
+    the factor: the level spans exactly `level / factor` canvas pixels, not the whole canvas, so
+    that box is what is resized (resizing the whole canvas would squeeze the picture by
+    level / (canvas × factor)).
+    """
+    factor = plan.reduce_factor
+    level_width, level_height = plan.level_size
+    box = (0.0, 0.0, level_width / factor, level_height / factor)
+    if plan.output_size == (canvas.shape[1], canvas.shape[0]) and box[2:] == plan.output_size:
+        return canvas
+    resample = Image.Resampling.NEAREST if as_mask else Image.Resampling.LANCZOS
+    return np.asarray(Image.fromarray(canvas).resize(plan.output_size, resample, box=box))
 
 
 def resolve_slide_path(path: Path) -> Path:
