@@ -33,6 +33,16 @@ class ConversionError(Exception):
     """A file cannot be converted. The message is one readable sentence naming the cause."""
 
 
+def exception_summary(exc: BaseException) -> str:
+    """A library's exception as a clause to put inside a ConversionError sentence.
+
+    Its first line without a trailing full stop (decoders often append a traceback-like tail or a
+    period that would break the sentence), or the exception's type name when it carries no text.
+    """
+    text = str(exc).strip().rstrip(".")
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 @dataclass(frozen=True)
 class ConvertOptions:
     """What the caller wants; every field ends up in the report's `params` when it mattered."""

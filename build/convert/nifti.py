@@ -38,7 +38,7 @@ from nibabel.orientations import aff2axcodes, apply_orientation, io_orientation
 from PIL import Image
 
 from mmbu.build.convert import display
-from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
+from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions, exception_summary as _cause
 
 AXIS_NAMES = ("sagittal", "coronal", "axial")
 # mask slabs read at a time when searching the slice with the largest mask area (bounded memory)
@@ -315,8 +315,3 @@ def _window(view: np.ndarray, center_width: tuple[float, float] | None) -> tuple
     percentiles = f"{display.DEFAULT_LOW_PERCENTILE:g}-{display.DEFAULT_HIGH_PERCENTILE:g}"
     record = {"lo": lo, "hi": hi, "source": f"percentile {percentiles} of non-zero voxels"}
     return display.window_to_uint8(values, lo, hi), record
-
-
-def _cause(exc: BaseException) -> str:
-    text = str(exc).strip().rstrip(".")
-    return text.splitlines()[0] if text else type(exc).__name__

@@ -45,7 +45,7 @@ import tifffile
 from PIL import Image
 
 from mmbu.build.convert import display
-from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
+from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions, exception_summary as _cause
 
 PIXEL_BUDGET = 1 << 28  # 268 M samples of one plane; beyond that the WSI path's tiling is needed
 
@@ -500,8 +500,3 @@ def _labels(plane: np.ndarray, path: Path) -> np.ndarray:
     if plane.shape[2] != 1:
         raise ConversionError(f"{path} has {plane.shape[2]} channels, so it is not a single-channel label mask")
     return display.to_label_image(plane[..., 0])
-
-
-def _cause(exc: BaseException) -> str:
-    text = str(exc).strip().rstrip(".")
-    return text.splitlines()[0] if text else type(exc).__name__
