@@ -60,7 +60,7 @@ def write_report(report: ScoreReport, out_dir: Path, run_dirs: tuple[Path, ...],
                               help="Report directory (report.md, CSV, JSON, PNG plots)."))
 @click.option("--heatmap-field", default="sub_modality", show_default=True, help="Metadata field of the heatmap columns.")
 def report(run_dirs: tuple[Path, ...], out_dir: Path, release: Path | None, by: tuple[str, ...], cluster_by_image: bool,
-           seed: int, resamples: int, jobs: int | None, heatmap_field: str) -> None:
+           seed: int, resamples: int, jobs: int, heatmap_field: str) -> None:
     """Write a report for one or more runs (RUNS_DIR/<model>): the paper's table
     (closed / open (Δ) per task, with the random baseline row), CIs, diagnostics,
     paired comparisons and plots. Exit 1 when some records could not be scored.

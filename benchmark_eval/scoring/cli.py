@@ -80,9 +80,8 @@ def scoring_options(out_option: Callable) -> Callable:
             click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed."),
             click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=1),
                          help="Bootstrap resamples (percentile 95% interval)."),
-            click.option("--jobs", type=click.IntRange(min=1), default=None,
-                         help="Worker processes for scoring runs (default: one per run, up to the CPU count, "
-                              "for large runs)."),
+            click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+                         help="Worker processes scoring runs in parallel (one run each); helps on idle cores."),
         )):
             command = option(command)
         return command
@@ -93,7 +92,7 @@ def scoring_options(out_option: Callable) -> Callable:
 @scoring_options(click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
                               help="scores.json to write (breakdowns, paired comparisons and diagnostics go beside it)."))
 def score(run_dirs: tuple[Path, ...], out: Path, release: Path | None, by: tuple[str, ...], cluster_by_image: bool,
-          seed: int, resamples: int, jobs: int | None) -> None:
+          seed: int, resamples: int, jobs: int) -> None:
     """Score one or more runs (RUNS_DIR/<model>): micro-F1, CIs, deltas, baselines.
 
     \b

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import multiprocessing
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -247,9 +246,6 @@ def score_outcomes(outcomes: pd.DataFrame, options: ScoreOptions, warnings: list
     )
 
 
-AUTO_PARALLEL_BYTES = 64 * 1024 * 1024  # below this, starting worker processes costs more than it saves
-
-
 def _score_run_in_worker(run_dir: str, release: str | None, seed: int) -> tuple[str, str, str, pd.DataFrame, list[str]]:
     run = open_run(run_dir, release)
     warnings = list(run.warnings)
@@ -270,23 +266,16 @@ def _load_gold_cached(release_dir: str, fingerprint: tuple) -> dict[str, pd.Data
     return load_gold(release_dir)
 
 
-def default_jobs(run_dirs: Sequence[str | Path]) -> int:
-    """One process per run (up to the CPU count) when the run files are large enough to pay for it."""
-    size = sum((Path(d) / "predictions.jsonl").stat().st_size for d in run_dirs
-               if (Path(d) / "predictions.jsonl").is_file())
-    return min(len(run_dirs), os.cpu_count() or 1) if size >= AUTO_PARALLEL_BYTES else 1
-
-
 def load_outcomes(run_dirs: Sequence[str | Path], release: str | Path | None = None, *, seed: int = 0,
-                  jobs: int | None = None, warn: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[str]]:
+                  jobs: int = 1, warn: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Per-record outcomes of several runs, concatenated, with the release metadata attached.
 
-    With `jobs` > 1 the runs are scored in that many worker processes (default: :func:`default_jobs`);
-    the result is the same either way.
+    With `jobs` > 1 the runs are scored in that many worker processes; the result is the same.
+    It pays only on a machine with idle cores: on the shared 2-core development machine one
+    process was faster (see benchmarks/RESULTS.md, "Scoring throughput").
     """
     warnings: list[str] = []
     sink = warn or warnings.append
-    jobs = default_jobs(run_dirs) if jobs is None else jobs
     release_text = str(release) if release is not None else None
     if jobs > 1 and len(run_dirs) > 1:
         context = multiprocessing.get_context("spawn")  # no fork of a process holding Arrow's thread pool
@@ -313,7 +302,7 @@ def load_outcomes(run_dirs: Sequence[str | Path], release: str | Path | None = N
 
 
 def score_runs(run_dirs: Sequence[str | Path], release: str | Path | None = None,
-               options: ScoreOptions = ScoreOptions(), jobs: int | None = None) -> ScoreReport:
+               options: ScoreOptions = ScoreOptions(), jobs: int = 1) -> ScoreReport:
     """Load, score and aggregate runs: the library face of ``mmbu eval score``."""
     outcomes, warnings = load_outcomes(run_dirs, release, seed=options.seed, jobs=jobs)
     return score_outcomes(outcomes, options, warnings)
