@@ -21,8 +21,11 @@ How a slide becomes an output image with bounded memory, whatever its size:
    bit-identical output, 2–4× less CPU than openslide's region painting. `params["decoder"]`
    says which path ran.
 
-With `options.as_mask` the slide is a label image: the first channel is kept, tiles are
-subsampled (nearest) rather than averaged, and the final resize is nearest.
+With `options.as_mask` the slide is a label image: the first channel is kept and each output
+pixel takes the label of the level pixel nearest its centre (`nearest_samples`, what Pillow's
+NEAREST resize of the whole level gives), picked tile by tile with no canvas: the same output
+grid the image's box-reduce + LANCZOS fills, so a mask lands where its image does (sampling
+each block's first pixel put it (factor - 1) / 2 level pixels down-right).
 """
 from __future__ import annotations
 
@@ -94,15 +97,15 @@ def read(path: Path, options: ConvertOptions) -> Converted:
                 raise ConversionError(
                     f"{slide_path} has unreadable tiles at level {plan.level} ({_cause(exc)})"
                 ) from exc
-    pixels = display.to_label_image(canvas) if options.as_mask else canvas
-    pixels = canvas_to_output(pixels, plan, options.as_mask)
+    # a mask is sampled straight onto the output grid; an image's canvas is resized to it
+    pixels = display.to_label_image(canvas) if options.as_mask else canvas_to_output(canvas, plan)
     params = _params(slide_path, properties, plan, background, tiles, options.as_mask)
     params["decoder"] = decoder
     return Converted(pixels=pixels, format="wsi", frame=None, params=params)
 
 
-def canvas_to_output(canvas: np.ndarray, plan: ReadPlan, as_mask: bool) -> np.ndarray:
-    """Resize the reduced canvas to the output, LANCZOS (nearest for masks).
+def canvas_to_output(canvas: np.ndarray, plan: ReadPlan) -> np.ndarray:
+    """Resize the reduced canvas to the output with LANCZOS.
 
     The canvas's last column and row hold a partial block when the level is not a multiple of
     the factor: the level spans exactly `level / factor` canvas pixels, not the whole canvas, so
@@ -114,8 +117,7 @@ def canvas_to_output(canvas: np.ndarray, plan: ReadPlan, as_mask: bool) -> np.nd
     box = (0.0, 0.0, level_width / factor, level_height / factor)
     if plan.output_size == (canvas.shape[1], canvas.shape[0]) and box[2:] == plan.output_size:
         return canvas
-    resample = Image.Resampling.NEAREST if as_mask else Image.Resampling.LANCZOS
-    return np.asarray(Image.fromarray(canvas).resize(plan.output_size, resample, box=box))
+    return np.asarray(Image.fromarray(canvas).resize(plan.output_size, Image.Resampling.LANCZOS, box=box))
 
 
 def resolve_slide_path(path: Path) -> Path:
@@ -224,11 +226,16 @@ def _read_stored_tiles(
 
 
 def _read_level(slide, plan: ReadPlan, background: tuple[int, int, int], as_mask: bool) -> tuple[np.ndarray, int]:
-    """Stream the chosen level tile by tile into a canvas shrunk by `plan.reduce_factor`."""
+    """Stream the chosen level tile by tile into a canvas shrunk by `plan.reduce_factor`; for a
+    mask, straight into the output grid (the level pixel nearest each output pixel's centre)."""
     level_width, level_height = plan.level_size
     factor, tile = plan.reduce_factor, plan.tile_size
-    canvas_width, canvas_height = -(-level_width // factor), -(-level_height // factor)
-    canvas = np.zeros((canvas_height, canvas_width) if as_mask else (canvas_height, canvas_width, 3), np.uint8)
+    if as_mask:
+        rows = nearest_samples(level_height, plan.output_size[1])
+        columns = nearest_samples(level_width, plan.output_size[0])
+        canvas = np.zeros((len(rows), len(columns)), np.uint8)
+    else:
+        canvas = np.zeros((-(-level_height // factor), -(-level_width // factor), 3), np.uint8)
     origins = [(x, y) for y in range(0, level_height, tile) for x in range(0, level_width, tile)]
 
     def read_tile(origin: tuple[int, int]) -> tuple[tuple[int, int], np.ndarray]:
@@ -236,20 +243,39 @@ def _read_level(slide, plan: ReadPlan, background: tuple[int, int, int], as_mask
         size = (min(tile, level_width - x), min(tile, level_height - y))
         location = (int(round(x * plan.level_downsample)), int(round(y * plan.level_downsample)))  # level-0 coords
         region = slide.read_region(location, plan.level, size)
-        return origin, _shrink_tile(region, factor, background, as_mask)
+        if as_mask:
+            return origin, _sample_labels(region, rows, columns, origin)
+        return origin, _shrink_tile(region, factor, background)
 
     with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
-        for (x, y), shrunk in pool.map(read_tile, origins):
-            top, left = y // factor, x // factor
-            canvas[top : top + shrunk.shape[0], left : left + shrunk.shape[1]] = shrunk
+        for (x, y), part in pool.map(read_tile, origins):
+            if as_mask:
+                top, left = int(np.searchsorted(rows, y)), int(np.searchsorted(columns, x))
+            else:
+                top, left = y // factor, x // factor
+            canvas[top : top + part.shape[0], left : left + part.shape[1]] = part
     return canvas, len(origins)
 
 
-def _shrink_tile(region: Image.Image, factor: int, background: tuple[int, int, int], as_mask: bool) -> np.ndarray:
+def nearest_samples(length: int, count: int) -> np.ndarray:
+    """The pixel nearest the centre of each of `count` output pixels spread over `length`, as
+    Pillow's NEAREST resize samples it (asked of Pillow itself, with a ramp of pixel indices, so
+    its rounding is matched exactly): a mask lands on the grid its LANCZOS-resized image fills."""
+    ramp = Image.fromarray(np.arange(length, dtype=np.int32).reshape(1, length))  # mode "I"
+    return np.asarray(ramp.resize((count, 1), Image.Resampling.NEAREST))[0].astype(np.int64)
+
+
+def _sample_labels(region: Image.Image, rows: np.ndarray, columns: np.ndarray, origin: tuple[int, int]) -> np.ndarray:
+    """The labels (first channel) of one tile at the output's sample rows and columns inside it."""
+    x, y = origin
+    width, height = region.size
+    inside_rows = rows[(rows >= y) & (rows < y + height)] - y
+    inside_columns = columns[(columns >= x) & (columns < x + width)] - x
+    return np.asarray(region.getchannel("R"))[np.ix_(inside_rows, inside_columns)]
+
+
+def _shrink_tile(region: Image.Image, factor: int, background: tuple[int, int, int]) -> np.ndarray:
     """Composite (only where a tile has transparency) and box-shrink one RGBA tile, staying in Pillow."""
-    if as_mask:
-        labels = np.asarray(region.getchannel("R"))
-        return labels[::factor, ::factor] if factor > 1 else labels
     if region.getchannel("A").getextrema()[0] == 255:  # fully scanned tile: nothing to composite
         rgb = region.convert("RGB")
     else:
@@ -285,7 +311,7 @@ def _params(
         "objective_power": number("openslide.objective-power"),
         "background": "#%02X%02X%02X" % background,
         "read": {"tiles": tiles, "tile_size": plan.tile_size if tiles else None, "reduce_factor": plan.reduce_factor},
-        "resample": "nearest" if as_mask else "box reduce per tile, then lanczos",
+        "resample": "nearest level pixel per output pixel" if as_mask else "box reduce per tile, then lanczos",
     }
 
 

@@ -141,7 +141,7 @@ def test_absurd_output_size_is_refused_before_reading(tmp_path, monkeypatch):
 def test_label_slide_keeps_values_with_nearest(tmp_path):
     path = write_pyramid_tiff(tmp_path / "pyramid.tiff")
     converted = read(path, ConvertOptions(as_mask=True, max_size=700))
-    assert converted.pixels.ndim == 2 and converted.params["resample"] == "nearest"
+    assert converted.pixels.ndim == 2 and converted.params["resample"] == "nearest level pixel per output pixel"
     values = np.unique(converted.pixels)
     assert len(values) <= 3 and abs(int(values[len(values) // 2]) - LEVEL_COLOURS[2][0]) <= 12
 
@@ -221,3 +221,40 @@ def test_mmbu_convert_on_slides_reports_each_and_exits_1_for_an_orphan_mrxs(tmp_
     assert records["lonely.mrxs"]["status"] == "error" and "lonely/" in records["lonely.mrxs"]["error"]
     mirax = np.asarray(Image.open(records["case"]["output"]))
     assert close_to(mirax[100, 400], (40, 220, 40)) and close_to(mirax[400, 100], (40, 40, 220))
+
+
+def _disc_slides(tmp_path: Path, centre: tuple[float, float], radius: float = 200) -> tuple[Path, Path]:
+    """A dark disc on white and its label mask (label 1 in the red channel), same 1000×700 geometry."""
+    yy, xx = np.mgrid[0:700, 0:1000]
+    inside = (yy - centre[0]) ** 2 + (xx - centre[1]) ** 2 <= radius**2
+    image = np.full((700, 1000, 3), 255, np.uint8)
+    image[inside] = (60, 20, 90)
+    mask = np.zeros((700, 1000, 3), np.uint8)
+    mask[inside] = 1
+    paths = tmp_path / "disc.tiff", tmp_path / "disc-mask.tiff"
+    for path, pixels in zip(paths, (image, mask)):
+        tifffile.imwrite(path, pixels, photometric="rgb", tile=(256, 256), compression="zlib")
+    return paths
+
+
+@pytest.mark.parametrize("max_size", [64, 97, 150, 333])
+@pytest.mark.parametrize("centre", [(330, 420), (412.3, 587.6)])
+def test_mask_centroid_sits_on_the_image_blob_centroid(tmp_path, max_size, centre):
+    image_path, mask_path = _disc_slides(tmp_path, centre)
+    image = read(image_path, ConvertOptions(max_size=max_size)).pixels
+    mask = read(mask_path, ConvertOptions(max_size=max_size, as_mask=True)).pixels
+    assert mask.shape == image.shape[:2] and set(np.unique(mask)) == {0, 1}
+    darkness = 255.0 - image.astype(float).mean(axis=2)
+    rows, columns = np.mgrid[0 : image.shape[0], 0 : image.shape[1]]
+    image_centroid = np.array([(darkness * rows).sum(), (darkness * columns).sum()]) / darkness.sum()
+    mask_centroid = np.array([rows[mask == 1].mean(), columns[mask == 1].mean()])
+    # keeping each block's first pixel put the mask (factor - 1) / 2 level pixels down-right: ~0.45 px here
+    assert np.abs(mask_centroid - image_centroid).max() < 0.1, (mask_centroid, image_centroid)
+
+
+def test_mask_equals_pillow_nearest_resize_of_the_whole_level(tmp_path):
+    labels = np.random.default_rng(5).integers(0, 4, (700, 1000), dtype=np.uint8)
+    tifffile.imwrite(tmp_path / "labels.tiff", np.dstack([labels] * 3), photometric="rgb", tile=(256, 256), compression="zlib")
+    converted = read(tmp_path / "labels.tiff", ConvertOptions(max_size=97, as_mask=True))
+    expected = np.asarray(Image.fromarray(labels).resize((97, 68), Image.Resampling.NEAREST))
+    np.testing.assert_array_equal(converted.pixels, expected)
