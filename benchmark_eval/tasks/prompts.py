@@ -9,8 +9,9 @@ Shapes (closed options are lettered A, B, C, ... in the release's presentation o
 * closed: ``<ROI sentence>`` ``<template question>`` / ``Options:`` / ``A. text`` ... /
   'Answer with the letter of the correct option only, in the form "Answer: X".'
 * open: ``<ROI sentence>`` ``<template question>`` / 'Answer with a short phrase ... "Answer: <phrase>".'
-* detection open: the question, then the box convention stated explicitly (pixel coordinates
-  of the image as sent with its size, or 0–1000, or 0–1; corner order) and the answer form.
+* detection open: the question, then a box for every instance asked in the convention stated
+  explicitly (pixel coordinates of the image as sent with its size, or 0–1000, or 0–1; corner
+  order) and the answer form. The release question names no coordinate frame: the model's does.
 * detection closed: the candidate boxes as options, written in the model's own convention.
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ..release import QUESTION_COLUMNS
 from .images import ROI_COLOUR_NAME, Frames
 from .spec import TASK_SPECS
 
-PROMPT_VERSION = "mmbu-eval-prompt-v1"
+PROMPT_VERSION = "mmbu-eval-prompt-v2"
 SYSTEM_PROMPT = "You are a careful assistant who answers questions about biomedical images from what is visible in them."
 ROI_SENTENCES = {
     "box": f"The region of interest is marked by the {ROI_COLOUR_NAME} box drawn on the image.",
@@ -95,8 +96,9 @@ def build_prompt(task: str, form: str, template: str, row: Mapping[str, Any], *,
         convention = describe_convention(box_format, frame)
         corners = "[y1, x1, y2, x2]" if box_format.order == "yxyx" else "[x1, y1, x2, y2]"
         if form == "open":
-            parts.append(f'Give one bounding box around the "{target}". {convention}')
-            parts.append(f'Answer in the form "Answer: {corners}".')
+            # every instance: detection is scored by greedy IoU matching against all gold boxes
+            parts.append(f'Give a bounding box for every "{target}" you can see. {convention}')
+            parts.append(f'Answer in the form "Answer: [{corners}, ...]", one box per "{target}".')
         else:
             options = [detection_option_text(o, box_format, frames) for o in _options(row)]
             letters, shown = tuple(string.ascii_uppercase[: len(options)]), tuple(options)

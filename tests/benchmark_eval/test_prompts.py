@@ -35,7 +35,7 @@ def test_every_configuration_has_a_prompt_with_its_question_and_answer_format(ta
         assert "E. None of the above" in prompt.text
         assert prompt.text.endswith('Answer with the letter of the correct option only (A, B, C, D or E), in the form "Answer: X".')
     elif TASK_SPECS[task].detection:
-        assert "normalised to the range 0 to 1000" in prompt.text and 'Answer: [x1, y1, x2, y2]' in prompt.text
+        assert "normalised to the range 0 to 1000" in prompt.text and 'Answer: [[x1, y1, x2, y2], ...]' in prompt.text
     else:
         assert "short phrase" in prompt.text and not re.search(r"^A\. ", prompt.text, re.M)
     if TASK_SPECS[task].roi != "none":

@@ -78,6 +78,6 @@ def built(tmp_path_factory):
     q1, x1 = pipeline(base / "raw" / "demo_marrow", marrow, taxonomy, converted)
     q2, x2 = pipeline(base / "raw" / "demo_glands", glands, taxonomy, converted, halve=True)
     rows_by_task = group_by_task([q1, q2])
-    info = collect_build_info(seed=SEED, taxonomy_hash=taxonomy.content_hash, question_version="mmbu-questions-v1")
+    info = collect_build_info(seed=SEED, taxonomy_hash=taxonomy.content_hash, question_version="mmbu-questions-v2")
     return {"base": base, "rows_by_task": rows_by_task, "manifests": [marrow, glands], "build_info": info,
             "exclusions": [*x1, *x2], "taxonomy": taxonomy}
