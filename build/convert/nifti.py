@@ -20,6 +20,10 @@ What a caller can rely on:
   Non-square voxels (thick slices seen from the side) are stretched along the coarser display axis
   to square pixels (`square_pixels_from` records the size before; `pixel_spacing_mm` the spacing).
 * **RGB voxels** (NIfTI RGB24/RGBA32 data types) stay colour, unwindowed (alpha dropped).
+* **RGB vectors**: colour stored as components on the 5th dimension (X, Y, Z, 1, 3 — ITK and
+  SimpleITK), or on the 4th with a vector / RGB-vector intent ((X, Y, 1, 3) for 2-D images), is
+  shown as RGB: each component goes through the same slice and orientation; 8-bit kept, deeper
+  data scaled by one window over the three components (`rgb_components` records the layout).
 * **Intensities.** A percentile window (0.5–99.5) over the slice's finite non-zero voxels, or
   `options.window` (center, width); NaN → black, ±Inf clipped, a constant slice → black.
   With `options.as_mask` the values are kept as labels and never windowed; resizing is nearest.
@@ -45,6 +49,9 @@ AXIS_NAMES = ("sagittal", "coronal", "axial")
 MASK_SCAN_SLAB = 16
 # a display axis is stretched at most this much to make pixels square (guards absurd headers)
 MAX_ASPECT_STRETCH = 16
+# components of a colour vector (RGB, RGBA) and the intents that mark the 4th dimension as one
+RGB_COMPONENTS = (3, 4)
+VECTOR_INTENTS = ("vector", "rgb vector", "rgba vector")
 # contiguous bytes read at a time when gathering a slice across the stored z axis
 SLAB_BYTES = 4 * 2**20
 
@@ -61,12 +68,21 @@ def read(path: Path, options: ConvertOptions) -> Converted:
     flipped = ornt[original_axis, 1] == -1
     n_slices = spatial_shape[original_axis]
 
-    volume_index, n_volumes = _volume_index(shape, options.frame, path)
+    component_axis = rgb_component_axis(image)
+    volume_shape = shape[:3] if component_axis == 3 else shape[:4] if component_axis == 4 else shape
+    volume_index, n_volumes = _volume_index(volume_shape, options.frame, path)
     canonical_index, choice = _slice_index(path, image, ornt, options, canonical_axis, n_slices, volume_index)
     original_index = n_slices - 1 - canonical_index if flipped else canonical_index
 
-    plane = _read_canonical_slice(image, ornt, original_axis, original_index, volume_index, spatial_shape)
-    view = radiological_view(plane)
+    def view_of(volume: int | None, component: int = 0) -> np.ndarray:
+        plane = _read_canonical_slice(image, ornt, original_axis, original_index, volume, spatial_shape, component)
+        return radiological_view(plane)
+
+    if component_axis is None:
+        view = view_of(volume_index)
+    else:  # one slice per colour component (alpha dropped), each through the same transform
+        views = [view_of(c, 0) if component_axis == 3 else view_of(volume_index, c) for c in range(3)]
+        view = np.stack(views, axis=-1)
 
     params: dict[str, Any] = {
         "nifti_version": 2 if isinstance(image, nib.Nifti2Image) else 1,
@@ -84,8 +100,18 @@ def read(path: Path, options: ConvertOptions) -> Converted:
         "n_volumes": n_volumes,
         "display": "radiological",
         "pixel_spacing_mm": _pixel_spacing(image, ornt, canonical_axis),
+        "rgb_components": None,
     }
-    if view.dtype.names:  # RGB24 / RGBA32 voxels: colour as stored, never windowed
+    if component_axis is not None:  # 2-D/3-D RGB stored as a vector of components (ITK, SimpleITK, ...)
+        if options.as_mask:
+            raise ConversionError(f"{path} holds RGB vectors (dimension {component_axis + 1}), so it is not a label mask")
+        params["rgb_components"] = {
+            "dimension": component_axis + 1,
+            "count": int(shape[component_axis]),
+            "intent": image.header.get_intent()[0],
+        }
+        pixels, params["window"] = _window_rgb(view, options.window)
+    elif view.dtype.names:  # RGB24 / RGBA32 voxels: colour as stored, never windowed
         if options.as_mask:
             raise ConversionError(f"{path} holds RGB voxels, so it is not a label mask")
         pixels = np.stack([view[name] for name in view.dtype.names[:3]], axis=-1).astype(np.uint8)
@@ -127,6 +153,21 @@ def square_pixels(pixels: np.ndarray, spacing: list[float], is_mask: bool) -> tu
     resample = Image.Resampling.NEAREST if is_mask else Image.Resampling.LANCZOS
     stretched = np.asarray(Image.fromarray(pixels).resize((new_width, new_height), resample))
     return stretched, [height, width]
+
+
+def rgb_component_axis(image: nib.Nifti1Image) -> int | None:
+    """The axis holding RGB(A) components, or None for a plain 3-D/4-D volume.
+
+    NIfTI keeps vector components on the 5th dimension (X, Y, Z, 1, 3), which is how ITK and
+    SimpleITK save colour images; 2-D colour images are also saved as (X, Y, 1, 3) with a vector
+    intent. A 4-D file without such an intent is a time series and is left alone.
+    """
+    shape = image.shape
+    if len(shape) == 5 and shape[4] in RGB_COMPONENTS:
+        return 4
+    if len(shape) == 4 and shape[3] in RGB_COMPONENTS and image.header.get_intent()[0] in VECTOR_INTENTS:
+        return 3
+    return None
 
 
 def _load(path: Path) -> nib.Nifti1Image:
@@ -240,8 +281,9 @@ def _largest_mask_slice(
     return int(np.argmax(canonical_areas))  # the first canonical slice on ties
 
 
-def _slicer(shape: tuple[int, ...], axis: int, index: int | slice, volume: int | None) -> tuple:
-    """Index for `dataobj`: `index` along `axis`, the whole of the other spatial axes, one volume."""
+def _slicer(shape: tuple[int, ...], axis: int, index: int | slice, volume: int | None, component: int = 0) -> tuple:
+    """Index for `dataobj`: `index` along `axis`, the whole of the other spatial axes, one volume
+    (4th dimension) and one vector component (5th)."""
     key: list[Any] = [slice(None)] * len(shape)
     if len(shape) < 3:  # a 2-D image is read whole (it is one slice deep) and reshaped by the caller
         return tuple(key)
@@ -249,7 +291,7 @@ def _slicer(shape: tuple[int, ...], axis: int, index: int | slice, volume: int |
     if len(shape) >= 4:
         key[3] = volume if volume is not None else 0
         for extra in range(4, len(shape)):
-            key[extra] = 0
+            key[extra] = component if extra == 4 else 0
     return tuple(key)
 
 
@@ -260,14 +302,15 @@ def _read_canonical_slice(
     original_index: int,
     volume_index: int | None,
     spatial_shape: tuple[int, int, int],
+    component: int = 0,
 ) -> np.ndarray:
     """Read only one slice from disk and give it the canonical (RAS+) layout of the other two axes."""
     keep_dim = slice(original_index, original_index + 1)
     try:
         if original_axis == 2 or len(image.shape) < 3:  # the slowest spatial axis: the slice is contiguous
-            slab = np.asarray(image.dataobj[_slicer(image.shape, original_axis, keep_dim, volume_index)])
+            slab = np.asarray(image.dataobj[_slicer(image.shape, original_axis, keep_dim, volume_index, component)])
         else:
-            slab = _gather_strided_slice(image, original_axis, keep_dim, volume_index)
+            slab = _gather_strided_slice(image, original_axis, keep_dim, volume_index, component)
     except Exception as exc:  # truncated or corrupt payloads surface here, not at load time
         raise ConversionError(f"{image.get_filename()} has unreadable voxel data ({_cause(exc)})") from exc
     if len(image.shape) < 3:
@@ -279,7 +322,7 @@ def _read_canonical_slice(
 
 
 def _gather_strided_slice(
-    image: nib.Nifti1Image, original_axis: int, keep_dim: slice, volume_index: int | None
+    image: nib.Nifti1Image, original_axis: int, keep_dim: slice, volume_index: int | None, component: int = 0
 ) -> np.ndarray:
     """A sagittal/coronal-like slice, gathered from contiguous slabs along the stored last axis.
 
@@ -291,7 +334,8 @@ def _gather_strided_slice(
     step = max(1, SLAB_BYTES // (nx * ny * 8))  # scaled voxels are at most float64
     parts = []
     for start in range(0, nz, step):
-        slab = np.asarray(image.dataobj[_slicer(image.shape, 2, slice(start, min(start + step, nz)), volume_index)])
+        key = _slicer(image.shape, 2, slice(start, min(start + step, nz)), volume_index, component)
+        slab = np.asarray(image.dataobj[key])
         parts.append(slab[(slice(None),) * original_axis + (keep_dim,)].copy())  # a copy frees the slab
     return np.concatenate(parts, axis=2)
 
@@ -315,3 +359,15 @@ def _window(view: np.ndarray, center_width: tuple[float, float] | None) -> tuple
     percentiles = f"{display.DEFAULT_LOW_PERCENTILE:g}-{display.DEFAULT_HIGH_PERCENTILE:g}"
     record = {"lo": lo, "hi": hi, "source": f"percentile {percentiles} of non-zero voxels"}
     return display.window_to_uint8(values, lo, hi), record
+
+
+def _window_rgb(view: np.ndarray, center_width: tuple[float, float] | None) -> tuple[np.ndarray, dict[str, Any]]:
+    """RGB components: 8-bit kept; deeper or float data scaled by one window over all three
+    components (the percentile window of their finite values, or the user's), keeping the balance."""
+    if view.dtype == np.uint8 and center_width is None:
+        return view, {"lo": 0, "hi": 255, "source": "8-bit RGB components kept"}
+    values = view.astype(np.float64, copy=False)
+    if center_width is not None:
+        return display.grey_to_uint8(values, center_width)
+    lo, hi, source = display.robust_window(values)
+    return display.window_to_uint8(values, lo, hi), {"lo": lo, "hi": hi, "source": f"{source} over R, G and B together"}

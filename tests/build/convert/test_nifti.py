@@ -275,3 +275,58 @@ def test_mmbu_convert_writes_aligned_image_and_mask_pngs(tmp_path):
     record = json.loads((tmp_path / "img" / "convert-report.jsonl").read_text())
     assert record["format"] == "nifti" and record["params"]["axcodes_before"] == "LPS"
     assert record["params"]["slice_choice"] == "mask_max_area" and record["mode"] == "L"
+
+
+def _with_intent(path: Path, intent: str) -> Path:
+    """Rewrite a NIfTI file with `intent` (nibabel sets the intent code in the header)."""
+    image = nib.load(str(path), mmap=False)  # the file is overwritten: no memory map may point into it
+    header = image.header.copy()
+    header.set_intent(intent)
+    nib.save(nib.Nifti1Image(np.asanyarray(image.dataobj), image.affine, header), str(path))
+    return path
+
+
+def _colour_picture(shape_xy: tuple[int, int] = (20, 12)) -> np.ndarray:
+    """(X, Y, 3) uint8 in canonical RAS+: red where the patient's right-anterior is, a green ramp elsewhere."""
+    x, y = np.indices(shape_xy)
+    rgb = np.zeros((*shape_xy, 3), np.uint8)
+    rgb[..., 1] = (x * 7 + y * 3).astype(np.uint8)
+    rgb[-5:, -4:] = (250, 10, 10)  # high x = patient's right, high y = anterior
+    return rgb
+
+
+@pytest.mark.parametrize("axcodes", ["RAS", "LPS"])
+def test_2d_rgb_vector_nifti_is_colour_in_radiological_view(tmp_path, axcodes):
+    rgb = _colour_picture()
+    path = write_nifti(tmp_path / "photo.nii.gz", rgb[:, :, None, :], axcodes)  # (X, Y, 1, 3)
+    converted = read(_with_intent(path, "vector"), ConvertOptions())
+    expected = np.stack([rgb[..., c].T[::-1, ::-1] for c in range(3)], axis=-1)  # canonical (x, y) shown
+    assert converted.mode == "RGB"
+    np.testing.assert_array_equal(converted.pixels, expected)
+    assert tuple(converted.pixels[0, 0]) == (250, 10, 10)  # right-anterior at the top left
+    assert converted.params["rgb_components"] == {"dimension": 4, "count": 3, "intent": "vector"}
+    assert converted.params["volume_index"] is None
+    with pytest.raises(ConversionError, match="holds RGB vectors"):
+        read(path, ConvertOptions(as_mask=True))
+
+
+def test_5d_itk_rgb_vector_is_windowed_once_over_the_three_components(tmp_path):
+    rgb = _colour_picture().astype(np.float32) * 16.0 + 100.0  # 12-bit-like float colours
+    volume = np.repeat(rgb[:, :, None, None, :], 5, axis=2)  # (X, Y, Z=5, 1, 3) as ITK writes it
+    volume[:, :, 2, 0, 2] += 300.0  # the middle slice is bluer, so the slice choice shows
+    path = _with_intent(write_nifti(tmp_path / "itk.nii", volume, "LPS"), "vector")
+    converted = read(path, ConvertOptions())
+    shown = volume[:, :, 2, 0, :]
+    lo, hi = np.percentile(shown, [0.5, 99.5])
+    expected = np.clip(np.rint((shown - lo) * 255.0 / (hi - lo)), 0, 255).transpose(1, 0, 2)[::-1, ::-1]
+    assert np.abs(converted.pixels.astype(int) - expected).max() <= 1
+    assert converted.params["rgb_components"]["dimension"] == 5
+    assert converted.params["window"]["source"].endswith("over R, G and B together")
+
+
+def test_4d_time_series_of_three_volumes_without_a_vector_intent_stays_grey(tmp_path):
+    series = np.zeros((8, 6, 1, 3), np.float32)
+    series[..., 1] = np.arange(48, dtype=np.float32).reshape(8, 6, 1)
+    converted = read(write_nifti(tmp_path / "series.nii", series), ConvertOptions())
+    assert converted.mode == "L" and converted.params["volume_index"] == 1
+    assert converted.params["rgb_components"] is None

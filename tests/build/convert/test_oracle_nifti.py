@@ -157,3 +157,20 @@ def test_image_and_mask_land_on_the_same_pixels(tmp_path, name, axis):
     # inside the mask the image is the bright marker; well outside it never is
     assert image[mask == 1].mean() > 230
     assert (image[mask == 0] == 255).mean() < 0.1
+
+
+@pytest.mark.parametrize("name", ["LPS", "PIR"])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_itk_rgb_vector_volume_matches_the_full_load_canonical_path(tmp_path, name, axis):
+    # (X, Y, Z, 1, 3) uint8 with a vector intent, as ITK/SimpleITK save colour volumes
+    scene = _scene(AFFINES[name])
+    rgb = np.stack([scene % 256, (scene * 3) % 256, 255 - scene % 256], axis=-1).astype(np.uint8)
+    image = nib.Nifti1Image(rgb[:, :, :, None, :], AFFINES[name])
+    image.header.set_intent("vector")
+    path = str(tmp_path / f"{name}-rgb.nii.gz")
+    nib.save(image, path)
+    ours = read_image(path, ConvertOptions(axis=axis)).pixels
+    canonical = np.asanyarray(nib.as_closest_canonical(nib.load(path)).dataobj)[:, :, :, 0, :]
+    plane = np.take(canonical, canonical.shape[axis] // 2, axis=axis)  # (first, second remaining axis, 3)
+    expected = np.stack([np.fliplr(np.rot90(plane[..., c])) for c in range(3)], axis=-1)
+    np.testing.assert_array_equal(ours, expected)
