@@ -124,31 +124,40 @@ def get_thumbnail_command(source: Path, out: Path) -> list[str]:
     return [sys.executable, "-c", script, str(source), str(out / "openslide.png")]
 
 
-def _writer_png_level() -> int:
-    from mmbu.build.convert import writer
-
-    return int(getattr(writer, "PNG_COMPRESS_LEVEL", 6))
-
-
-WRITER_PNG_LEVEL = _writer_png_level()
-
-
-def png_encode_cpu(source: Path) -> dict[int, float]:
-    """CPU seconds Pillow takes to write the converter's 2048-px output as PNG, per zlib level."""
+def png_encode_costs(source: Path) -> dict[str, tuple[float, int]]:
+    """CPU seconds and bytes to encode the converter's 2048-px output as PNG: the writer's own setting
+    (`writer.encode_png`) against Pillow at zlib levels 6 (its default), 4 and 1."""
     import io
 
     from PIL import Image
 
-    from mmbu.build.convert import wsi
+    from mmbu.build.convert import wsi, writer
     from mmbu.build.convert.base import ConvertOptions
 
-    image = Image.fromarray(wsi.read(source, ConvertOptions(max_size=OUTPUT_SIZE)).pixels)
+    pixels = wsi.read(source, ConvertOptions(max_size=OUTPUT_SIZE)).pixels
+
+    def pillow(level: int) -> bytes:
+        buffer = io.BytesIO()
+        Image.fromarray(pixels).save(buffer, "PNG", compress_level=level)
+        return buffer.getvalue()
+
+    encoders = {
+        f"writer.encode_png (libpng zlib {writer.RGB_ZLIB_LEVEL}, Up filter)": lambda: writer.encode_png(pixels),
+        **{f"Pillow zlib {level}": (lambda level=level: pillow(level)) for level in (6, 4, 1)},
+    }
     costs = {}
-    for level in sorted({6, WRITER_PNG_LEVEL, 1}, reverse=True):
-        start = time.process_time()
-        image.save(io.BytesIO(), "PNG", compress_level=level)
-        costs[level] = time.process_time() - start
+    for name, encode in encoders.items():
+        best, size = float("inf"), 0
+        for _ in range(3):
+            start = time.process_time()
+            size = len(encode())
+            best = min(best, time.process_time() - start)
+        costs[name] = (best, size)
     return costs
+
+
+def load_average() -> str:
+    return "/".join(f"{value:.1f}" for value in os.getloadavg())
 
 
 def median_run(command_for, source: Path, runs: int) -> tuple[float, float, float]:
@@ -173,6 +182,7 @@ def main() -> None:
     if not shutil.which("vipsthumbnail"):
         raise SystemExit("vipsthumbnail not found: apt-get install -y libvips-tools")
     inputs = make_inputs()
+    load_before = load_average()
     vips_version = subprocess.run(["vips", "--version"], capture_output=True, text=True).stdout.strip()
     rows = []
     for name, source in inputs.items():
@@ -182,7 +192,7 @@ def main() -> None:
         reader = median_run(read_only_command, source, args.runs)
         rows.append((f"{name}: `wsi.read` alone", *reader, *vips))
         print(f"{name}: mmbu {mmbu} | vips {vips} (wall s, CPU s, peak MiB)", flush=True)
-    png = png_encode_cpu(inputs["pyramid 32768² (levels ×2)"])
+    png = png_encode_costs(inputs["pyramid 32768² (levels ×2)"])
     with tempfile.TemporaryDirectory() as out:
         single = inputs["single level 20480²"]
         ref_wall, _ref_cpu, ref_peak, ref_code = timed(get_thumbnail_command(single, Path(out)), GET_THUMBNAIL_CAP_BYTES)
@@ -191,6 +201,7 @@ def main() -> None:
         + ("" if ref_code == 0 else f" (failed under the {GET_THUMBNAIL_CAP_BYTES / 2**30:.0f} GiB address-space cap)")
     )
     print(reference)
+    load_after = load_average()
     table = [
         "| input | mmbu wall s | vips wall s | wall ratio | mmbu CPU s | vips CPU s | CPU ratio | mmbu peak RSS MiB | vips peak RSS MiB |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -207,17 +218,17 @@ def main() -> None:
             f"wall and CPU (user + system) time are medians of {args.runs} runs of the whole command (interpreter start, "
             "format sniffing and PNG writing included), peak RSS the maximum, all from `/usr/bin/time -v`; the machine "
             f"is shared, so CPU time is the steadier figure. Peer: {vips_version} `vipsthumbnail --size 2048x2048`. "
-            "Targets: time ratio ≤ 1.5×, peak ≤ 256 MiB (pyramid) and ≤ 512 MiB (single level).",
+            "Targets: time ratio ≤ 1.5×, peak ≤ 256 MiB (pyramid) and ≤ 512 MiB (single level). "
+            f"Machine load (1/5/15-min averages on 2 cores) {load_before} at the start, {load_after} at the end.",
             "",
             *table,
             "",
             f"Reference: {reference}.",
             "",
             "Reading the figures: the `wsi.read alone` rows are the converter without format sniffing, PNG "
-            "encoding and the `mmbu` command's imports. Encoding the 2048² output as PNG with Pillow (what "
-            f"`build/convert/writer.py` does, zlib level {WRITER_PNG_LEVEL}) costs "
-            + ", ".join(f"{cost:.2f} s CPU at level {level}" for level, cost in png.items())
-            + " on this machine; libvips writes its PNG with libspng.",
+            "encoding and the `mmbu` command's imports. Encoding the 2048² output as PNG (best of 3, CPU s and "
+            "size): " + "; ".join(f"{name} {cost:.2f} s, {size / 2**20:.2f} MiB" for name, (cost, size) in png.items())
+            + ". libvips writes its PNG with libspng.",
             "",
         ]
     )

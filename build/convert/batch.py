@@ -8,23 +8,17 @@ moved into place when the batch ends, so a reader never sees a half-written repo
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from mmbu.build.convert.base import ConversionError, ConvertOptions
 from mmbu.build.convert.dispatch import read_identified
-from mmbu.build.convert.sniff import identify, is_slide_companion, mrxs_in_directory
-from mmbu.build.convert.writer import plan_output_names, write_png
+from mmbu.build.convert.sniff import dicom_slides_in_directory, identify, is_slide_companion, mrxs_in_directory
+from mmbu.build.convert.writer import atomic_file, plan_output_names, write_png
 
 REPORT_NAME = "convert-report.jsonl"
 # Companion files that belong to another source in the same folder: (suffix, owner's suffix)
@@ -35,16 +29,18 @@ def walk_sources(sources: Iterable[str | Path], skip: Iterable[Path] = ()) -> li
     """Expand the user's sources into the list of things to convert, in a stable order.
 
     A file is one source. A directory that is itself one multi-file slide (exactly one `.mrxs` with
-    its data folder and nothing else) is one source; any other directory is walked. The data folder of
-    an MRXS slide, the `.img` half of an Analyze/NIfTI pair, hidden files and `skip` (the output folder
-    and report) are left out.
+    its data folder and nothing else, or only the instances of one DICOM whole-slide series) is one
+    source, named after the directory; any other directory is walked. Left out: the data folder of an
+    MRXS slide, all but one instance of each DICOM whole-slide series in a folder (openslide finds the
+    others from that one), the `.img` half of an Analyze/NIfTI pair, hidden files and `skip` (the
+    output folder and report).
     """
     skipped = {Path(p).resolve() for p in skip}
     found: list[Path] = []
     for source in sources:
         path = Path(source)
-        if path.is_dir() and not _is_single_slide_directory(path):
-            found.extend(_walk_directory(path, skipped))
+        if path.is_dir() and not _is_mrxs_slide_directory(path):
+            found.extend(_directory_sources(path, skipped))
         elif path.resolve() not in skipped:
             found.append(path)
     unique: dict[Path, Path] = {}
@@ -53,7 +49,7 @@ def walk_sources(sources: Iterable[str | Path], skip: Iterable[Path] = ()) -> li
     return list(unique.values())
 
 
-def _is_single_slide_directory(directory: Path) -> bool:
+def _is_mrxs_slide_directory(directory: Path) -> bool:
     slide = mrxs_in_directory(directory)
     if slide is None:
         return False
@@ -61,13 +57,24 @@ def _is_single_slide_directory(directory: Path) -> bool:
     return visible <= {slide.name, slide.stem}
 
 
-def _walk_directory(directory: Path, skipped: set[Path]) -> Iterator[Path]:
-    for entry in sorted(directory.iterdir(), key=lambda p: p.name):
-        if entry.name.startswith(".") or entry.resolve() in skipped:
+def _directory_sources(directory: Path, skipped: set[Path]) -> Iterator[Path]:
+    """The sources in a directory: the directory itself when it holds only the instances of one DICOM
+    whole-slide series (named after the folder, like an MRXS slide folder), else its walked contents."""
+    entries = [
+        entry for entry in sorted(directory.iterdir(), key=lambda p: p.name)
+        if not entry.name.startswith(".") and entry.resolve() not in skipped
+    ]
+    slides = dicom_slides_in_directory(directory)
+    if len(slides) == 1 and entries and len(slides[0].instances) == len(entries):
+        yield directory
+        return
+    companions = {path for slide in slides for path in slide.instances if path != slide.representative}
+    for entry in entries:
+        if entry in companions:
             continue
         if entry.is_dir():
             if not is_slide_companion(entry):
-                yield from _walk_directory(entry, skipped)
+                yield from _directory_sources(entry, skipped)
         elif not _is_companion_file(entry):
             yield entry
 
@@ -159,6 +166,10 @@ def _convert_in_pool(
     tasks: list[tuple[Path, Path]], options: ConvertOptions, jobs: int,
     accept: Callable[[dict[str, Any], Path], None],
 ) -> None:
+    # imported here: a one-file conversion (one slide) should not pay for the process-pool machinery
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
     crashed: list[tuple[Path, Path]] = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(convert_one, source, output, options): (source, output) for source, output in tasks}
@@ -190,42 +201,47 @@ class _ReportWriter:
     """Streams JSON lines into a temporary file next to the report; moves it into place on close."""
 
     def __init__(self, target: Path) -> None:
-        self.target = target
+        self.file = atomic_file(target, "w", encoding="utf-8")
 
     def __enter__(self) -> _ReportWriter:
-        self.target.parent.mkdir(parents=True, exist_ok=True)
-        handle, self.temporary = tempfile.mkstemp(dir=self.target.parent, prefix=f".{self.target.name}.", suffix=".tmp")
-        self.stream = os.fdopen(handle, "w", encoding="utf-8")
+        self.stream = self.file.__enter__()
         return self
 
     def write(self, record: dict[str, Any]) -> None:
         self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")
         self.stream.flush()
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.stream.flush()
-        os.fsync(self.stream.fileno())
-        self.stream.close()
-        os.replace(self.temporary, self.target)
+    def __exit__(self, *exc_info: Any) -> None:
+        self.file.__exit__(None, None, None)  # the records written so far are complete lines: keep them
 
 
 class _ProgressBar:
-    """A rich progress bar on stderr (or nothing), exposing one `advance()` callable."""
+    """A rich progress bar on stderr (or nothing), exposing one `advance()` callable.
+
+    rich is imported only when the bar is shown: a script or a one-slide conversion skips its import.
+    """
 
     def __init__(self, total: int, enabled: bool) -> None:
-        self.progress = Progress(
-            TextColumn("converting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-            console=Console(stderr=True), disable=not enabled,
-        )
         self.total = total
+        self.enabled = enabled
 
     def __enter__(self) -> Callable[[], None]:
+        if not self.enabled:
+            return lambda: None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.progress = Progress(
+            TextColumn("converting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            console=Console(stderr=True),
+        )
         self.progress.start()
         task = self.progress.add_task("convert", total=self.total)
         return lambda: self.progress.advance(task)
 
     def __exit__(self, *exc_info: object) -> None:
-        self.progress.stop()
+        if self.enabled:
+            self.progress.stop()
 
 
 def _jsonable(value: Any) -> Any:

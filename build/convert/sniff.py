@@ -1,7 +1,8 @@
 """Identify a source's format from its content, not its name.
 
 `identify(path)` returns the format (one of `base.FORMATS`) and the path its reader should open —
-usually the same path, but for a directory holding an MRXS slide it is the `.mrxs` file inside.
+usually the same path, but for a directory holding one multi-file slide it is the file inside that
+openslide opens: the `.mrxs` of a MIRAX slide, or one instance of a DICOM whole-slide series.
 Anything that is not an image we can convert (empty, unknown, encrypted, an archive, a PDF) is a
 `ConversionError` whose message says what the file is and why it cannot be converted.
 
@@ -12,9 +13,12 @@ remaining vendor files (MRXS, VMS), then Pillow's own identification as a last r
 from __future__ import annotations
 
 import gzip
+import logging
 import struct
 import warnings
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,9 +68,15 @@ def identify(path: str | Path) -> Identified:
     path = Path(path)
     if path.is_dir():
         slide = mrxs_in_directory(path)
-        if slide is None:
-            raise ConversionError(f"{path} is a directory without a multi-file slide (.mrxs) in it")
-        return Identified("wsi", slide, "mirax")
+        if slide is not None:
+            return Identified("wsi", slide, "mirax")
+        series = dicom_slides_in_directory(path)
+        if len(series) == 1:
+            return Identified("wsi", series[0].representative, "dicom")
+        raise ConversionError(
+            f"{path} is a directory without a multi-file slide in it "
+            "(an .mrxs slide, or the instances of one DICOM whole-slide series)"
+        )
     if not path.exists():
         raise ConversionError(f"{path} does not exist")
     head = _read_head(path)
@@ -117,6 +127,73 @@ def mrxs_in_directory(directory: Path) -> Path | None:
     """The `.mrxs` file of a MIRAX slide directory (a `.mrxs` file next to its same-named data folder)."""
     slides = sorted(p for p in directory.glob("*.mrxs") if p.is_file())
     return slides[0] if len(slides) == 1 else None
+
+
+@dataclass(frozen=True)
+class DicomSlideSeries:
+    """The instances of one DICOM whole-slide image (one Series Instance UID) in one folder.
+
+    openslide opens such a slide from any one instance and finds the others itself by scanning that
+    instance's folder for the same series (pyramid levels, label, overview), so the series is converted
+    once, through `representative`: the instance with the largest total pixel matrix (the base level),
+    the first by name on ties. The other instances are its companions.
+    """
+
+    series_uid: str
+    instances: tuple[Path, ...]  # sorted by name
+    representative: Path
+
+
+def dicom_slides_in_directory(directory: Path) -> list[DicomSlideSeries]:
+    """The DICOM whole-slide series whose instances sit directly in `directory` (not in sub-folders,
+    which openslide does not search), in order of their representative's name.
+
+    Only Part-10 files (the `DICM` magic, which openslide requires) are looked at; the file meta says
+    whether one is a whole-slide instance, and only those have their header read.
+    """
+    by_series: dict[str, list[tuple[int, Path]]] = {}
+    for entry in sorted(directory.iterdir(), key=lambda p: p.name):
+        if entry.name.startswith(".") or not entry.is_file():
+            continue
+        found = _dicom_slide_instance(entry)
+        if found is not None:
+            series_uid, pixels = found
+            by_series.setdefault(series_uid, []).append((pixels, entry))
+    slides = []
+    for series_uid, members in by_series.items():
+        largest = max(pixels for pixels, _ in members)
+        representative = next(path for pixels, path in members if pixels == largest)
+        slides.append(DicomSlideSeries(series_uid, tuple(path for _, path in members), representative))
+    return sorted(slides, key=lambda slide: slide.representative.name)
+
+
+def _dicom_slide_instance(path: Path) -> tuple[str, int] | None:
+    """(Series Instance UID, total pixel matrix area) of a DICOM whole-slide instance, else None."""
+    try:
+        with path.open("rb") as handle:
+            if handle.read(132)[128:132] != b"DICM":
+                return None
+    except OSError:
+        return None
+    from pydicom import dcmread
+    from pydicom.filereader import read_file_meta_info
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if str(read_file_meta_info(path).get("MediaStorageSOPClassUID", "")) != VL_WHOLE_SLIDE_MICROSCOPY:
+                return None
+            header = dcmread(
+                path, stop_before_pixels=True,
+                specific_tags=["SeriesInstanceUID", "TotalPixelMatrixColumns", "TotalPixelMatrixRows"],
+            )
+    except Exception:  # a damaged file is not a companion: it stays a source and gets its own error
+        return None
+    series_uid = str(header.get("SeriesInstanceUID", ""))
+    if not series_uid:
+        return None
+    area = int(header.get("TotalPixelMatrixColumns", 0) or 0) * int(header.get("TotalPixelMatrixRows", 0) or 0)
+    return series_uid, area
 
 
 def is_slide_companion(path: Path) -> bool:
@@ -210,7 +287,7 @@ def _identify_tiff(path: Path) -> Identified:
 
     vendor = _openslide_vendor(path)
     try:
-        with tifffile.TiffFile(path) as tiff:
+        with _quiet_tifffile(), tifffile.TiffFile(path) as tiff:
             if tiff.pages and tiff.is_ome:
                 return Identified("ome-tiff", path, "OME-XML")
             if vendor in WSI_VENDORS or tiff.is_ndpi:
@@ -230,6 +307,26 @@ def _identify_tiff(path: Path) -> Identified:
         # a tiled pyramid, or a single level too big to hold in memory: read by levels/tiles
         return Identified("wsi", path, "generic-tiff")
     return Identified("tiff", path, "TIFF")
+
+
+@contextmanager
+def _quiet_tifffile() -> Iterator[None]:
+    """Silence tifffile's log messages and warnings while sniffing.
+
+    tifffile logs the quirks it works around, e.g. "invalid offset to first page" for every NDPI
+    (whose 64-bit offsets hide in extra bytes); with no logging configured Python prints them to
+    stderr. Sniffing either decides a format or raises one readable ConversionError, so the messages
+    would only be noise. The logger's level is restored afterwards.
+    """
+    logger = logging.getLogger("tifffile")
+    previous = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(previous)
 
 
 def _openslide_vendor(path: Path) -> str | None:

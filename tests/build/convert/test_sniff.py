@@ -148,3 +148,21 @@ def test_pillow_identifies_the_rest(tmp_path):
     Image.new("RGB", (4, 4), (1, 2, 3)).save(buffer, format="TGA")
     path.write_bytes(buffer.getvalue())
     assert identify(path).format == "raster"
+
+
+def test_sniffing_an_ndpi_prints_nothing(tmp_path):
+    """tifffile logs "invalid offset to first page" for NDPI files; a fresh interpreter (no logging
+    configured, like the `mmbu` command) must print nothing while sniffing, and the tifffile logger
+    must be left as it was."""
+    import subprocess
+
+    ndpi = fs.write_ndpi(tmp_path / "scan.ndpi", fs.quadrant_image(64))
+    script = (
+        "import logging, sys; from mmbu.build.convert.sniff import identify; "
+        "logger = logging.getLogger('tifffile'); logger.setLevel(logging.INFO); "
+        "print(identify(sys.argv[1]).detail, logging.getLevelName(logger.level))"
+    )
+    result = subprocess.run([sys.executable, "-c", script, str(ndpi)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["hamamatsu", "INFO"]
+    assert result.stderr == ""
