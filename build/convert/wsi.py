@@ -40,7 +40,13 @@ from PIL import Image
 
 from mmbu.build.convert import display
 from mmbu.build.convert._wsi_tiff_stream import reduce_tiled_level
-from mmbu.build.convert.base import WSI_DEFAULT_MAX_SIZE, ConversionError, Converted, ConvertOptions
+from mmbu.build.convert.base import (
+    WSI_DEFAULT_MAX_SIZE,
+    ConversionError,
+    Converted,
+    ConvertOptions,
+    exception_summary as _cause,
+)
 from mmbu.build.convert.sniff import mrxs_in_directory
 
 TILE_SIZE = 1024  # level pixels per side read at once: about 4 MiB of RGBA per tile in flight
@@ -313,8 +319,3 @@ def _params(
         "read": {"tiles": tiles, "tile_size": plan.tile_size if tiles else None, "reduce_factor": plan.reduce_factor},
         "resample": "nearest level pixel per output pixel" if as_mask else "box reduce per tile, then lanczos",
     }
-
-
-def _cause(exc: BaseException) -> str:
-    text = str(exc).strip().rstrip(".")
-    return text.splitlines()[0] if text else type(exc).__name__
