@@ -256,7 +256,8 @@ def _unwritten_pixels(level: tifffile.TiffPageSeries, keys: list[int], size: tup
     if keyframe.is_tiled:
         chunk_height, chunk_width = keyframe.tilelength, keyframe.tilewidth
     else:
-        chunk_height, chunk_width = keyframe.rowsperstrip or size[0], keyframe.imagewidth
+        # RowsPerStrip may be 2**32 - 1 ("one strip"): never more than the image is tall
+        chunk_height, chunk_width = min(keyframe.rowsperstrip or size[0], keyframe.imagelength), keyframe.imagewidth
     down, across = -(-keyframe.imagelength // chunk_height), -(-keyframe.imagewidth // chunk_width)
     absent = np.ones((down, across), bool)
     for key in keys:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -387,3 +388,19 @@ def test_unwritten_tiles_of_a_sparse_rgb_tiff_are_white(tmp_path):
     assert tuple(converted.pixels[64 + 10, 64 + 10]) == (255, 255, 255)  # tile 5
     assert tuple(converted.pixels[10, 64 + 10]) == (200, 50, 50)  # tile 1 was written
     assert read_tiff(write_sparse_tiff(tmp_path / "full.tif", empty=[]), ConvertOptions()).params["missing_tiles"] is None
+
+
+def test_unwritten_strips_are_white_too(tmp_path):
+    strip = zlib.compress(np.full((8, 16), 90, np.uint8).tobytes())  # encoded strips: tifffile writes b"" as absent
+    tifffile.imwrite(
+        tmp_path / "strips.tif",
+        (b"" if index == 1 else strip for index in range(3)),
+        shape=(24, 16),
+        dtype=np.uint8,
+        photometric="minisblack",
+        rowsperstrip=8,
+        compression="zlib",
+    )
+    converted = read_tiff(tmp_path / "strips.tif", ConvertOptions())
+    assert (converted.pixels[8:16] == 255).all() and (converted.pixels[:8] == 90).all() and (converted.pixels[16:] == 90).all()
+    assert converted.params["missing_tiles"]["pixels"] == 8 * 16
