@@ -404,3 +404,12 @@ def test_unwritten_strips_are_white_too(tmp_path):
     converted = read_tiff(tmp_path / "strips.tif", ConvertOptions())
     assert (converted.pixels[8:16] == 255).all() and (converted.pixels[:8] == 90).all() and (converted.pixels[16:] == 90).all()
     assert converted.params["missing_tiles"]["pixels"] == 8 * 16
+
+
+def test_separated_inks_that_are_not_cmyk_are_blended_as_channels(tmp_path):
+    inks = np.zeros((12, 12, 4), np.uint8)
+    inks[:6, :, 0] = 200  # first ink on the top half only
+    tifffile.imwrite(tmp_path / "inks.tif", inks, photometric="separated", extratags=[(332, "H", 1, 2, True)])
+    converted = read_tiff(tmp_path / "inks.tif", ConvertOptions())
+    assert len(converted.params["channels"]) == 4  # InkSet 2 (not CMYK): one blend channel per ink
+    assert tuple(converted.pixels[2, 2]) == DEFAULT_PALETTE[0] and tuple(converted.pixels[9, 9]) == (0, 0, 0)
