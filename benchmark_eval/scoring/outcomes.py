@@ -222,7 +222,8 @@ def attach_metadata(outcomes: pd.DataFrame, gold: dict[str, pd.DataFrame]) -> pd
     frames = []
     for task, part in outcomes.groupby("task", sort=False):
         table = gold[task]
-        metadata = table.drop(columns=[c for c in ("sample_id", *GOLD_COLUMNS) if c in table])
+        # release columns the records already carry (sample_id, task, ...) must not collide in the join
+        metadata = table.drop(columns=[c for c in table if c in GOLD_COLUMNS or c in part.columns])
         frames.append(part.merge(metadata, left_on="sample_id", right_index=True, how="left"))
     return pd.concat(frames, ignore_index=True) if frames else outcomes
 

@@ -89,8 +89,13 @@ def slim_outcomes(outcomes: pd.DataFrame, options: ScoreOptions) -> pd.DataFrame
     columns = [*CONFIG, "sample_id", "status", "scored", "parse_ok", "judge_state", "tp", "fp", "fn",
                "random_p", "n_gold"]
     frame = outcomes[columns].copy()
-    frame["cluster"] = (pd.factorize(outcomes[CLUSTER_COLUMN])[0] if options.cluster_by_image
-                        else np.arange(len(frame)))
+    if options.cluster_by_image:
+        codes = pd.factorize(outcomes[CLUSTER_COLUMN])[0]
+        missing = codes < 0  # a record without an image hash is its own cluster
+        codes[missing] = codes.max(initial=-1) + 1 + np.arange(int(missing.sum()))
+        frame["cluster"] = codes
+    else:
+        frame["cluster"] = np.arange(len(frame))
     for name in options.by:
         frame[_by_column(name)] = outcomes[name].astype(object).where(outcomes[name].notna(), "(missing)")
     return frame
