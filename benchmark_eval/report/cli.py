@@ -8,7 +8,7 @@ import click
 
 from ..models.registry import RegistryError, default_registry
 from ..scoring.cli import InvalidRunInput, problems, scoring_options, split_fields
-from ..scoring.output import write_atomic, write_csv, write_json
+from ..scoring.output import write_atomic, write_csv, write_json, write_record_outcomes
 from ..scoring.rundir import RunInputError
 from ..scoring.scores import ScoreOptions, ScoreReport, score_runs
 from .plots import all_plots
@@ -45,6 +45,7 @@ def write_report(report: ScoreReport, out_dir: Path, run_dirs: tuple[Path, ...],
         "breakdowns.csv": write_csv(out_dir / "breakdowns.csv", report.breakdowns),
         "paired.csv": write_csv(out_dir / "paired.csv", report.paired),
         "diagnostics.csv": write_csv(out_dir / "diagnostics.csv", report.diagnostics),
+        "records.parquet": write_record_outcomes(out_dir / "records.parquet", report.outcomes),
     }
     plots = all_plots(report.scores, report.deltas, report.outcomes, report, display_name, out_dir, heatmap_field)
     written.update({name: out_dir / name for name in plots.values()})

@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from .output import write_json
+from .output import write_json, write_record_outcomes
 from .rundir import RunInputError
 from .scores import ScoreOptions, ScoreReport, score_runs
 
@@ -22,7 +22,9 @@ class InvalidRunInput(click.ClickException):
 def side_files(out: Path) -> dict[str, Path]:
     """Where the artefacts beside ``scores.json`` go: ``<stem>.breakdowns.json`` and so on."""
     stem = out.with_suffix("") if out.suffix == ".json" else out
-    return {name: stem.parent / f"{stem.name}.{name}.json" for name in ("breakdowns", "paired", "diagnostics")}
+    paths = {name: stem.parent / f"{stem.name}.{name}.json" for name in ("breakdowns", "paired", "diagnostics")}
+    paths["records"] = stem.parent / f"{stem.name}.records.parquet"
+    return paths
 
 
 def split_fields(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -112,6 +114,7 @@ def score(run_dirs: tuple[Path, ...], out: Path, release: Path | None, by: tuple
     write_json(paths["breakdowns"], report.breakdowns)
     write_json(paths["paired"], report.paired)
     write_json(paths["diagnostics"], report.diagnostics)
+    write_record_outcomes(paths["records"], report.outcomes)
     console = Console()
     if not console.is_terminal:
         console = Console(width=200)  # a pipe or CI log gets the whole table, not one squeezed to 80 columns

@@ -1,6 +1,7 @@
 """Atomic writers for score artefacts: a reader never sees half a file."""
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -48,3 +49,15 @@ def write_json(path: str | Path, payload: Any) -> Path:
 
 def write_csv(path: str | Path, records: list[dict]) -> Path:
     return write_atomic(path, pd.DataFrame(records).to_csv(index=False).encode("utf-8"))
+
+
+RECORD_OUTCOME_COLUMNS = ("model", "task", "form", "template", "sample_id", "prompt_version", "status", "scored",
+                          "tp", "fp", "fn", "parse_ok", "parse_path", "judge_state")
+
+
+def write_record_outcomes(path: str | Path, outcomes: pd.DataFrame) -> Path:
+    """Every record's outcome — counts, parse path, judge state — as Parquet, for audits and re-analysis."""
+    columns = [c for c in RECORD_OUTCOME_COLUMNS if c in outcomes]
+    buffer = io.BytesIO()
+    outcomes[columns].to_parquet(buffer, index=False)
+    return write_atomic(path, buffer.getvalue())

@@ -3,6 +3,7 @@ import json
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -113,6 +114,11 @@ def test_score_command_writes_the_contract_and_says_the_judge_has_not_run(tmp_pa
     assert {b["field"] for b in breakdowns} == {"modality"}
     assert {b["value"] for b in breakdowns} == {"light microscopy"}
     assert (out.parent / "scores.diagnostics.json").exists() and (out.parent / "scores.paired.json").exists()
+    audit = pd.read_parquet(out.parent / "scores.records.parquet")
+    closed = audit[audit["form"] == "closed"].sort_values("sample_id")
+    assert closed["parse_path"].tolist() == ["response:label", "answer_field:label", "response:label",
+                                             "unparseable:no_answer"]
+    assert set(audit.loc[audit["form"] == "open", "judge_state"]) == {"precheck", "pending", "n/a"}
 
     add_verdicts(run_dir, release)
     result = CliRunner().invoke(score, [str(run_dir), "--out", str(out), "--resamples", "100"])
