@@ -18,7 +18,7 @@ from mmbu.benchmark_eval.release import load_samples
 from mmbu.benchmark_eval.report.cli import write_report
 from mmbu.benchmark_eval.report.plots import heatmap_by_field
 from mmbu.benchmark_eval.report.tables import results_table
-from mmbu.benchmark_eval.scoring.scores import ScoreOptions, ScoreReport, score_outcomes, score_runs
+from mmbu.benchmark_eval.scoring.scores import ScoreOptions, score_outcomes, score_runs
 
 UNG = "ungrounded_classification"
 
