@@ -208,6 +208,10 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
             else:
                 rows.append(scorer.open_classification(output, answer, aliases, label_odds.get(dataset, 0.0)))
         outcome = pd.DataFrame(rows, columns=list(OUTCOME_COLUMNS), index=records.index)
+        inconsistent = records.loc[outcome["parse_path"] == "gold_not_in_options", "sample_id"]
+        if len(inconsistent):
+            warn(f"{run.release_dir}: {len(inconsistent)} {task} closed records have a gold answer that is not "
+                 f"one of the options (first: '{inconsistent.iloc[0]}'); they are not scored")
         frames.append(records.drop(columns=["output", *GEOMETRY]).join(outcome))
     if not frames:
         raise RunInputError(f"{run.path}: no record matches a task and sample of the release {run.release_dir}")

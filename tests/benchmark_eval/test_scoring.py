@@ -276,3 +276,15 @@ def test_image_size_missing_from_records_is_read_from_the_release(tmp_path, rele
     report = score_runs([write_run(tmp_path / "runs", "llava-like", release, records)],
                         options=ScoreOptions(resamples=20))
     assert report.scores[0]["f1"] == 1.0
+
+
+def test_a_release_whose_answer_is_not_an_option_is_reported(tmp_path, release):
+    shard = next((release / "data" / UNG).glob("*.parquet"))
+    frame = pd.read_parquet(shard)
+    frame = frame.sort_values("sample_id", ignore_index=True)
+    frame.loc[3, "answer"] = "a label no option has"  # the sample whose closed reply is unparseable
+    frame.to_parquet(shard, index=False)
+    run_dir = write_run(tmp_path / "runs", "model-x", release, closed_and_open_records(release, "model-x"))
+    report = score_runs([run_dir], options=ScoreOptions(resamples=20))
+    assert report.scores[0]["n"] == 3
+    assert any("not one of the options" in w and frame.loc[3, "sample_id"] in w for w in report.warnings)
