@@ -165,7 +165,7 @@ def resolve_candidate(candidate: str, options: Sequence[str]) -> _Resolution:
 # --- layers ---------------------------------------------------------------------------------
 
 _ANSWER_LINE = re.compile(
-    r"^[ \t>#*_-]*(?:final[ \t]+answer|correct[ \t]+answer|answer)[ \t*_]*[:=][ \t]*(.*)$",
+    r"^[ \t>#*_-]*(?:(?:final|correct|best)[ \t]+(?:answer|option|choice)|answer)[ \t*_]*[:=][ \t]*(.*)$",
     re.IGNORECASE | re.MULTILINE,
 )
 _ANSWER_KEYS = ("answer", "final_answer", "final answer")

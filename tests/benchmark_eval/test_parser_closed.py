@@ -24,6 +24,8 @@ OPTIONS = ["Monocyte", "Promyelocyte", "Proerythroblast", "Band neutrophil", "No
         ("Answer: C", "C", "answer_field:label"),
         ("ANSWER: B\nsome words\nAnswer: D", "D", "answer_field:label"),  # last wins
         ("Final answer: (e)", "E", "answer_field:label"),
+        ("Correct option: B", "B", "answer_field:label"),
+        ("## Final choice = D. Band neutrophil", "D", "answer_field:label_with_text"),
         ("**Answer:** **B**", "B", "answer_field:label"),
         ("Answer:\n\n**C**", "C", "answer_field:label"),
         ('{"answer": "B"}', "B", "answer_field:label"),
