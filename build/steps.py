@@ -35,6 +35,11 @@ from mmbu.curation.manifest import DatasetManifest, load_manifest
 from mmbu.taxonomy import Taxonomy, load_taxonomy
 
 STEPS = ("layout", "convert", "rows")
+# Part of every step's input hash. Bump it when what a step writes (samples.json, converted.json,
+# rows.parquet) changes shape: the package version alone does not change between development edits,
+# and a cached file in the old shape would otherwise be trusted (and fail the dataset). Converted
+# PNGs are keyed by the package version only, so a bump re-runs the steps but reuses the images.
+STEPS_FORMAT = 2
 
 
 def toolkit_version() -> str:
@@ -103,7 +108,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     code = toolkit_version()
 
     # layout: which samples the fetched files hold
-    layout_key = hash_json([code, manifest.model_dump(include={"id", "layout", "labels", "tasks", "convert"}),
+    layout_key = hash_json([code, STEPS_FORMAT, manifest.model_dump(include={"id", "layout", "labels", "tasks", "convert"}),
                             raw_identity])
     samples_path, layout_exclusions_path = work / "samples.json", work / "layout-exclusions.json"
     if state.is_fresh("layout", layout_key):

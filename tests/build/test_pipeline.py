@@ -242,3 +242,17 @@ def test_the_dataset_with_most_pinned_bytes_starts_first_and_reports_keep_manife
     assert started["nuclei"] < started["cells"]
     assert [o.dataset_id for o in report.datasets] == ["cells", "nuclei"]
     assert [r.dataset_id for r in report.fetch] == ["cells", "nuclei"]
+
+
+def test_a_steps_format_bump_reruns_the_steps_and_reuses_the_images(tmp_path, monkeypatch):
+    from mmbu.build import steps
+
+    make_repo(tmp_path)
+    run_build(config_for(tmp_path))
+    images = sorted((tmp_path / "data" / "work" / "cells" / "images").glob("*.png"))
+    made = {p: p.stat().st_mtime_ns for p in images}
+    monkeypatch.setattr(steps, "STEPS_FORMAT", steps.STEPS_FORMAT + 1)
+    report = run_build(config_for(tmp_path))  # jobs=1: the steps run in this process, with the bumped format
+    assert report.exit_code == 0, report.failed
+    assert all(outcome.ran == ["layout", "convert", "rows"] for outcome in report.datasets)
+    assert {p: p.stat().st_mtime_ns for p in images} == made
