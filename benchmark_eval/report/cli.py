@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 
 from ..models.registry import RegistryError, default_registry
-from ..scoring.cli import InvalidRunInput, problems, scoring_options, split_fields
+from ..scoring.cli import InvalidRunInput, problems, scored_with_progress, scoring_options, split_fields
 from ..scoring.output import write_atomic, write_csv, write_json, write_record_outcomes
 from ..scoring.rundir import RunInputError
-from ..scoring.scores import ScoreOptions, ScoreReport, score_runs
+from ..scoring.scores import ScoreOptions, ScoreReport
 from .plots import all_plots
 from .tables import markdown_report
 
@@ -69,7 +69,7 @@ def report(run_dirs: tuple[Path, ...], out_dir: Path, release: Path | None, by: 
     fields = split_fields(("sub_modality", heatmap_field, *by))
     options = ScoreOptions(resamples=resamples, seed=seed, cluster_by_image=cluster_by_image, by=fields)
     try:
-        scored = score_runs(run_dirs, release, options, jobs=jobs)
+        scored = scored_with_progress(run_dirs, release, options, jobs)
     except RunInputError as exc:
         raise InvalidRunInput(str(exc)) from None
     written = write_report(scored, out_dir, run_dirs, options, heatmap_field)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .output import write_json, write_record_outcomes
@@ -30,6 +31,18 @@ def side_files(out: Path) -> dict[str, Path]:
 def split_fields(values: tuple[str, ...]) -> tuple[str, ...]:
     """``--by modality --by sub_modality`` and ``--by modality,sub_modality`` both work."""
     return tuple(dict.fromkeys(part.strip() for value in values for part in value.split(",") if part.strip()))
+
+
+def scored_with_progress(run_dirs: tuple[Path, ...], release: Path | None, options: ScoreOptions,
+                         jobs: int) -> ScoreReport:
+    """:func:`score_runs` behind a rich progress bar (one step per run, then the aggregates)."""
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("scoring runs", total=len(run_dirs))
+        return score_runs(run_dirs, release, options, jobs=jobs,
+                          progress=lambda path: bar.update(task, advance=1, description=(
+                              "bootstrapping" if bar.tasks[task].completed + 1 >= len(run_dirs)
+                              else f"scored {Path(path).name}")))
 
 
 def problems(report: ScoreReport) -> list[str]:
@@ -106,7 +119,7 @@ def score(run_dirs: tuple[Path, ...], out: Path, release: Path | None, by: tuple
     """
     options = ScoreOptions(resamples=resamples, seed=seed, cluster_by_image=cluster_by_image, by=split_fields(by))
     try:
-        report = score_runs(run_dirs, release, options, jobs=jobs)
+        report = scored_with_progress(run_dirs, release, options, jobs)
     except RunInputError as exc:
         raise InvalidRunInput(str(exc)) from None
     write_json(out, report.contract_records())

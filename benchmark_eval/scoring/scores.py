@@ -15,6 +15,7 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations
@@ -272,42 +273,42 @@ def _load_gold_cached(release_dir: str, fingerprint: tuple) -> dict[str, pd.Data
 
 
 def load_outcomes(run_dirs: Sequence[str | Path], release: str | Path | None = None, *, seed: int = 0,
-                  jobs: int = 1, warn: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[str]]:
+                  jobs: int = 1, warn: Callable[[str], None] | None = None,
+                  progress: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Per-record outcomes of several runs, concatenated, with the release metadata attached.
 
     With `jobs` > 1 the runs are scored in that many worker processes; the result is the same.
     It pays only on a machine with idle cores: on the shared 2-core development machine one
-    process was faster (see benchmarks/RESULTS.md, "Scoring throughput").
+    process was faster (see benchmarks/RESULTS.md, "Scoring throughput"). `progress` is called
+    with each run's directory once it is scored.
     """
     warnings: list[str] = []
     sink = warn or warnings.append
-    release_text = str(release) if release is not None else None
-    if jobs > 1 and len(run_dirs) > 1:
-        context = multiprocessing.get_context("spawn")  # no fork of a process holding Arrow's thread pool
-        with ProcessPoolExecutor(max_workers=min(jobs, len(run_dirs)), mp_context=context) as pool:
-            results = list(pool.map(_score_run_in_worker, [str(d) for d in run_dirs],
-                                    [release_text] * len(run_dirs), [seed] * len(run_dirs)))
-    else:
-        results = []
-        for run_dir in run_dirs:
-            run = open_run(run_dir, release)
-            run_warnings = list(run.warnings)
-            frame = score_records(run, _gold_in_worker(str(run.release_dir.resolve())), seed=seed,
-                                  warn=run_warnings.append, with_metadata=False)
-            results.append((run.model, str(run.path), str(run.release_dir.resolve()), frame, run_warnings))
+    arguments = ([str(d) for d in run_dirs], [str(release) if release is not None else None] * len(run_dirs),
+                 [seed] * len(run_dirs))
     frames, seen_models = [], {}
-    for model, path, release_dir, frame, run_warnings in results:
-        if model in seen_models:
-            raise RunInputError(f"{path}: model '{model}' is also the model of {seen_models[model]}")
-        seen_models[model] = path
-        for message in run_warnings:
-            sink(message)
-        frames.append(attach_metadata(frame, _gold_in_worker(release_dir)))
+    with ExitStack() as stack:
+        if jobs > 1 and len(run_dirs) > 1:
+            context = multiprocessing.get_context("spawn")  # no fork of a process holding Arrow's thread pool
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=min(jobs, len(run_dirs)), mp_context=context))
+            results = pool.map(_score_run_in_worker, *arguments)
+        else:
+            results = map(_score_run_in_worker, *arguments)
+        for model, path, release_dir, frame, run_warnings in results:
+            if model in seen_models:
+                raise RunInputError(f"{path}: model '{model}' is also the model of {seen_models[model]}")
+            seen_models[model] = path
+            for message in run_warnings:
+                sink(message)
+            frames.append(attach_metadata(frame, _gold_in_worker(release_dir)))
+            if progress:
+                progress(path)
     return pd.concat(frames, ignore_index=True), warnings
 
 
 def score_runs(run_dirs: Sequence[str | Path], release: str | Path | None = None,
-               options: ScoreOptions = ScoreOptions(), jobs: int = 1) -> ScoreReport:
+               options: ScoreOptions = ScoreOptions(), jobs: int = 1,
+               progress: Callable[[str], None] | None = None) -> ScoreReport:
     """Load, score and aggregate runs: the library face of ``mmbu eval score``."""
-    outcomes, warnings = load_outcomes(run_dirs, release, seed=options.seed, jobs=jobs)
+    outcomes, warnings = load_outcomes(run_dirs, release, seed=options.seed, jobs=jobs, progress=progress)
     return score_outcomes(outcomes, options, warnings)
