@@ -133,3 +133,19 @@ def test_paired_delta_by_hand_and_against_a_loop():
     assert (same.estimate, same.low, same.high) == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError):
         bootstrap_paired_delta(closed, opened[:5], rng=np.random.default_rng(0))
+
+
+def test_bootstrap_agrees_with_scipy_percentile_bootstrap():
+    from scipy import stats
+
+    rng = np.random.default_rng(11)
+    # detection-like rows: several boxes per record, so micro-F1 is not a plain mean
+    rows = np.column_stack([rng.integers(0, 3, 600), rng.integers(0, 2, 600), rng.integers(0, 3, 600)]).astype(float)
+
+    def statistic(tp, fp, fn, axis=-1):
+        return micro_f1(tp.sum(axis=axis), fp.sum(axis=axis), fn.sum(axis=axis))
+
+    peer = stats.bootstrap((rows[:, 0], rows[:, 1], rows[:, 2]), statistic, paired=True, vectorized=True,
+                           n_resamples=4000, method="percentile", random_state=0).confidence_interval
+    ours = bootstrap_f1(rows, resamples=4000, rng=np.random.default_rng(0))
+    assert ours.low == pytest.approx(peer.low, abs=0.006) and ours.high == pytest.approx(peer.high, abs=0.006)
