@@ -92,3 +92,17 @@ def test_resampling_by_image(tmp_path):
     # two images, one all right, one all wrong: a resample of images scores 0, 0.5 or 1
     assert (clustered["ci_low"], clustered["ci_high"]) == (0.0, 1.0)
     assert flat["ci_high"] - flat["ci_low"] < 1.0
+
+
+def test_report_shows_judge_agreement(report, tmp_path):
+    import json
+
+    run_dir = tmp_path / "runs" / "model-a"
+    run_dir.mkdir(parents=True)
+    (run_dir / "judge_agreement.json").write_text(json.dumps(
+        {"first_judge": "Qwen/Qwen3-32B", "second_judge": "gpt-4.1-mini", "prompt_version": "mmbu-judge-v1",
+         "n": 50, "kappa": 0.4, "flip_rate": 0.3, "agree": 35, "first_only_equivalent": 5, "second_only_equivalent": 10}))
+    written = write_report(report, tmp_path / "report", (run_dir,), ScoreOptions(resamples=100))
+    markdown = written["report.md"].read_text()
+    assert "## Judge agreement" in markdown
+    assert "| model-a | Qwen/Qwen3-32B | gpt-4.1-mini | 50 | 0.400 | 0.300 |" in markdown
