@@ -4,14 +4,15 @@ A PNG appears under its final name only once it is complete (temp file in the sa
 `os.replace`), so an interrupted batch never leaves a partial PNG a later step would trust.
 
 PNG encoding is lossless whatever the settings; they only trade encoding time for file size. Measured
-on the converter's own outputs (benchmarks/RESULTS.md, "Whole-slide thumbnails vs libvips"):
+on the converter's own outputs (benchmarks/RESULTS.md, "PNG encoder settings for converter outputs"):
 
 * grayscale (CT, MR, radiographs): Pillow at zlib level 4. On the DICOM benchmark mix it gives PNGs
   no larger than dcmtk/libpng's defaults while encoding 25-60 % faster than Pillow's default 6; a
   fixed row filter would make noisy radiographs ~17 % larger.
 * RGB (slides, photographs, ultrasound): libpng through imagecodecs, zlib level 2, every row filtered
-  with "Up". Pillow tries all five filters on every row; for 2048² slide thumbnails and photographs the
-  single "Up" filter gives files as small (±2 %) in a third of the CPU time (0.16 s instead of 0.49 s).
+  with "Up". Pillow tries all five filters on every row; for 2048² slide thumbnails, photographs and
+  ultrasound the single "Up" filter gives files as small (-2 % to +1 %) in a third of the CPU time
+  (0.15 s instead of 0.49 s for a 2048² thumbnail).
 """
 from __future__ import annotations
 
