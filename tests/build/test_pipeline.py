@@ -256,3 +256,12 @@ def test_a_steps_format_bump_reruns_the_steps_and_reuses_the_images(tmp_path, mo
     assert report.exit_code == 0, report.failed
     assert all(outcome.ran == ["layout", "convert", "rows"] for outcome in report.datasets)
     assert {p: p.stat().st_mtime_ns for p in images} == made
+
+
+def test_a_no_op_rebuild_reports_the_same_rows_per_task(built):
+    root, first = built
+    again = run_build(config_for(root))
+    assert all(outcome.ran == [] for outcome in again.datasets)
+    counts = {o.dataset_id: o.rows_per_task for o in again.datasets}
+    assert counts == {o.dataset_id: o.rows_per_task for o in first.datasets}
+    assert counts["cells"] == {"ungrounded_classification": 8}
