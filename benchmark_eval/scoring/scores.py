@@ -278,9 +278,9 @@ def load_outcomes(run_dirs: Sequence[str | Path], release: str | Path | None = N
     """Per-record outcomes of several runs, concatenated, with the release metadata attached.
 
     With `jobs` > 1 the runs are scored in that many worker processes; the result is the same.
-    It pays only on a machine with idle cores: on the shared 2-core development machine one
-    process was faster (see benchmarks/RESULTS.md, "Scoring throughput"). `progress` is called
-    with each run's directory once it is scored.
+    Workers cost some CPU (start-up, pickling) and pay off only when cores are free (see
+    benchmarks/RESULTS.md, "Scoring throughput"). `progress` is called with each run's directory
+    once it is scored.
     """
     warnings: list[str] = []
     sink = warn or warnings.append
