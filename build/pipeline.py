@@ -16,7 +16,7 @@ import pandas as pd
 
 from mmbu.build.cache import hash_file, hash_json, write_json_atomic
 from mmbu.build.executors import ExecutorName, run_all
-from mmbu.build.fetch import FetchResult, LockFile, fetch_all
+from mmbu.build.fetch import FetchResult, LockFile, fetch_all, repository_root
 from mmbu.build.layouts import EXCLUSION_COLUMNS
 from mmbu.build.steps import DatasetJob, DatasetOutcome, cached_taxonomy, process_dataset, toolkit_version
 from mmbu.curation.manifest import DatasetManifest, load_manifest
@@ -33,7 +33,7 @@ class BuildConfig:
     data_dir: Path
     mirror: Path | None = None
     lock_path: Path | None = None  # default: manifests.lock beside the manifests folder
-    repo_root: Path | None = None  # local sources are relative to it; default: the manifests folder's grandparent
+    repo_root: Path | None = None  # local sources are relative to it; default: the repository holding the manifests
     taxonomy_path: Path | None = None
     seed: int = 0
     jobs: int = 1
@@ -79,7 +79,7 @@ def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | N
     report.manifest_errors = [str(p) for p in validation.problems]
     good = [p for p in paths if p not in validation.invalid_files]
 
-    repo_root = config.repo_root or manifests_dir.resolve().parent.parent
+    repo_root = config.repo_root or repository_root(manifests_dir)
     lock = LockFile(config.lock_path or manifests_dir.parent / "manifests.lock")
     session = PoliteSession()
 

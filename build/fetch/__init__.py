@@ -10,11 +10,12 @@ Public names:
     FetchResult, FetchedFile, CompletionRecord, FetchError, ExtractLimits, extract_archive
 """
 from mmbu.build.fetch.archives import ExtractLimits, extract_archive
-from mmbu.build.fetch.fetcher import fetch_all, fetch_dataset, is_complete, write_report
+from mmbu.build.fetch.fetcher import fetch_all, fetch_dataset, is_complete, repository_root, write_report
 from mmbu.build.fetch.lockfile import LockError, LockFile
 from mmbu.build.fetch.model import COMPLETION_RECORD, CompletionRecord, FetchedFile, FetchError, FetchResult
 
 __all__ = [
     "COMPLETION_RECORD", "CompletionRecord", "ExtractLimits", "FetchError", "FetchResult", "FetchedFile",
-    "LockError", "LockFile", "extract_archive", "fetch_all", "fetch_dataset", "is_complete", "write_report",
+    "LockError", "LockFile", "extract_archive", "fetch_all", "fetch_dataset", "is_complete", "repository_root",
+    "write_report",
 ]

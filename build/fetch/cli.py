@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from mmbu.build.fetch.fetcher import fetch_all, write_report
+from mmbu.build.fetch.fetcher import fetch_all, repository_root, write_report
 from mmbu.build.fetch.lockfile import LockError, LockFile
 from mmbu.build.fetch.model import FetchResult
 from mmbu.build.fetch.progress import RichFetchProgress
@@ -28,14 +28,6 @@ def _manifest_paths(manifests: Path) -> list[Path]:
     except OSError as exc:
         raise InvalidInput(f"--manifests {manifests}: cannot read the directory ({exc.strerror})") from None
     return paths
-
-
-def _repo_root(start: Path) -> Path:
-    """The repository that holds the manifests (local sources are relative to it)."""
-    for folder in [start.resolve(), *start.resolve().parents]:
-        if (folder / "pyproject.toml").exists() or (folder / ".git").exists():
-            return folder
-    return Path.cwd()
 
 
 def _describe(result: FetchResult) -> str:
@@ -98,7 +90,7 @@ def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path 
             progress.dataset_done()
 
         results = fetch_all(paths, data_dir, mirror=mirror, lock=lock, session=session,
-                            repo_root=_repo_root(manifests), progress=progress, on_result=on_result)
+                            repo_root=repository_root(manifests), progress=progress, on_result=on_result)
     write_report(results, report_path)
     failed = [r for r in results if r.status == "error"]
     console.print(f"{len(results) - len(failed)} of {len(results)} datasets ready in {data_dir / 'raw'}; "

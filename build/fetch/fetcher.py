@@ -42,6 +42,14 @@ def source_identity(manifest: DatasetManifest) -> dict:
     return manifest.source.model_dump(mode="json", exclude_none=True)
 
 
+def repository_root(start: Path) -> Path:
+    """The repository that holds the manifests (local sources are relative to it)."""
+    for folder in [start.resolve(), *start.resolve().parents]:
+        if (folder / "pyproject.toml").exists() or (folder / ".git").exists():
+            return folder
+    return Path.cwd()
+
+
 def read_completion(raw_dir: Path) -> CompletionRecord | None:
     try:
         return CompletionRecord.model_validate_json((raw_dir / COMPLETION_RECORD).read_text(encoding="utf-8"))

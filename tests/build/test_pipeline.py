@@ -265,3 +265,14 @@ def test_a_no_op_rebuild_reports_the_same_rows_per_task(built):
     counts = {o.dataset_id: o.rows_per_task for o in again.datasets}
     assert counts == {o.dataset_id: o.rows_per_task for o in first.datasets}
     assert counts["cells"] == {"ungrounded_classification": 8}
+
+
+def test_local_sources_resolve_from_the_repository_root_wherever_the_manifests_are(tmp_path):
+    manifests = make_repo(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n", encoding="utf-8")
+    drafts = tmp_path / "manifests" / "reviews" / "drafts"  # where round-3 drafts live
+    drafts.mkdir(parents=True)
+    (manifests / "cells.yaml").rename(drafts / "cells.yaml")
+    report = run_build(BuildConfig(manifests_dir=drafts, data_dir=tmp_path / "data"))
+    assert report.exit_code == 0, report.failed
+    assert report.release_rows == {"ungrounded_classification": 8}
