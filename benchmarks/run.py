@@ -121,7 +121,8 @@ def summary_table(outcomes: list[Outcome]) -> Table:
 def main(argv: list[str] | None = None) -> int:
     available = discover()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", metavar="NAME", help=f"benchmarks to run (default: all: {', '.join(available)})")
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"benchmarks to run (default: all: {', '.join(available)})")
     parser.add_argument("--full", action="store_true", help="each benchmark's own defaults instead of quick options")
     parser.add_argument("--write-results", action="store_true",
                         help="pass --write-results to the benchmarks that accept it (updates RESULTS.md)")

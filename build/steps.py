@@ -108,8 +108,8 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     code = toolkit_version()
 
     # layout: which samples the fetched files hold
-    layout_key = hash_json([code, STEPS_FORMAT, manifest.model_dump(include={"id", "layout", "labels", "tasks", "convert"}),
-                            raw_identity])
+    layout_spec = manifest.model_dump(include={"id", "layout", "labels", "tasks", "convert"})
+    layout_key = hash_json([code, STEPS_FORMAT, layout_spec, raw_identity])
     samples_path, layout_exclusions_path = work / "samples.json", work / "layout-exclusions.json"
     if state.is_fresh("layout", layout_key):
         outcome.skipped.append("layout")
