@@ -122,7 +122,7 @@ def largest_first(manifest_paths: list[Path], lock: LockFile) -> list[Path]:
     """Datasets by the bytes pinned in the lock, largest first, so that the longest job does not start last
     and leave one worker alone at the end (unpinned datasets keep their order, after the pinned ones)."""
     def pinned_bytes(path: Path) -> int:
-        entry = lock.document.datasets.get(path.stem)
+        entry = lock.document.datasets.get(path.stem)  # validation makes every manifest's id its file stem
         return sum(pin.size for pin in entry.files.values()) if entry else 0
 
     return sorted(manifest_paths, key=pinned_bytes, reverse=True)
