@@ -19,7 +19,7 @@ from mmbu.build.executors import ExecutorName, run_all
 from mmbu.build.fetch import FetchResult, LockFile, fetch_all, repository_root
 from mmbu.build.layouts import EXCLUSION_COLUMNS
 from mmbu.build.steps import DatasetJob, DatasetOutcome, cached_taxonomy, process_dataset, toolkit_version
-from mmbu.curation.manifest import DatasetManifest, load_manifest
+from mmbu.curation.manifest import load_manifest
 from mmbu.curation.http import PoliteSession, write_text_atomic
 from mmbu.curation.manifest.validate import validate_files
 
@@ -173,12 +173,11 @@ def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy
     built = [o for o in report.datasets if o.ok and o.rows_path]
     exclusions = _dataset_exclusions(report)
     report.exclusions = len(exclusions)
-    manifests = {o.dataset_id: load_manifest(o.manifest_path) for o in built}
     inputs_hash = hash_json({
         "toolkit": toolkit_version(), "version": config.release_version, "seed": config.seed,
         "taxonomy": taxonomy_hash,
         "rows": {o.dataset_id: hash_file(Path(o.rows_path)) for o in built},
-        "manifests": {d: hash_json(m.model_dump(mode="json")) for d, m in manifests.items()},
+        "manifests": {o.dataset_id: o.manifest_hash for o in built},  # hashed by the worker that parsed it
         "exclusions": exclusions.fillna("").to_dict(orient="records"),
     })
     info_path = config.release_dir / "build_info.json"
@@ -198,7 +197,8 @@ def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy
         seed=config.seed, taxonomy_hash=taxonomy_hash, manifest_paths=[o.manifest_path for o in built],
         extra={"inputs_hash": inputs_hash, "toolkit_version": toolkit_version(), "jobs": config.jobs,
                "executor": config.executor})
-    summary = write_release(group_by_task(frames), config.release_dir, list(manifests.values()), build_info,
+    manifests = [load_manifest(o.manifest_path) for o in built]
+    summary = write_release(group_by_task(frames), config.release_dir, manifests, build_info,
                             exclusions=exclusions, version=config.release_version)
     report.release_written = True
     report.release_rows = dict(summary.rows)

@@ -73,6 +73,7 @@ class DatasetOutcome:
     lint_report: str = ""
     started_at: float = 0.0  # epoch seconds; with `seconds`, shows how busy the workers were (build-report.json)
     seconds: float = 0.0
+    manifest_hash: str = ""  # of the parsed manifest, so the release check need not parse it again
 
 
 @lru_cache(maxsize=4)
@@ -86,7 +87,7 @@ def process_dataset(job: DatasetJob) -> DatasetOutcome:
     started = time.perf_counter()
     manifest = load_manifest(job.manifest_path)
     outcome = DatasetOutcome(dataset_id=manifest.id, manifest_path=str(job.manifest_path), ok=False,
-                             started_at=time.time())
+                             started_at=time.time(), manifest_hash=hash_json(manifest.model_dump(mode="json")))
     try:
         _process(job, manifest, outcome)
         outcome.ok = True

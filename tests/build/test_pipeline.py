@@ -276,3 +276,16 @@ def test_local_sources_resolve_from_the_repository_root_wherever_the_manifests_a
     report = run_build(BuildConfig(manifests_dir=drafts, data_dir=tmp_path / "data"))
     assert report.exit_code == 0, report.failed
     assert report.release_rows == {"ungrounded_classification": 8}
+
+
+def test_a_manifest_edit_that_leaves_the_rows_alone_still_rewrites_the_release(tmp_path):
+    manifests = make_repo(tmp_path)
+    run_build(config_for(tmp_path))
+    path = manifests / "cells.yaml"
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    document["citation"] = "a corrected citation"  # shown on the dataset card only
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    report = run_build(config_for(tmp_path))
+    assert report.release_written
+    assert "a corrected citation" in (tmp_path / "data" / "release" / "README.md").read_text(encoding="utf-8")
+    assert not run_build(config_for(tmp_path)).release_written
