@@ -74,6 +74,7 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()  # also when no config has rows: the card, exclusions and checksums still get written
     summary = ReleaseSummary(path=out_dir)
     try:
         kept = _write_configs(rows_by_task, staging, max_shard_bytes, summary)

@@ -289,3 +289,18 @@ def test_a_manifest_edit_that_leaves_the_rows_alone_still_rewrites_the_release(t
     assert report.release_written
     assert "a corrected citation" in (tmp_path / "data" / "release" / "README.md").read_text(encoding="utf-8")
     assert not run_build(config_for(tmp_path)).release_written
+
+
+def test_a_build_where_every_dataset_fails_still_writes_the_exclusions(tmp_path):
+    manifests = tmp_path / "manifests" / "datasets"
+    manifests.mkdir(parents=True)
+    write_manifest(manifests, "missing", source={"kind": "local", "path": "src/nowhere"},
+                   tasks=["ungrounded_classification"], layout={"kind": "folder_per_class"}, metadata=BLOOD,
+                   labels=CELL_CLASSES, questions={"options_name": "blood cell type", "n_options": 5})
+    report = run_build(config_for(tmp_path))
+    assert report.exit_code == 1
+    assert report.release_rows == {}
+    release = tmp_path / "data" / "release"
+    assert "missing" in (release / "exclusions.csv").read_text(encoding="utf-8")
+    assert not verify_sha256sums(release)
+    assert not list(release.glob("data/*"))  # no empty shard that load_dataset would choke on
