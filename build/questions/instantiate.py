@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -69,7 +70,7 @@ def mentions_any(text: str, words: list[str]) -> str | None:
     return None
 
 
-def _values(row: pd.Series, manifest: DatasetManifest, target: str | None,
+def _values(row: Mapping[str, object], manifest: DatasetManifest, target: str | None,
             leaking: list[str]) -> dict[str, str | None]:
     """Placeholder values of one row. For classification, a context value that names one of the
     dataset's labels is withheld (e.g. anatomy "abdomen" when the labels are body regions), so the
@@ -110,11 +111,11 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
     out: list[dict[str, object]] = []
     exclusions: list[Exclusion] = []
 
-    def drop(row: pd.Series, reason: str) -> None:
+    def drop(row: Mapping[str, object], reason: str) -> None:
         exclusions.append(Exclusion(dataset_id=manifest.id, sample_id=row["sample_id"],
                                     item=str(row.get("source_path")), stage="questions", reason=reason))
 
-    for _, row in rows.iterrows():
+    for row in rows.to_dict(orient="records"):  # plain dicts: iterrows builds a Series per row
         rng = rng_for(row["sample_id"], seed)
         raw = row["target"] if row["task"] == "object_detection" else row["label"]
         spec = manifest.label_spec(raw)

@@ -54,8 +54,14 @@ class WordingLint:
         if listed:
             alternation = "|".join(re.escape(abbreviation) for abbreviation in listed)
             self.patterns.append(("abbreviation", re.compile(rf"(?<![\w&])(?:{alternation})(?![\w&])")))
+        self._seen: dict[str, list[Hit]] = {}  # a dataset's questions repeat: lint each distinct text once
 
     def hits(self, text: str) -> list[Hit]:
+        if text not in self._seen:
+            self._seen[text] = self._scan(text)
+        return list(self._seen[text])
+
+    def _scan(self, text: str) -> list[Hit]:
         found: dict[str, Hit] = {}
         for category, pattern in self.patterns:
             for match in pattern.finditer(text):
