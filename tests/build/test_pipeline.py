@@ -304,3 +304,59 @@ def test_a_build_where_every_dataset_fails_still_writes_the_exclusions(tmp_path)
     assert "missing" in (release / "exclusions.csv").read_text(encoding="utf-8")
     assert not verify_sha256sums(release)
     assert not list(release.glob("data/*"))  # no empty shard that load_dataset would choke on
+
+
+def test_every_bad_input_class_is_named_with_dataset_sample_and_reason(tmp_path):
+    manifests = tmp_path / "manifests" / "datasets"
+    manifests.mkdir(parents=True)
+    rng = np.random.default_rng(1)
+
+    def png(path: Path, shape=(24, 32)) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rng.integers(0, 255, shape, dtype=np.uint8)).save(path)
+
+    # a label table: one good row, one row whose image is missing, one with a stain outside the taxonomy
+    for name in ("ok1", "ok2"):
+        png(tmp_path / "src" / "table" / f"{name}.png")
+    (tmp_path / "src" / "table" / "labels.csv").write_text(
+        "image,label,stain\nok1.png,lym,Giemsa\ngone.png,neu,Giemsa\nok2.png,mon,Purple Magic\n", encoding="utf-8")
+    write_manifest(manifests, "table", source={"kind": "local", "path": "src/table"},
+                   tasks=["ungrounded_classification"], metadata=BLOOD, labels=CELL_CLASSES,
+                   layout={"kind": "label_table", "table": "labels.csv", "image_column": "image",
+                           "label_column": "label", "metadata_columns": {"stain": "stain"}},
+                   questions={"options_name": "blood cell type", "n_options": 5})
+    # image/mask pairs: one mask of the wrong size
+    png(tmp_path / "src" / "pairs" / "images" / "a.png", (64, 80))
+    mask = np.zeros((32, 40), np.uint8)
+    mask[4:10, 4:10] = 1
+    (tmp_path / "src" / "pairs" / "masks").mkdir()
+    Image.fromarray(mask).save(tmp_path / "src" / "pairs" / "masks" / "a.png")
+    write_manifest(manifests, "pairs", source={"kind": "local", "path": "src/pairs"},
+                   tasks=["mask_grounded_classification"], metadata=NUCLEI, labels={"nuc": "interphase nucleus"},
+                   layout={"kind": "image_mask_pairs", "images": "images/*.png", "masks": "masks/*.png",
+                           "mask_values": {1: "nuc"}},
+                   questions={"options_name": "nuclear appearance", "n_options": 2})
+    # questions whose wording the lint rejects (a malignancy word in the question noun)
+    for raw in ("lym", "neu"):
+        png(tmp_path / "src" / "lint" / raw / "x.png")
+    write_manifest(manifests, "lint", source={"kind": "local", "path": "src/lint"},
+                   tasks=["ungrounded_classification"], layout={"kind": "folder_per_class"}, metadata=BLOOD,
+                   labels={"lym": "lymphocyte", "neu": "neutrophil"},
+                   questions={"options_name": "tumour cell type", "n_options": 3})
+
+    report = run_build(config_for(tmp_path))
+    assert report.exit_code == 1
+    found = {(o.dataset_id, e["stage"], e["item"], e["reason"]) for o in report.datasets for e in o.exclusions}
+
+    def named(dataset: str, stage: str, *words: str) -> bool:
+        return any(d == dataset and s == stage and all(w in f"{item} {reason}" for w in words)
+                   for d, s, item, reason in found)
+
+    assert named("table", "layout", "gone.png")  # a label without its image
+    assert named("table", "metadata", "Purple Magic")  # a per-sample value outside the taxonomy
+    assert named("pairs", "layout", "a.png", "40x32")  # a mask of the wrong size
+    assert named("lint", "lint", "tumour")  # a question that fails the wording lint
+    assert all(e["sample_id"] for o in report.datasets if o.dataset_id == "lint" for e in o.exclusions)
+    assert report.release_rows == {"ungrounded_classification": 1}  # ok1 is built; the rest is reported
+    exclusions = (tmp_path / "data" / "release" / "exclusions.csv").read_text(encoding="utf-8")
+    assert "Purple Magic" in exclusions and "gone.png" in exclusions and "tumour" in exclusions
