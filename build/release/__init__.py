@@ -2,8 +2,8 @@
 croissant.json, SHA256SUMS, build_info.json, exclusions.csv and statistics.
 
 Public face:
-    write_release(rows_by_task, out_dir, manifests, build_info, *, exclusions=(), version, max_shard_bytes)
-        -> ReleaseSummary
+    write_release(rows_by_task, out_dir, manifests, build_info, *, exclusions=(), version, max_shard_bytes,
+                  max_row_group_bytes) -> ReleaseSummary
     collect_build_info(seed=, taxonomy_hash=, manifest_paths=, question_version=, extra=) -> dict
     group_by_task(frames) -> {task: DataFrame}
     verify_sha256sums(release_dir) -> [problems]
@@ -12,11 +12,11 @@ Public face:
 from mmbu.build.release.build_info import collect_build_info, package_versions
 from mmbu.build.release.checksums import verify_sha256sums, write_sha256sums
 from mmbu.build.release.features import CONFIGS, CONTRACT_COLUMNS, RELEASE_COLUMNS, SPLIT, release_features
-from mmbu.build.release.rows import ReleaseInputError, group_by_task, release_records
+from mmbu.build.release.rows import ReleaseInputError, group_by_task, plan_release
 from mmbu.build.release.writer import ReleaseSummary, write_release
 
 __all__ = [
     "CONFIGS", "CONTRACT_COLUMNS", "RELEASE_COLUMNS", "SPLIT", "ReleaseInputError", "ReleaseSummary",
-    "collect_build_info", "group_by_task", "package_versions", "release_features", "release_records",
+    "collect_build_info", "group_by_task", "package_versions", "release_features", "plan_release",
     "verify_sha256sums", "write_release", "write_sha256sums",
 ]

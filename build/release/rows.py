@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,38 +85,97 @@ def _int_boxes(boxes: object) -> list[list[int]] | None:
     return [[int(round(float(v))) for v in box] for box in boxes]
 
 
-def release_records(rows: pd.DataFrame) -> tuple[list[dict], list[Exclusion]]:
-    """Records with `RELEASE_COLUMNS`, sorted by sample id (so shard content is rebuild-stable).
+def row_bytes(row: dict) -> int:
+    """A row's weight for sharding: its image and mask bytes plus its text (an upper bound on the PNG part)."""
+    size = 0
+    for value in row.values():
+        if isinstance(value, PngRef):
+            size += value.size
+        elif isinstance(value, dict) and value.get("bytes"):
+            size += len(value["bytes"])
+        elif isinstance(value, str):
+            size += len(value.encode("utf-8"))
+        elif isinstance(value, list):
+            size += sum(len(str(v)) for v in value)
+        else:
+            size += 8
+    return size
 
-    `image`/`mask` hold `PngRef`s (checked to be PNGs, not yet read); `materialise` reads them.
+
+def _release_record(row: dict) -> dict:
+    """One row as a release record with `PngRef`s (checked to be PNGs, not yet read); ValueError if unusable."""
+    image_key = row.get("image_sample_id") or row["sample_id"]
+    image = png_ref(row["image"], f"{row['dataset_id']}/{image_key}.png", "image")
+    mask = None if _absent(row.get("mask")) else png_ref(
+        row["mask"], f"{row['dataset_id']}/{row['sample_id']}_mask.png", "mask")
+    record = {column: None if _absent(row.get(column)) else row.get(column) for column in RELEASE_COLUMNS}
+    record["image"], record["mask"] = image, mask
+    record["boxes"] = _int_boxes(row.get("boxes"))
+    record["options"] = [str(o) for o in row["options"]]
+    aliases = row.get("answer_aliases")  # a list, or a numpy array after a Parquet round trip
+    record["answer_aliases"] = [] if _absent(aliases) else [str(a) for a in aliases]
+    for column, kind in (("image_width", int), ("image_height", int),
+                         ("objective_power", float), ("microns_per_pixel", float)):
+        record[column] = None if record[column] is None else kind(record[column])
+    return record
+
+
+ROWS_PER_CHUNK = 1024  # rows turned into dicts at a time: bounds the per-row Python objects alive at once
+
+
+@dataclass
+class ReleasePlan:
+    """One config's usable rows in release order, without their records held in memory.
+
+    Checking every row first gives the shard count (shard names say "-of-N") and the exclusions
+    before a byte is written; `records()` then rebuilds the records chunk by chunk while the shards
+    are written, so memory holds a few ints per row rather than a dict per row.
     """
+
+    rows: pd.DataFrame
+    positions: np.ndarray  # row positions in `rows`, in release order, of the usable rows
+    weights: list[int]  # `row_bytes` of each usable row's record
+    counted: pd.DataFrame  # dataset_id, modality, sub_modality, image of each usable row (card and statistics)
+    exclusions: list[Exclusion]
+
+    def records(self) -> Iterator[dict]:
+        for start in range(0, len(self.positions), ROWS_PER_CHUNK):
+            chunk = self.rows.iloc[self.positions[start:start + ROWS_PER_CHUNK]]
+            yield from (_release_record(row) for row in chunk.to_dict(orient="records"))
+
+
+def _release_order(rows: pd.DataFrame) -> np.ndarray:
+    """Row positions sorted by sample id, the same permutation as `rows.sort_values("sample_id")`
+    (so shard content is rebuild-stable) without copying every column."""
+    return rows[["sample_id"]].reset_index(drop=True).sort_values("sample_id").index.to_numpy()
+
+
+def plan_release(rows: pd.DataFrame) -> ReleasePlan:
+    """Check every row of one config (PNG headers, contract columns); unusable rows become exclusions."""
     absent = [c for c in REQUIRED if c not in rows.columns]
     if absent:
         raise ReleaseInputError(f"release rows lack the column(s) {', '.join(absent)}")
-    records: list[dict] = []
+    order = _release_order(rows)
+    kept: list[int] = []
+    weights: list[int] = []
+    counted: list[tuple[str, object, object, str]] = []
     exclusions: list[Exclusion] = []
-    for row in rows.sort_values("sample_id").to_dict(orient="records"):
-        image_key = row.get("image_sample_id") or row["sample_id"]
-        try:
-            image = png_ref(row["image"], f"{row['dataset_id']}/{image_key}.png", "image")
-            mask = None if _absent(row.get("mask")) else png_ref(
-                row["mask"], f"{row['dataset_id']}/{row['sample_id']}_mask.png", "mask")
-        except ValueError as exc:
-            exclusions.append(Exclusion(dataset_id=row["dataset_id"], sample_id=row["sample_id"],
-                                        item=str(row.get("source_path") or row["sample_id"]), stage="release",
-                                        reason=str(exc)))
-            continue
-        record = {column: None if _absent(row.get(column)) else row.get(column) for column in RELEASE_COLUMNS}
-        record["image"], record["mask"] = image, mask
-        record["boxes"] = _int_boxes(row.get("boxes"))
-        record["options"] = [str(o) for o in row["options"]]
-        aliases = row.get("answer_aliases")  # a list, or a numpy array after a Parquet round trip
-        record["answer_aliases"] = [] if _absent(aliases) else [str(a) for a in aliases]
-        for column, kind in (("image_width", int), ("image_height", int),
-                             ("objective_power", float), ("microns_per_pixel", float)):
-            record[column] = None if record[column] is None else kind(record[column])
-        records.append(record)
-    return records, exclusions
+    for start in range(0, len(order), ROWS_PER_CHUNK):
+        positions = order[start:start + ROWS_PER_CHUNK]
+        for position, row in zip(positions, rows.iloc[positions].to_dict(orient="records")):
+            try:
+                record = _release_record(row)
+            except ValueError as exc:
+                exclusions.append(Exclusion(dataset_id=row["dataset_id"], sample_id=row["sample_id"],
+                                            item=str(row.get("source_path") or row["sample_id"]), stage="release",
+                                            reason=str(exc)))
+                continue
+            kept.append(int(position))
+            weights.append(row_bytes(record))
+            counted.append((record["dataset_id"], record["modality"], record["sub_modality"], record["image"].path))
+    return ReleasePlan(rows=rows, positions=np.asarray(kept, dtype=np.int64), weights=weights,
+                       counted=pd.DataFrame(counted, columns=["dataset_id", "modality", "sub_modality", "image"]),
+                       exclusions=exclusions)
 
 
 def group_by_task(frames: Iterable[pd.DataFrame]) -> dict[str, pd.DataFrame]:

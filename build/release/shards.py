@@ -2,49 +2,32 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mmbu.build.release.features import SPLIT, release_features
-from mmbu.build.release.rows import PngRef, materialise
+from mmbu.build.release.rows import materialise
 
 MAX_SHARD_BYTES = 500 * 1000 * 1000  # datasets.config.MAX_SHARD_SIZE ("500MB")
 MAX_ROW_GROUP_BYTES = 100 * 1000 * 1000  # datasets.config.MAX_ROW_GROUP_SIZE ("100MB")
 
 
-def row_bytes(row: dict) -> int:
-    """A row's weight for sharding: its image and mask bytes plus its text (an upper bound on the PNG part)."""
-    size = 0
-    for value in row.values():
-        if isinstance(value, PngRef):
-            size += value.size
-        elif isinstance(value, dict) and value.get("bytes"):
-            size += len(value["bytes"])
-        elif isinstance(value, str):
-            size += len(value.encode("utf-8"))
-        elif isinstance(value, list):
-            size += sum(len(str(v)) for v in value)
-        else:
-            size += 8
-    return size
-
-
-def plan_shards(rows: Sequence[dict], max_shard_bytes: int = MAX_SHARD_BYTES) -> list[list[dict]]:
-    """Consecutive groups of rows whose weight stays under the limit (a single huge row gets its own shard)."""
-    shards: list[list[dict]] = [[]]
+def plan_groups(weights: Sequence[int], limit: int) -> list[int]:
+    """Lengths of consecutive groups whose weight stays under `limit` (a single heavy row gets its own)."""
+    lengths: list[int] = []
     weight = 0
-    for row in rows:
-        size = row_bytes(row)
-        if shards[-1] and weight + size > max_shard_bytes:
-            shards.append([])
+    for size in weights:
+        if not lengths or weight + size > limit:
+            lengths.append(0)
             weight = 0
-        shards[-1].append(row)
+        lengths[-1] += 1
         weight += size
-    return [shard for shard in shards if shard]
+    return lengths
 
 
 # PNG bytes are compressed already and never repeat: compressing them, dictionary-encoding them or
@@ -72,23 +55,30 @@ def shard_name(index: int, count: int) -> str:
     return f"{SPLIT}-{index:05d}-of-{count:05d}.parquet"
 
 
-def write_shards(rows: Sequence[dict], config_dir: Path, max_shard_bytes: int = MAX_SHARD_BYTES) -> list[Path]:
-    """Write one config's rows (already in release order) as shards; each file is written temp + replace.
+def write_shards(records: Iterable[dict], weights: Sequence[int], config_dir: Path,
+                 max_shard_bytes: int = MAX_SHARD_BYTES, max_row_group_bytes: int = MAX_ROW_GROUP_BYTES) -> list[Path]:
+    """Write one config's records (in release order, one `row_bytes` weight each) as shards; each
+    file is written temp + replace.
 
-    Images are read one row group (≤ 100 MB) at a time, so memory stays near one row group's PNGs
-    however large the release.
+    `records` is consumed one row group (≤ `max_row_group_bytes`) at a time and only that group's
+    images are read, so memory stays near one row group's PNGs however many rows there are.
     """
     schema = release_features().arrow_schema
-    shards = plan_shards(rows, max_shard_bytes)
+    options = writer_options()
+    records = iter(records)
+    shard_lengths = plan_groups(weights, max_shard_bytes)
     config_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for index, shard in enumerate(shards):
-        path = config_dir / shard_name(index, len(shards))
+    first = 0
+    for index, length in enumerate(shard_lengths):
+        path = config_dir / shard_name(index, len(shard_lengths))
         temp = path.with_name(f".{path.name}.tmp")
-        with pq.ParquetWriter(temp, schema, **writer_options()) as writer:
-            for group in plan_shards(shard, MAX_ROW_GROUP_BYTES):
-                writer.write_table(pa.Table.from_pylist([materialise(record) for record in group], schema=schema),
-                                   row_group_size=len(group))
+        with pq.ParquetWriter(temp, schema, **options) as writer:
+            for group_length in plan_groups(weights[first:first + length], max_row_group_bytes):
+                group = [materialise(record) for record in islice(records, group_length)]
+                writer.write_table(pa.Table.from_pylist(group, schema=schema), row_group_size=group_length)
+                del group  # the group's PNG bytes go before the next group is read
         os.replace(temp, path)
         paths.append(path)
+        first += length
     return paths

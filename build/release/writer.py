@@ -21,8 +21,8 @@ from mmbu.build.release.card import render_card, render_license
 from mmbu.build.release.checksums import file_sha256, write_sha256sums
 from mmbu.build.release.croissant import build_croissant
 from mmbu.build.release.features import CONFIGS
-from mmbu.build.release.rows import release_records
-from mmbu.build.release.shards import MAX_SHARD_BYTES, write_shards
+from mmbu.build.release.rows import plan_release
+from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, write_shards
 from mmbu.build.release.stats import write_statistics
 from mmbu.curation.manifest import DatasetManifest
 
@@ -57,7 +57,8 @@ def _write_json(path: Path, document: object) -> None:
 def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
                   manifests: Sequence[DatasetManifest], build_info: Mapping[str, object], *,
                   exclusions: Iterable[Exclusion] | pd.DataFrame = (), version: str = "0.1.0",
-                  max_shard_bytes: int = MAX_SHARD_BYTES, homepage: str | None = None) -> ReleaseSummary:
+                  max_shard_bytes: int = MAX_SHARD_BYTES, max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
+                  homepage: str | None = None) -> ReleaseSummary:
     """Write `<out_dir>/` with data shards, README.md card, LICENSE, croissant.json, build_info.json,
     exclusions.csv, stats/ and SHA256SUMS, replacing any previous release only once all is written.
 
@@ -77,7 +78,7 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
     staging.mkdir()  # also when no config has rows: the card, exclusions and checksums still get written
     summary = ReleaseSummary(path=out_dir)
     try:
-        kept = _write_configs(rows_by_task, staging, max_shard_bytes, summary)
+        kept = _write_configs(rows_by_task, staging, max_shard_bytes, max_row_group_bytes, summary)
         all_exclusions = _exclusion_frame(
             pd.concat([_exclusion_frame(exclusions), _exclusion_frame(summary.exclusions)], ignore_index=True))
         all_exclusions.to_csv(staging / "exclusions.csv", index=False, quoting=csv.QUOTE_MINIMAL)
@@ -104,23 +105,22 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
 
 
 def _write_configs(rows_by_task: Mapping[str, pd.DataFrame], staging: Path, max_shard_bytes: int,
-                   summary: ReleaseSummary) -> dict[str, pd.DataFrame]:
-    """Shards of every config with rows; returns per config the written rows' dataset, modality,
-    sub-modality and image (what the card and the statistics count)."""
+                   max_row_group_bytes: int, summary: ReleaseSummary) -> dict[str, pd.DataFrame]:
+    """Shards of every config with rows, streamed row group by row group; returns per config the
+    written rows' dataset, modality, sub-modality and image (what the card and the statistics count)."""
     kept: dict[str, pd.DataFrame] = {}
     for config in CONFIGS:
         frame = rows_by_task.get(config)
         if frame is None or frame.empty:
             continue
-        records, dropped = release_records(frame)
-        summary.exclusions.extend(dropped)
-        if not records:
+        plan = plan_release(frame)
+        summary.exclusions.extend(plan.exclusions)
+        if not plan.weights:
             continue
-        summary.shards[config] = write_shards(records, staging / "data" / config, max_shard_bytes)
-        summary.rows[config] = len(records)
-        kept[config] = pd.DataFrame([{"dataset_id": r["dataset_id"], "modality": r["modality"],
-                                      "sub_modality": r["sub_modality"], "image": r["image"].path}
-                                     for r in records])
+        summary.shards[config] = write_shards(plan.records(), plan.weights, staging / "data" / config,
+                                              max_shard_bytes, max_row_group_bytes)
+        summary.rows[config] = len(plan.weights)
+        kept[config] = plan.counted
     return kept
 
 
