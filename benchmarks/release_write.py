@@ -1,13 +1,15 @@
 """Release writing vs Hugging Face `datasets` writing the same rows to Parquet.
 
-    .venv/bin/python -m benchmarks.release_write [--images 400] [--size 512] [--runs 3]
+    .venv/bin/python -m benchmarks.release_write [--images 400] [--size 512] [--runs 3] [--baseline-ref REF]
 
 Each tool runs in its own child process (fresh interpreter, so peak RSS is its own): ours is
 `mmbu.build.release.write_release` (shards, card, croissant, checksums, stats); the peer is
 `datasets.Dataset.from_generator(features=...)` + `Dataset.to_parquet`, which embeds the same PNGs
 in the same `Image` feature but writes one Parquet file and nothing else. Inputs are noise PNGs
 (incompressible, so the byte volume is what it says). Reported: median wall time, peak RSS, output
-size, and our/peer ratios.
+size, and our/peer ratios. `--baseline-ref` adds a third tool: our writer as of a git commit
+(its `build/release/` extracted with `git archive` and put first on `mmbu.build`'s package path),
+to compare the current writer with an earlier one on the same inputs.
 """
 from __future__ import annotations
 
@@ -25,9 +27,12 @@ import json, sys, time
 from pathlib import Path
 import pandas as pd
 tool, inputs, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+if tool.startswith("mmbu@"):  # an earlier writer: its release package shadows the installed one
+    import mmbu.build
+    mmbu.build.__path__.insert(0, str(inputs / tool))
 rows = pd.read_json(inputs / "rows.json")
 start = time.perf_counter()
-if tool == "mmbu":
+if tool.startswith("mmbu"):
     from mmbu.build.release import write_release
     from mmbu.curation.manifest import DatasetManifest
     manifest = DatasetManifest.model_validate(json.loads((inputs / "manifest.json").read_text()))
@@ -91,18 +96,32 @@ def run_tool(tool: str, inputs: Path, out: Path) -> tuple[float, float, int]:
     return measured["seconds"], measured["peak_mib"], written
 
 
+def extract_writer(ref: str, inputs: Path) -> str:
+    """`build/release/` as of git `ref` into `inputs/mmbu@REF/release`; returns the tool name."""
+    tool = f"mmbu@{ref}"
+    target = inputs / tool
+    target.mkdir()
+    repo = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(["git", "-C", str(repo), "archive", ref, "build/release"], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target), "--strip-components=1"], input=archive, check=True)
+    return tool
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=400)
     parser.add_argument("--size", type=int, default=512)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--baseline-ref", help="also run the release writer as of this git commit")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         inputs = Path(scratch) / "inputs"
         inputs.mkdir()
         total = make_inputs(inputs, args.images, args.size)
         results = {}
-        for tool in ("mmbu", "datasets"):
+        tools = ["mmbu", "datasets"] + ([extract_writer(args.baseline_ref, inputs)] if args.baseline_ref else [])
+        for tool in tools:
             runs = [run_tool(tool, inputs, Path(scratch) / f"{tool}-{k}") for k in range(args.runs)]
             results[tool] = (statistics.median(r[0] for r in runs), max(r[1] for r in runs), runs[0][2])
         print(f"{args.images} noise PNGs of {args.size}x{args.size} ({total / 2**20:.0f} MiB), median of {args.runs}")
@@ -112,6 +131,9 @@ def main() -> None:
             print(f"| {tool} | {seconds:.2f} | {total / 2**20 / seconds:.0f} | {peak:.0f} | {written / 2**20:.0f} |")
         ours, peer = results["mmbu"], results["datasets"]
         print(f"time ratio mmbu/datasets: {ours[0] / peer[0]:.2f}x; peak RSS ratio: {ours[1] / peer[1]:.2f}x")
+        if args.baseline_ref:
+            before = results[tools[-1]]
+            print(f"time ratio mmbu/{tools[-1]}: {ours[0] / before[0]:.2f}x; peak RSS ratio: {ours[1] / before[1]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -49,15 +49,20 @@ class PngRef:
         return {"bytes": self.load(), "path": self.path}
 
 
-def png_ref(value: object, path: str, what: str) -> PngRef:
+def png_ref(value: object, path: str, what: str, checked: bool = False) -> PngRef:
     """Check a path, raw bytes, HF `{bytes, path}` dict or (masks) boolean array holds a PNG; raise
-    ValueError with a readable sentence otherwise. Arrays are encoded now (binary masks are small)."""
+    ValueError with a readable sentence otherwise. Arrays are encoded now (binary masks are small).
+
+    `checked`: the file was checked moments ago (the writer's second pass), so it is neither opened
+    nor stat-ed again and `size` is 0; `PngRef.load` still refuses a file that stopped being a PNG."""
     if isinstance(value, dict):
         value = value.get("bytes") or value.get("path")
     if isinstance(value, np.ndarray):
         value = mask_png(value.astype(bool))
     if isinstance(value, (str, Path)):
         source = Path(value)
+        if checked:
+            return PngRef(source=source, path=path, size=0)
         try:
             with source.open("rb") as handle:
                 head = handle.read(len(PNG_MAGIC))
@@ -102,12 +107,12 @@ def row_bytes(row: dict) -> int:
     return size
 
 
-def _release_record(row: dict) -> dict:
+def _release_record(row: dict, checked: bool = False) -> dict:
     """One row as a release record with `PngRef`s (checked to be PNGs, not yet read); ValueError if unusable."""
     image_key = row.get("image_sample_id") or row["sample_id"]
-    image = png_ref(row["image"], f"{row['dataset_id']}/{image_key}.png", "image")
+    image = png_ref(row["image"], f"{row['dataset_id']}/{image_key}.png", "image", checked)
     mask = None if _absent(row.get("mask")) else png_ref(
-        row["mask"], f"{row['dataset_id']}/{row['sample_id']}_mask.png", "mask")
+        row["mask"], f"{row['dataset_id']}/{row['sample_id']}_mask.png", "mask", checked)
     record = {column: None if _absent(row.get(column)) else row.get(column) for column in RELEASE_COLUMNS}
     record["image"], record["mask"] = image, mask
     record["boxes"] = _int_boxes(row.get("boxes"))
@@ -141,7 +146,7 @@ class ReleasePlan:
     def records(self) -> Iterator[dict]:
         for start in range(0, len(self.positions), ROWS_PER_CHUNK):
             chunk = self.rows.iloc[self.positions[start:start + ROWS_PER_CHUNK]]
-            yield from (_release_record(row) for row in chunk.to_dict(orient="records"))
+            yield from (_release_record(row, checked=True) for row in chunk.to_dict(orient="records"))
 
 
 def _release_order(rows: pd.DataFrame) -> np.ndarray:

@@ -75,9 +75,10 @@ def write_shards(records: Iterable[dict], weights: Sequence[int], config_dir: Pa
         temp = path.with_name(f".{path.name}.tmp")
         with pq.ParquetWriter(temp, schema, **options) as writer:
             for group_length in plan_groups(weights[first:first + length], max_row_group_bytes):
-                group = [materialise(record) for record in islice(records, group_length)]
-                writer.write_table(pa.Table.from_pylist(group, schema=schema), row_group_size=group_length)
-                del group  # the group's PNG bytes go before the next group is read
+                table = pa.Table.from_pylist([materialise(record) for record in islice(records, group_length)],
+                                             schema=schema)  # the Python copies of the PNGs go once copied
+                writer.write_table(table, row_group_size=group_length)
+                del table  # before the next group is read
         os.replace(temp, path)
         paths.append(path)
         first += length
