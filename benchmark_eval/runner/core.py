@@ -157,6 +157,7 @@ class Runner:
         self._pending: set[asyncio.Task] = set()
         self._failure: BaseException | None = None
         self._batch_lock = asyncio.Lock()
+        self._closing = asyncio.Event()
         self._box_format = config.entry.box_format.model_dump(mode="json")
         self._fingerprint = model_fingerprint(config.entry)
 
@@ -201,8 +202,9 @@ class Runner:
         while True:
             batch = [await self._queue.get()]
             wait = WRITE_INTERVAL_S - (time.monotonic() - last_write)
-            if wait > 0 and batch[0] is not None:
-                await asyncio.sleep(wait)
+            if wait > 0 and batch[0] is not None and not self._closing.is_set():
+                with contextlib.suppress(TimeoutError):  # the end of the run cuts the wait short
+                    await asyncio.wait_for(self._closing.wait(), wait)
             while not self._queue.empty():
                 batch.append(self._queue.get_nowait())
             records = [r for r in batch if r is not None]
@@ -238,6 +240,7 @@ class Runner:
                 for task, table in tables.items():
                     await self._run_task(task, table, done)
             finally:
+                self._closing.set()
                 self._queue.put_nowait(None)
                 await writer_task
         return RunOutcome(self.expected, self.progress, truncated)
