@@ -250,36 +250,54 @@ class Runner:
         if not rows:
             return
         images = iter_images(self.config.release_dir, task, rows.keys())
-        slots = asyncio.Semaphore(self.config.concurrency)       # requests scheduled but not finished
+        batch: list[tuple[ModelRequest, dict[str, Any]]] = []
+        # `concurrency` askers each take the next ready request as soon as their answer is
+        # recorded, the way a bare client loop does (a task per request waiting for a freed slot
+        # sent the next request only after the whole burst of answers had been handled).
+        ready: asyncio.Queue[tuple[ModelRequest, dict[str, Any]] | None] = asyncio.Queue(self.config.concurrency)
+        askers = [] if self.backend.prefers_batches else \
+            [asyncio.create_task(self._asker(ready)) for _ in range(self.config.concurrency)]
+        try:
+            await self._produce(task, rows, images, done, ready, batch)
+            for _ in askers:
+                await ready.put(None)
+            await asyncio.gather(*askers)
+        finally:
+            for asker in askers:
+                asker.cancel()
+        self._raise_failure()
+        if batch:
+            await self._flush_batch(batch)
+
+    async def _produce(self, task: str, rows: dict[str, dict[str, Any]], images: Iterator[SampleImages],
+                       done: set[tuple[RecordKey, str]], ready: asyncio.Queue,
+                       batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
         prep = asyncio.Semaphore(4)                               # rows being prepared at once
         pending = self._pending
-        batch: list[tuple[ModelRequest, dict[str, Any]]] = []
         while True:
             item = await asyncio.to_thread(next, images, None)
             if item is None:
                 break
             await prep.acquire()
             self._raise_failure()
-            work = asyncio.create_task(self._row(task, rows[item.sample_id], item, done, slots, _Once(prep.release),
+            work = asyncio.create_task(self._row(task, rows[item.sample_id], item, done, ready, _Once(prep.release),
                                                  pending, batch))
             pending.add(work)
             work.add_done_callback(self._watch)
         while pending:
             await asyncio.gather(*list(pending))
         self._raise_failure()
-        if batch:
-            await self._flush_batch(batch)
 
     async def _row(self, task: str, row: dict[str, Any], images: SampleImages, done: set[tuple[RecordKey, str]],
-                   slots: asyncio.Semaphore, release_prep: _Once, pending: set[asyncio.Task],
+                   ready: asyncio.Queue, release_prep: _Once, pending: set[asyncio.Task],
                    batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
         try:
-            await self._ask_row(task, row, images, done, slots, release_prep, pending, batch)
+            await self._ask_row(task, row, images, done, ready, release_prep, pending, batch)
         finally:
             release_prep()
 
     async def _ask_row(self, task: str, row: dict[str, Any], images: SampleImages, done: set[tuple[RecordKey, str]],
-                       slots: asyncio.Semaphore, release_prep: _Once, pending: set[asyncio.Task],
+                       ready: asyncio.Queue, release_prep: _Once, pending: set[asyncio.Task],
                        batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
         entry, spec = self.config.entry, TASK_SPECS[task]
         sample_id = row["sample_id"]
@@ -346,10 +364,7 @@ class Runner:
             if self.backend.prefers_batches:
                 batch.append((request, base))
                 continue
-            await slots.acquire()
-            asked = asyncio.create_task(self._ask(request, base, slots))
-            pending.add(asked)
-            asked.add_done_callback(self._watch)
+            await ready.put((request, base))
         if self.backend.prefers_batches and len(batch) >= self.config.batch_size:
             await self._flush_batch(batch)
 
@@ -363,15 +378,17 @@ class Runner:
         if self._failure is not None:
             raise self._failure
 
-    async def _ask(self, request: ModelRequest, base: dict[str, Any], slots: asyncio.Semaphore) -> None:
-        try:
+    async def _asker(self, ready: asyncio.Queue) -> None:
+        while (item := await ready.get()) is not None:
+            request, base = item
             try:
-                answer: ChatResult | BackendError = await self.backend.generate(request)
-            except BackendError as exc:
-                answer = exc
-            self._emit(self._from_answer(answer, base))
-        finally:
-            slots.release()
+                try:
+                    answer: ChatResult | BackendError = await self.backend.generate(request)
+                except BackendError as exc:
+                    answer = exc
+                self._emit(self._from_answer(answer, base))
+            except Exception as exc:  # a bug, not a failed request: the producer stops the run with it
+                self._failure = self._failure or exc
 
     async def _flush_batch(self, batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
         # One batch at a time (in-process engines are not re-entrant); it takes all that has
