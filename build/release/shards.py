@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from itertools import islice
 from pathlib import Path
@@ -55,6 +55,25 @@ def shard_name(index: int, count: int) -> str:
     return f"{SPLIT}-{index:05d}-of-{count:05d}.parquet"
 
 
+ROWS_PER_BATCH = 1024  # records turned into Arrow at a time within a row group
+
+
+def _row_group_table(records: Iterator[dict], length: int, schema: pa.Schema) -> pa.Table:
+    """The next `length` records as one single-chunk Arrow table, converted ROWS_PER_BATCH at a time.
+
+    A 100 MB row group of small images can hold many thousand rows; Arrow keeps a row far more
+    compactly than its Python dict, so no group costs a dict per row. The chunks are combined into
+    one before writing, so the Parquet bytes are those of a table built from all records at once.
+    """
+    batches = []
+    while length:
+        take = min(ROWS_PER_BATCH, length)
+        batches.append(pa.RecordBatch.from_pylist([materialise(record) for record in islice(records, take)],
+                                                  schema=schema))
+        length -= take
+    return pa.Table.from_batches(batches, schema=schema).combine_chunks()
+
+
 def write_shards(records: Iterable[dict], weights: Sequence[int], config_dir: Path,
                  max_shard_bytes: int = MAX_SHARD_BYTES, max_row_group_bytes: int = MAX_ROW_GROUP_BYTES) -> list[Path]:
     """Write one config's records (in release order, one `row_bytes` weight each) as shards; each
@@ -75,8 +94,7 @@ def write_shards(records: Iterable[dict], weights: Sequence[int], config_dir: Pa
         temp = path.with_name(f".{path.name}.tmp")
         with pq.ParquetWriter(temp, schema, **options) as writer:
             for group_length in plan_groups(weights[first:first + length], max_row_group_bytes):
-                table = pa.Table.from_pylist([materialise(record) for record in islice(records, group_length)],
-                                             schema=schema)  # the Python copies of the PNGs go once copied
+                table = _row_group_table(records, group_length, schema)
                 writer.write_table(table, row_group_size=group_length)
                 del table  # before the next group is read
         os.replace(temp, path)

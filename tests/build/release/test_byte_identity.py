@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from mmbu.build.release import rows as release_rows
+from mmbu.build.release import shards as release_shards
 from mmbu.build.release import verify_sha256sums, write_release
 from mmbu.build.release.checksums import SUMS_NAME
 
@@ -20,8 +22,12 @@ CASES = {"default": {}, "small_shards": {"max_shard_bytes": 2_000},
          "small_row_groups": {"max_shard_bytes": 6_000, "max_row_group_bytes": 1_500}}
 
 
+@pytest.mark.parametrize("small_batches", [False, True])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_release_is_byte_identical_to_the_pre_streaming_writer(built, tmp_path, case):
+def test_release_is_byte_identical_to_the_pre_streaming_writer(built, tmp_path, monkeypatch, case, small_batches):
+    if small_batches:  # rows read 4 at a time and row groups built from Arrow batches of 3 rows
+        monkeypatch.setattr(release_rows, "ROWS_PER_CHUNK", 4)
+        monkeypatch.setattr(release_shards, "ROWS_PER_BATCH", 3)
     out = tmp_path / case
     write_release(built["rows_by_task"], out, built["manifests"], BUILD_INFO, exclusions=built["exclusions"],
                   **CASES[case])
