@@ -305,3 +305,40 @@ def test_a_changed_request_is_asked_again_on_resume(server, release_dir, tmp_pat
     assert len(records) == 12 and len({r.request_hash for r in records}) == 12
     table = json.loads((tmp_path / "Qwen__Qwen3-VL-8B-Instruct" / "completeness.json").read_text())["configs"]
     assert all(c["ok"] == c["expected"] == 1 for c in table)
+
+
+def test_a_backend_bug_stops_the_run_with_its_exception_and_keeps_earlier_answers(server, tmp_path):
+    """A non-BackendError exception is a bug: the run raises it (never hangs with producers waiting
+    for askers) and the answers recorded before it are on disk."""
+    import asyncio
+
+    from mmbu.benchmark_eval.backends import OpenAICompatBackend, OpenAICompatClient
+    from mmbu.benchmark_eval.models import default_registry
+    from mmbu.benchmark_eval.runner import RunConfig, Runner
+
+    class BuggyAfter(OpenAICompatBackend):
+        calls = 0
+
+        async def generate(self, request):
+            BuggyAfter.calls += 1
+            if BuggyAfter.calls > 4:
+                raise RuntimeError("backend bug")
+            return await super().generate(request)
+
+    release = write_release(tmp_path / "release", tasks=("ungrounded_classification",), count=12)
+    entry = default_registry().get("Qwen3-VL-8B")
+    config = RunConfig(release_dir=release, runs_dir=tmp_path / "runs", entry=entry,
+                       tasks=("ungrounded_classification",), forms=("closed", "open"),
+                       templates=("no_context", "modality", "full_context"), concurrency=2)
+
+    async def go():
+        backend = BuggyAfter(OpenAICompatClient(server.url, entry.served_name), entry.chat)
+        try:
+            return await asyncio.wait_for(Runner(config, backend).run(), 30)
+        finally:
+            await backend.aclose()
+
+    with pytest.raises(RuntimeError, match="backend bug"):
+        asyncio.run(go())
+    records = read_records(config.predictions)
+    assert 1 <= len(records) <= 4 and {r.status for r in records} == {"ok"}
