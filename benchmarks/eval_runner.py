@@ -12,11 +12,14 @@ requests in flight completes C / 0.05 requests per second. Two things are timed 
   client can go, whatever the latency.
 
 Run by hand: ``.venv/bin/python benchmarks/eval_runner.py [--latency 0.05] [--levels 16,64,256]``.
+``--baseline-ref REF`` also times the runner of ``benchmark_eval/runner/core.py`` as it was at git REF,
+alternately with the current one, in the same conditions (before/after comparisons on a shared machine).
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import os
 import subprocess
 import sys
@@ -61,7 +64,22 @@ async def client_throughput(url: str, concurrency: int, total: int) -> float:
         return total / (time.perf_counter() - started)
 
 
-async def runner_throughput(url: str, concurrency: int, release: Path, runs: Path) -> tuple[float, int]:
+def runner_at(ref: str, scratch: Path) -> type[Runner]:
+    """The `Runner` class of runner/core.py at git `ref`, loaded beside the current one."""
+    source = subprocess.run(["git", "show", f"{ref}:benchmark_eval/runner/core.py"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout
+    path = scratch / "core_baseline.py"
+    path.write_text(source)
+    name = "mmbu.benchmark_eval.runner.core_baseline"  # inside the package, so its relative imports resolve
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module.Runner
+
+
+async def runner_throughput(url: str, concurrency: int, release: Path, runs: Path,
+                            runner_class: type[Runner] = Runner) -> tuple[float, int]:
     entry = default_registry().get("Qwen/Qwen3-VL-8B-Instruct")
     config = RunConfig(release_dir=release, runs_dir=runs, entry=entry, tasks=("ungrounded_classification",),
                        forms=("closed", "open"), templates=("no_context", "modality", "full_context"),
@@ -69,7 +87,7 @@ async def runner_throughput(url: str, concurrency: int, release: Path, runs: Pat
     backend = OpenAICompatBackend(OpenAICompatClient(url, entry.served_name, concurrency=concurrency), entry.chat)
     started = time.perf_counter()
     try:
-        outcome = await Runner(config, backend).run()
+        outcome = await runner_class(config, backend).run()
     finally:
         await backend.aclose()
     elapsed = time.perf_counter() - started
@@ -81,16 +99,18 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--levels", default="16,64,256")
     parser.add_argument("--rounds", type=int, default=20, help="requests per level = rounds x concurrency")
+    parser.add_argument("--baseline-ref", help="also time the runner of this git ref (runner/core.py), alternately")
     args = parser.parse_args()
     process, url = start_server(args.latency)
     instant, instant_url = start_server(0.0)
     load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
     print(f"server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} cores, load average {load}")
     print("| in flight | ideal req/s | CPU ceiling req/s | client req/s | client/ideal | runner req/s | runner/ideal "
-          "| runner/min(ideal, ceiling) | requests |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| runner/min(ideal, ceiling) | requests |" + (" baseline runner req/s | baseline/ideal |" if args.baseline_ref else ""))
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.baseline_ref else ""))
     try:
         with tempfile.TemporaryDirectory() as scratch:
+            baseline = runner_at(args.baseline_ref, Path(scratch)) if args.baseline_ref else None
             for level in (int(v) for v in args.levels.split(",")):
                 ideal = level / args.latency
                 total = level * args.rounds
@@ -100,8 +120,13 @@ def main() -> None:
                 release = write_release(Path(scratch) / f"release-{level}", tasks=("ungrounded_classification",),
                                         count=rows, size=(64, 48))
                 runner, asked = asyncio.run(runner_throughput(url, level, release, Path(scratch) / f"runs-{level}"))
+                extra = ""
+                if baseline is not None:
+                    before, _ = asyncio.run(runner_throughput(url, level, release, Path(scratch) / f"base-{level}",
+                                                              baseline))
+                    extra = f" {before:.0f} | {before / ideal:.0%} |"
                 print(f"| {level} | {ideal:.0f} | {ceiling:.0f} | {client:.0f} | {client / ideal:.0%} | {runner:.0f} | "
-                      f"{runner / ideal:.0%} | {runner / min(ideal, ceiling):.0%} | {asked} |", flush=True)
+                      f"{runner / ideal:.0%} | {runner / min(ideal, ceiling):.0%} | {asked} |{extra}", flush=True)
     finally:
         for server in (process, instant):
             server.terminate()
