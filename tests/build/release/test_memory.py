@@ -12,6 +12,7 @@ from PIL import Image
 from support.build_manifests import make_manifest
 
 from mmbu.build.release import rows as release_rows
+from mmbu.build.release import shards as release_shards
 from mmbu.build.release import write_release
 
 ROW_GROUP_BYTES = 64_000
@@ -71,3 +72,28 @@ def test_peak_memory_does_not_grow_with_the_row_count(tmp_path, manifest, monkey
     # a few ints and strings per row (weights, positions, the card's counts), well under one row group.
     assert png_bytes > 30 * ROW_GROUP_BYTES
     assert growth < ROW_GROUP_BYTES, (small_peak, large_peak)
+
+
+def test_many_small_rows_in_one_row_group_are_not_held_as_records(tmp_path, manifest, monkeypatch):
+    """Thousands of tiny images fit one 100 MB row group; a record dict per row (~2 KB) must not pile up."""
+    monkeypatch.setattr(release_rows, "ROWS_PER_CHUNK", 64)
+    monkeypatch.setattr(release_shards, "ROWS_PER_BATCH", 64)
+    one = noise_rows(tmp_path / "one", 1, manifest).iloc[0].to_dict()
+
+    def rows(count: int) -> pd.DataFrame:
+        return pd.DataFrame([{**one, "sample_id": f"demo_marrow-{k:016x}", "label": LABELS[k % 5],
+                              "answer": LABELS[k % 5]} for k in range(count)])
+
+    small, large = rows(500), rows(2000)
+    write_release({"ungrounded_classification": small}, tmp_path / "warm-up", [manifest], {"created": "2026-01-01"})
+    peaks = []
+    for name, frame in (("small", small), ("large", large)):
+        gc.collect()
+        tracemalloc.start()
+        try:
+            write_release({"ungrounded_classification": frame}, tmp_path / name, [manifest], {"created": "2026-01-01"})
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    # 1,500 more records as dicts would add ~3 MB; positions, weights and the card's columns ~0.2 MB
+    assert peaks[1] - peaks[0] < 600_000, peaks
