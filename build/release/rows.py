@@ -78,7 +78,7 @@ def png_ref(value: object, path: str, what: str, checked: bool = False) -> PngRe
 
 
 def materialise(record: dict) -> dict:
-    """The record with its images read and hashed (called shard by shard)."""
+    """The record with its images read and hashed (called row group by row group)."""
     image = record["image"].struct()
     mask = record["mask"].struct() if isinstance(record["mask"], PngRef) else record["mask"]
     return {**record, "image": image, "mask": mask, "image_sha256": hashlib.sha256(image["bytes"]).hexdigest()}
