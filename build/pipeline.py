@@ -192,13 +192,14 @@ def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy
     # imported here: the release writer pulls in `datasets` (about a second), which a no-op rebuild never needs
     from mmbu.build.release import collect_build_info, group_by_task, write_release
 
-    frames = [_read_rows(Path(o.rows_path)) for o in built]
     build_info = collect_build_info(
         seed=config.seed, taxonomy_hash=taxonomy_hash, manifest_paths=[o.manifest_path for o in built],
         extra={"inputs_hash": inputs_hash, "toolkit_version": toolkit_version(), "jobs": config.jobs,
                "executor": config.executor})
     manifests = [load_manifest(o.manifest_path) for o in built]
-    summary = write_release(group_by_task(frames), config.release_dir, manifests, build_info,
+    # a generator: the per-dataset frames are released once grouped, so rows are not held twice
+    rows_by_task = group_by_task(_read_rows(Path(o.rows_path)) for o in built)
+    summary = write_release(rows_by_task, config.release_dir, manifests, build_info,
                             exclusions=exclusions, version=config.release_version)
     report.release_written = True
     report.release_rows = dict(summary.rows)
