@@ -4,8 +4,9 @@ The pipeline: release rows stream in (images a Parquet batch at a time); for eac
 prompts of every selected (form, template) are built and hashed; configurations whose key and
 request hash already have an ``ok`` record are skipped (that is the resume); the image is
 prepared once per row (resize, ROI, encode — in a worker thread) and shared by its requests;
-answers go to a single writer that appends and fsyncs them in groups at most four times a second. Nothing is dropped: a
-request that gets no usable answer becomes an ``error`` record with its reason.
+``concurrency`` askers send the ready requests; answers go to a single writer that appends and
+fsyncs them in groups at most four times a second. Nothing is dropped: a request that gets no
+usable answer becomes an ``error`` record with its reason.
 """
 from __future__ import annotations
 
