@@ -18,9 +18,9 @@ from mmbu.build.cache import hash_file, hash_json, write_json_atomic
 from mmbu.build.executors import ExecutorName, run_all
 from mmbu.build.fetch import FetchResult, LockFile, fetch_all, repository_root
 from mmbu.build.layouts import EXCLUSION_COLUMNS
-from mmbu.build.steps import DatasetJob, DatasetOutcome, cached_taxonomy, process_dataset, toolkit_version
+from mmbu.build.steps import DatasetJob, DatasetOutcome, cached_taxonomy, process_dataset
 from mmbu.curation.manifest import load_manifest
-from mmbu.curation.http import PoliteSession, write_text_atomic
+from mmbu.curation.http import PoliteSession, toolkit_version, write_text_atomic
 from mmbu.curation.manifest.validate import validate_files
 
 LIST_COLUMNS = ("boxes", "other_boxes", "options", "answer_aliases")

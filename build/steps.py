@@ -12,7 +12,6 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -31,22 +30,15 @@ from mmbu.build.layouts.volumes import with_converted_mask
 from mmbu.build.metadata import failures_to_exclusions, normalise_metadata, validate_metadata
 from mmbu.build.questions import attach_metadata, format_lint_report, instantiate_questions, lint_questions, task_items
 from mmbu.build.questions.lint import drop_lint_failures
+from mmbu.curation.http import toolkit_version
 from mmbu.curation.manifest import DatasetManifest, load_manifest
 from mmbu.taxonomy import Taxonomy, load_taxonomy
 
-STEPS = ("layout", "convert", "rows")
 # Part of every step's input hash. Bump it when what a step writes (samples.json, converted.json,
 # rows.parquet) changes shape: the package version alone does not change between development edits,
 # and a cached file in the old shape would otherwise be trusted (and fail the dataset). Converted
 # PNGs are keyed by the package version only, so a bump re-runs the steps but reuses the images.
 STEPS_FORMAT = 2
-
-
-def toolkit_version() -> str:
-    try:
-        return version("mmbu")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 @dataclass(frozen=True)
@@ -159,20 +151,19 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         write_json_atomic(rows_exclusions_path, [e.model_dump() for e in dropped])
         report_path.write_text(lint_report, encoding="utf-8")
         roi_masks = [Path(p) for p in rows["mask"].dropna()]
-        per_task = {str(k): int(v) for k, v in rows["task"].value_counts().sort_index().items()}
         state.record("rows", rows_key, [rows_path, rows_exclusions_path, report_path, *roi_masks],
-                     {"rows": len(rows), "per_task": per_task})
+                     {"rows": len(rows), "per_task": _count_tasks(rows["task"])})
         outcome.ran.append("rows")
     exclusions += _read_exclusions(rows_exclusions_path)
     outcome.lint_report = report_path.read_text(encoding="utf-8")
     outcome.rows_path = str(rows_path)
     outcome.exclusions = [e.model_dump() for e in exclusions]
     # counted when the rows were made (opening 40 Parquet files made up a sixth of a no-op rebuild)
-    outcome.rows_per_task = state.outputs("rows").get("per_task") or _rows_per_task(rows_path)
+    outcome.rows_per_task = (state.outputs("rows").get("per_task")
+                             or _count_tasks(pd.read_parquet(rows_path, columns=["task"])["task"]))
 
 
-def _rows_per_task(rows_path: Path) -> dict[str, int]:
-    tasks = pd.read_parquet(rows_path, columns=["task"])["task"]
+def _count_tasks(tasks: pd.Series) -> dict[str, int]:
     return {str(k): int(v) for k, v in tasks.value_counts().sort_index().items()}
 
 
