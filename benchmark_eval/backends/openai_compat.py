@@ -18,14 +18,17 @@ Base URLs follow the OpenAI SDK convention and include the version prefix:
 """
 from __future__ import annotations
 
+import asyncio
 import email.utils
+import json
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import aiohttp
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
@@ -86,8 +89,30 @@ def read_api_key(env_name: str | None) -> str | None:
     return value or None
 
 
+@dataclass(frozen=True)
+class HttpAnswer:
+    """One HTTP response, read whole (the connection is back in the pool once this exists)."""
+
+    status_code: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+
 class OpenAICompatClient:
-    """``await client.chat(messages, ...)`` against one or more OpenAI-compatible base URLs."""
+    """``await client.chat(messages, ...)`` against one or more OpenAI-compatible base URLs.
+
+    The HTTP layer is aiohttp: at hundreds of requests in flight it costs about a third of the CPU
+    per request that httpx does (benchmarks/RESULTS.md, "Eval runner"), and on a shared machine
+    that CPU is what separates the runner from ``concurrency / latency``. One pooled session per
+    event loop, opened on the first request (a session belongs to the loop that made it).
+    """
 
     def __init__(
         self,
@@ -101,7 +126,6 @@ class OpenAICompatClient:
         backoff_s: float = 1.0,
         backoff_max_s: float = 60.0,
         rate_limit_cooldown_s: float = 5.0,
-        http_client: httpx.AsyncClient | None = None,
     ) -> None:
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         if not urls:
@@ -113,20 +137,16 @@ class OpenAICompatClient:
         self.limiter = AdaptiveConcurrency(concurrency, cooldown_s=rate_limit_cooldown_s)
         self._wait = _WaitHonouringRetryAfter(backoff_s, backoff_max_s)
         self._in_flight = {url: 0 for url in self.base_urls}
-        self._endpoints = {url: httpx.URL(f"{url}/chat/completions") for url in self.base_urls}  # parsed once
+        self._endpoints = {url: f"{url}/chat/completions" for url in self.base_urls}
         self._next = 0
         self.counters = {"ok": 0, "retries": 0, "rate_limited": 0, "server_error": 0, "timeout": 0}
-        headers = {"Content-Type": "application/json"}
+        self._headers = {"Content-Type": "application/json"}
         key = read_api_key(api_key_env)
         if key:
-            headers["Authorization"] = f"Bearer {key}"
-        self._owns_client = http_client is None
-        connections = concurrency + 8  # the limiter keeps at most `concurrency` in flight
-        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-        self._http = http_client or httpx.AsyncClient(
-            headers=headers, timeout=httpx.Timeout(timeout_s), limits=limits, transport=fast_transport(limits))
-        if http_client is not None:
-            self._http.headers.update(headers)
+            self._headers["Authorization"] = f"Bearer {key}"
+        self._connections = concurrency + 8  # the limiter keeps at most `concurrency` in flight
+        self._session: aiohttp.ClientSession | None = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:  # no headers, so never the key
         return f"OpenAICompatClient(base_urls={self.base_urls!r}, model={self.model!r})"
@@ -138,8 +158,20 @@ class OpenAICompatClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self._http.aclose()
+        session, self._session = self._session, None
+        if session is not None and self._session_loop is asyncio.get_running_loop():
+            await session.close()
+
+    def _http(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._session_loop is not loop:
+            # A session left from an earlier event loop cannot be closed from this one; it holds no
+            # live connections once its loop has ended.
+            connector = aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300)
+            # trust_env: proxies from HTTP(S)_PROXY / NO_PROXY, as httpx and the OpenAI SDK do.
+            self._session = aiohttp.ClientSession(connector=connector, headers=self._headers, trust_env=True)
+            self._session_loop = loop
+        return self._session
 
     def _pick_url(self) -> str:
         # Least outstanding requests; ties broken round-robin so idle servers share evenly.
@@ -171,6 +203,7 @@ class OpenAICompatClient:
             body["seed"] = seed
         if extra_body:
             body.update(extra_body)
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         started = time.monotonic()
         attempts = 0
         retrying = AsyncRetrying(
@@ -185,7 +218,7 @@ class OpenAICompatClient:
                     attempts += 1
                     if attempts > 1:
                         self.counters["retries"] += 1
-                    result = await self._attempt(body, timeout or self.timeout_s)
+                    result = await self._attempt(payload, timeout or self.timeout_s)
         except _Attempt as exc:
             raise BackendError(exc.reason, f"{exc} (after {attempts} attempt{'s' * (attempts > 1)})",
                                attempts=attempts, latency_s=time.monotonic() - started,
@@ -195,19 +228,22 @@ class OpenAICompatClient:
         self.counters["ok"] += 1
         return result
 
-    async def _attempt(self, body: dict[str, Any], timeout: float) -> ChatResult:
+    async def _post(self, url: str, payload: bytes, timeout: float) -> HttpAnswer:
+        async with self._http().post(self._endpoints[url], data=payload,
+                                     timeout=aiohttp.ClientTimeout(total=timeout)) as response:
+            return HttpAnswer(response.status, response.headers, await response.read())
+
+    async def _attempt(self, payload: bytes, timeout: float) -> ChatResult:
         async with self.limiter:
             url = self._pick_url()
             self._in_flight[url] += 1
             sent = time.monotonic()
             try:
-                response = await self._http.post(self._endpoints[url], json=body, timeout=timeout)
-            except (httpx.TimeoutException, TimeoutError) as exc:
-                if not _timed_out(exc):  # the aiohttp transport maps dropped connections to ConnectTimeout
-                    raise _Attempt("connection_error", f"{url}: {_describe(exc)}") from None
+                response = await self._post(url, payload, timeout)
+            except TimeoutError:  # the whole exchange, or aiohttp's connect/read timeouts (its subclasses)
                 self.counters["timeout"] += 1
                 raise _Attempt("timeout", f"{url}: no answer within {timeout:g} s") from None
-            except (httpx.TransportError, OSError) as exc:
+            except (aiohttp.ClientError, OSError) as exc:  # refused, reset, dropped mid-answer, not HTTP
                 raise _Attempt("connection_error", f"{url}: {_describe(exc)}") from None
             finally:
                 self._in_flight[url] -= 1
@@ -236,30 +272,13 @@ class OpenAICompatClient:
             return result
 
 
-def fast_transport(limits: httpx.Limits) -> httpx.AsyncBaseTransport | None:
-    """httpx's API over aiohttp's connection handling (httpx-aiohttp), when installed.
-
-    httpx's own pool loses most of its throughput above a few dozen concurrent requests
-    (encode/httpx#3215); the aiohttp transport keeps the same client API and scales.
-    """
-    try:
-        from httpx_aiohttp import AiohttpTransport
-    except ImportError:
-        return None
-    return AiohttpTransport(limits=limits)
-
-
-def _timed_out(exc: BaseException) -> bool:
-    cause = exc.__cause__ if isinstance(exc, httpx.TimeoutException) else exc
-    return cause is None or isinstance(cause, TimeoutError) or not isinstance(exc, httpx.ConnectTimeout)
-
-
 def _describe(exc: BaseException) -> str:
     cause = exc.__cause__ or exc
-    return f"{type(cause).__name__}: {cause}".rstrip(": ")
+    text = " ".join(str(cause).split())  # aiohttp's payload errors span lines; a record holds one
+    return f"{type(cause).__name__}: {text}".rstrip(": ")
 
 
-def _error_text(response: httpx.Response) -> str:
+def _error_text(response: HttpAnswer) -> str:
     """The server's own error message, short; never request headers."""
     try:
         payload = response.json()
@@ -273,7 +292,7 @@ def _error_text(response: httpx.Response) -> str:
     return str(payload)[:300]
 
 
-def parse_chat_completion(response: httpx.Response, url: str = "") -> ChatResult:
+def parse_chat_completion(response: HttpAnswer, url: str = "") -> ChatResult:
     """A :class:`ChatResult` from an OpenAI chat-completion body; a malformed body is `bad_response`."""
     try:
         payload = response.json()

@@ -20,7 +20,7 @@ from ..scoring.output import write_atomic
 
 RUN_FILE = "run.json"
 COMPLETENESS_FILE = "completeness.json"
-_PACKAGES = ("mmbu", "httpx", "pyarrow", "pandas", "pillow", "pydantic", "tenacity", "vllm", "transformers", "torch")
+_PACKAGES = ("mmbu", "aiohttp", "pyarrow", "pandas", "pillow", "pydantic", "tenacity", "vllm", "transformers", "torch")
 _SECRET_OPTION = re.compile(r"^--?[\w-]*(key|token|secret|password)[\w-]*$", re.I)
 _URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 

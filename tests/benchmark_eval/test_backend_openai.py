@@ -73,6 +73,20 @@ def test_5xx_are_retried_without_shrinking_the_limit(server):
     assert client.limiter.limit == 4 and client.limiter.rate_limit_episodes == 0
 
 
+def test_dropped_connections_and_cut_bodies_are_retried_then_reported(server):
+    server.inject("drop", count=1)
+    server.inject("truncated", count=1)
+    result, client = run(chat_once(server.url, backoff_s=0.01))
+    assert result.attempts == 3 and "The correct answer is" in result.text
+    assert client.counters["retries"] == 2
+
+    server.inject("drop", count=3)
+    with pytest.raises(BackendError) as info:
+        run(chat_once(server.url, max_attempts=3, backoff_s=0.01))
+    assert info.value.reason == "connection_error" and info.value.attempts == 3
+    assert info.value.status_code is None and server.url.removesuffix("/v1") in str(info.value)
+
+
 def test_timeout_after_retries_is_a_backend_error(server):
     server.inject("timeout", count=5, delay_s=1.5)
     with pytest.raises(BackendError) as info:

@@ -100,6 +100,7 @@ class ChatCall:
 @dataclass
 class Fault:
     kind: str                 # 429 | 500 | 503 | timeout | delay | empty | refusal | content_filter | bad_body
+                              # | drop (connection closed, no answer) | truncated (body cut short)
     remaining: int
     match: str | None = None
     retry_after: float | None = None
@@ -338,6 +339,15 @@ class OpenAIServer:
             if fault.kind in ("500", "503"):
                 return web.json_response({"error": {"message": "The server had an error while processing your request.",
                                                     "type": "server_error"}}, status=int(fault.kind))
+            if fault.kind == "drop":
+                request.transport.close()  # the connection ends with no status line at all
+                return web.Response(status=499)
+            if fault.kind == "truncated":  # promises a whole completion, sends its first bytes, hangs up
+                response = web.StreamResponse(headers={"Content-Type": "application/json", "Content-Length": "400"})
+                await response.prepare(request)
+                await response.write(b'{"id": "chatcmpl-cut", "choices": [{"message": {"con')
+                request.transport.close()
+                return response
             if fault.kind == "bad_body":
                 return web.Response(text="<html><body>Bad Gateway</body></html>", content_type="text/html")
             if fault.kind == "empty":

@@ -8,7 +8,7 @@ from pathlib import Path
 FIXTURES = Path(__file__).parent / "fixtures"
 # Modules that other formats, other stages or a terminal need, never a slide converted in a script.
 NOT_FOR_A_SLIDE = (
-    "pandas", "pyarrow", "scipy", "pydicom", "nibabel", "requests", "httpx", "pydantic", "yaml",
+    "pandas", "pyarrow", "scipy", "pydicom", "nibabel", "requests", "aiohttp", "pydantic", "yaml",
     "rich", "concurrent.futures.process", "mmbu.curation", "mmbu.taxonomy",
 )
 
