@@ -1,8 +1,10 @@
 """Eval runner throughput vs the ideal ``concurrency / latency`` on a loopback server.
 
-The loopback OpenAI-compatible server (tests/support/openai_server.py) runs in its own process
-and answers every request after a fixed latency (default 50 ms), so a perfect client with C
-requests in flight completes C / 0.05 requests per second. Two things are timed per C:
+A loopback OpenAI-compatible server runs in its own process and answers every request after a
+fixed latency (default 50 ms), so a perfect client with C requests in flight completes C / 0.05
+requests per second. The server is `benchmarks/latency_server.py` (httptools, almost no CPU per
+request: the stand-in for a model server on its own host); ``--server scripted`` uses the test
+suite's aiohttp server instead, which costs about as much CPU as the client. Timed per C:
 
 * client: ``OpenAICompatClient.chat`` alone, C coroutines in a loop (the HTTP + limiter path);
 * runner: the whole ``mmbu eval run`` pipeline (release streaming, prompts, image preparation,
@@ -11,7 +13,7 @@ requests in flight completes C / 0.05 requests per second. Two things are timed 
   what the machine's CPUs allow when client and server share them (2 cores here): above it no
   client can go, whatever the latency.
 
-Run by hand: ``.venv/bin/python benchmarks/eval_runner.py [--latency 0.05] [--levels 16,64,256]``.
+Run by hand: ``.venv/bin/python benchmarks/eval_runner.py [--latency 0.05] [--levels 16,64,256] [--rounds 100]``.
 ``--baseline-ref REF`` also times the runner of ``benchmark_eval/runner/core.py`` as it was at git REF,
 alternately with the current one, in the same conditions (before/after comparisons on a shared machine).
 """
@@ -38,8 +40,11 @@ from support.eval_release import write_release  # noqa: E402
 MESSAGES = [{"role": "user", "content": "Reply with one letter.\nA. nucleus\nB. platelet"}]
 
 
-def start_server(latency: float) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen([sys.executable, str(ROOT / "tests/support/openai_server.py"), "--latency", str(latency)],
+SERVERS = {"lean": ROOT / "benchmarks/latency_server.py", "scripted": ROOT / "tests/support/openai_server.py"}
+
+
+def start_server(latency: float, kind: str = "lean") -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen([sys.executable, str(SERVERS[kind]), "--latency", str(latency)],
                                stdout=subprocess.PIPE, text=True)
     url = process.stdout.readline().strip()
     if not url.startswith("http"):
@@ -98,13 +103,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--levels", default="16,64,256")
-    parser.add_argument("--rounds", type=int, default=20, help="requests per level = rounds x concurrency")
+    parser.add_argument("--rounds", type=int, default=100, help="requests per level = rounds x concurrency")
+    parser.add_argument("--server", choices=sorted(SERVERS), default="lean")
     parser.add_argument("--baseline-ref", help="also time the runner of this git ref (runner/core.py), alternately")
     args = parser.parse_args()
-    process, url = start_server(args.latency)
-    instant, instant_url = start_server(0.0)
+    process, url = start_server(args.latency, args.server)
+    instant, instant_url = start_server(0.0, args.server)
     load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
-    print(f"server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} cores, load average {load}")
+    print(f"{args.server} server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} cores, load average {load}")
     print("| in flight | ideal req/s | CPU ceiling req/s | client req/s | client/ideal | runner req/s | runner/ideal "
           "| runner/min(ideal, ceiling) | requests |"
           + (" baseline runner req/s | baseline/ideal |" if args.baseline_ref else ""))

@@ -87,6 +87,20 @@ def test_dropped_connections_and_cut_bodies_are_retried_then_reported(server):
     assert info.value.status_code is None and server.url.removesuffix("/v1") in str(info.value)
 
 
+def test_proxy_from_the_environment_is_used_and_no_proxy_bypasses_it(server, monkeypatch):
+    # The loopback server plays the proxy: a request for an unresolvable host reaches it only through it.
+    monkeypatch.setenv("HTTP_PROXY", server.url.removesuffix("/v1"))
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    result, _ = run(chat_once("http://model-host.invalid:8000/v1"))
+    assert result.text and len(server.calls) == 1
+
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    result, _ = run(chat_once(server.url))
+    assert result.text and len(server.calls) == 2
+
+
 def test_timeout_after_retries_is_a_backend_error(server):
     server.inject("timeout", count=5, delay_s=1.5)
     with pytest.raises(BackendError) as info:
