@@ -2,18 +2,27 @@
 
 Grayscale: stored values → Modality LUT (rescale slope/intercept or LUT) → VOI (the file's VOI LUT or
 window, chosen by index; else a robust 0.5–99.5 percentile window; or the user's window) → 8 bits
-scaled by the VOI output range, never by the image min/max → inverted for MONOCHROME1 (or a
-Presentation LUT Shape of INVERSE) *after* windowing. A negative rescale slope already flips polarity
-inside the modality LUT and is not "fixed" again.
+scaled by the VOI output range, never by the image min/max → Presentation LUT *after* windowing:
+inverted when the Presentation LUT Shape is INVERSE, or, without a shape, when the image is
+MONOCHROME1 (see `presentation_inversion` for why an explicit IDENTITY on MONOCHROME1 is not
+inverted). A negative rescale slope already flips polarity inside the modality LUT and is not
+"fixed" again.
 
 Colour: YBR_FULL / YBR_FULL_422 become RGB exactly once, inside pydicom (`raw=False`); PALETTE COLOR
 goes through `apply_color_lut`.
+
+Non-square pixels (Pixel Spacing, else Imager Pixel Spacing, else Pixel Aspect Ratio — dcmtk's order;
+ultrasound and secondary captures often have them) are made square on the displayed 8-bit image by
+enlarging the coarser axis (LANCZOS; NEAREST for masks), as `dcmj2pnm +a` scales. `square_pixels`
+records what was done and `source_size` the stored grid, which `mmbu.build.layouts.frames` uses to
+carry boxes and masks given in stored-pixel coordinates onto the PNG.
 
 Only the chosen frame of a multi-frame file is decoded (`pixel_array(path, index=k)`); enhanced
 multi-frame files take that frame's rescale and window from the functional groups. Compressed pixel
 data is decoded by the first permissively licensed plugin that succeeds, in `DECODER_PREFERENCE`
 order; the GPL `pylibjpeg-libjpeg` backend is never used. The report records transfer syntax,
-photometric interpretation, decoder, window (and where it came from), inversion and frame.
+photometric interpretation, decoder, window (and where it came from), inversion (and why), pixel shape
+and frame.
 """
 from __future__ import annotations
 
@@ -46,7 +55,9 @@ from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
 from mmbu.build.convert.display import (
     center_width_to_bounds,
     invert,
+    resize_to,
     robust_window,
+    square_pixel_size,
     to_label_image,
     window_to_uint8,
 )
@@ -65,7 +76,13 @@ RGB_AFTER_DECODING = ("RGB", "YBR_FULL", "YBR_FULL_422", "YBR_ICT", "YBR_RCT")  
 FRAME_MACROS = {
     "PixelValueTransformationSequence": ("RescaleSlope", "RescaleIntercept", "RescaleType"),
     "FrameVOILUTSequence": ("WindowCenter", "WindowWidth", "VOILUTFunction", "WindowCenterWidthExplanation"),
+    "PixelMeasuresSequence": ("PixelSpacing",),
 }
+
+# Where a pixel's shape is read from, in dcmtk's order (DiImage): the physical spacing, the detector
+# spacing of projection radiographs, then the nominal aspect ratio. Each holds (vertical, horizontal):
+# the distance between rows first, then between columns.
+PIXEL_SHAPE_ATTRIBUTES = ("PixelSpacing", "ImagerPixelSpacing", "PixelAspectRatio")
 
 
 def read(path: Path, options: ConvertOptions) -> Converted:
@@ -105,6 +122,7 @@ def read(path: Path, options: ConvertOptions) -> Converted:
         params["colour"] = "RGB" if photometric == "RGB" else f"{photometric} converted to RGB by pydicom on decoding"
     else:
         raise ConversionError(f"{path} has photometric interpretation {photometric or 'missing'}, which is not supported")
+    pixels = _square_pixels(pixels, view, options.as_mask, params)
     return Converted(pixels=pixels, format="dicom", frame=frame if frames > 1 else None, params=params)
 
 
@@ -257,14 +275,95 @@ def _grayscale_to_display(
                 **({"note": params.pop("window_note")} if "window_note" in params else {}),
             }
 
-    shape = str(view.get("PresentationLUTShape", "")).strip().upper()
-    # MONOCHROME1 means "minimum is white" whatever the Presentation LUT Shape says (its INVERSE is the
-    # standard's way of stating the same inversion, not a second one); INVERSE on MONOCHROME2 inverts.
-    inverted = photometric == "MONOCHROME1" or shape == "INVERSE"
+    inverted, params["inverted_because"] = presentation_inversion(photometric, view.get("PresentationLUTShape"))
     params["inverted"] = inverted
-    if inverted:
-        params["inverted_because"] = "MONOCHROME1" if photometric == "MONOCHROME1" else "PresentationLUTShape INVERSE"
-        pixels = invert(pixels)
+    return invert(pixels) if inverted else pixels
+
+
+def presentation_inversion(photometric: str, shape: Any) -> tuple[bool, str]:
+    """Whether the windowed 8-bit image is inverted, and the reason to record in `inverted_because`.
+
+    The Presentation LUT Shape, when present, is the last stage of the grayscale pipeline and decides
+    (PS3.3 C.7.6.1 General Image Module: IDENTITY "output is in P-Values", INVERSE "output after
+    inversion is in P-Values"; PS3.4 N.2.1.4). The same attribute says IDENTITY "shall be used" with
+    MONOCHROME2 and INVERSE with MONOCHROME1, so MONOCHROME1 + INVERSE is one inversion, not two.
+    Without a shape, MONOCHROME1 ("minimum sample value ... displayed as white after any VOI gray
+    scale transformations", C.7.6.3.1.2) inverts.
+    The non-conformant MONOCHROME1 + IDENTITY is shown as the shape says, uninverted, as dcmtk's
+    DiMonoImage (`dcmj2pnm` 3.6.7, checked), highdicom's `_CombinedPixelTransform` and dcm4che's
+    renderer (unless `--noshape`) do; cornerstone3D/OHIF read Photometric Interpretation only.
+    A shape other than IDENTITY/INVERSE (LIN OD is for printers) is ignored, as dcmtk does.
+    """
+    value = str(shape or "").strip().upper()
+    if value == "INVERSE":
+        if photometric == "MONOCHROME1":
+            return True, "MONOCHROME1 with PresentationLUTShape INVERSE (the same inversion, applied once)"
+        return True, "PresentationLUTShape INVERSE"
+    if value == "IDENTITY":
+        if photometric == "MONOCHROME1":
+            return False, "not inverted: PresentationLUTShape IDENTITY overrides MONOCHROME1 (as dcmtk, highdicom)"
+        return False, "not inverted: MONOCHROME2 with PresentationLUTShape IDENTITY"
+    ignored = f" (PresentationLUTShape {value!r} is not a softcopy shape and was ignored)" if value else ""
+    if photometric == "MONOCHROME1":
+        return True, "MONOCHROME1" + ignored
+    return False, "not inverted: MONOCHROME2" + ignored
+
+
+def pixel_shape(view: Dataset) -> tuple[str, float, float] | None:
+    """(attribute, vertical, horizontal) size of a pixel from the first of `PIXEL_SHAPE_ATTRIBUTES`
+    present, or None. A present but unusable value (one number, zero, negative, text) is a ValueError:
+    the next attribute is not consulted, because the file did say something about its pixels.
+    """
+    for keyword in PIXEL_SHAPE_ATTRIBUTES:
+        value = view.get(keyword)
+        if value is None or value == "":
+            continue
+        values = list(value) if isinstance(value, (MultiValue, list, tuple)) else [value]
+        written = "\\".join(str(v) for v in values)  # as DICOM writes multiple values
+        try:
+            vertical, horizontal = (float(v) for v in values)
+        except (TypeError, ValueError):
+            raise ValueError(f"{keyword} {written} is not two numbers") from None
+        if not (vertical > 0 and horizontal > 0):
+            raise ValueError(f"{keyword} {written} is not positive")
+        return keyword, vertical, horizontal
+    return None
+
+
+def _square_pixels(pixels: np.ndarray, view: Dataset, is_mask: bool, params: dict) -> np.ndarray:
+    """Enlarge the coarser axis so pixels are square; record the decision in `params["square_pixels"]`.
+
+    Sizes are recorded as [width, height] like the rest of the report. When the grid changes, the
+    stored grid is also recorded as `source_size`: `mmbu.build.layouts.frames` scales boxes and masks
+    given in stored-pixel coordinates by output / source_size per axis (after any `max_size` resize
+    too), so they land on the same anatomy.
+    """
+    try:
+        shape = pixel_shape(view)
+    except ValueError as error:
+        params["square_pixels"] = {"applied": False, "note": f"{error}; pixels kept as stored"}
+        return pixels
+    if shape is None:
+        return pixels
+    keyword, vertical, horizontal = shape
+    height, width = pixels.shape[:2]
+    record: dict[str, Any] = {
+        "source": keyword,
+        ("ratio" if keyword == "PixelAspectRatio" else "spacing_mm"): [vertical, horizontal],
+        "from_size": [width, height],
+    }
+    params["square_pixels"] = record
+    try:
+        size = square_pixel_size(height, width, vertical, horizontal)
+    except ValueError as error:
+        record.update(applied=False, note=f"{error}; pixels kept as stored")
+        return pixels
+    if size is None:
+        record.update(applied=False, note="square within 1%")
+        return pixels
+    pixels = resize_to(pixels, *size, is_mask=is_mask)
+    record.update(applied=True, to_size=[size[1], size[0]], resample="nearest" if is_mask else "lanczos")
+    params["source_size"] = [width, height]
     return pixels
 
 

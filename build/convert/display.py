@@ -6,8 +6,10 @@ Conventions the callers rely on:
 - A degenerate window (`hi <= lo`, e.g. a constant image) is a threshold: values above `lo` become 255,
   the rest 0 — so a constant image is black and never divides by zero.
 - Masks are never windowed or interpolated: `to_label_image` keeps their values and
-  `resize_longest_side(..., is_mask=True)` samples with nearest neighbour onto exactly the same output
-  grid as the image, so an image and its mask stay aligned pixel for pixel.
+  `resize_longest_side(..., is_mask=True)` / `resize_to(..., is_mask=True)` sample with nearest
+  neighbour onto exactly the same output grid as the image, so an image and its mask stay aligned.
+- Non-square pixels are made square by enlarging the coarser axis (`square_pixel_size`), never by
+  shrinking the finer one.
 """
 from __future__ import annotations
 
@@ -18,6 +20,10 @@ from mmbu.build.convert.base import ConversionError
 
 DEFAULT_LOW_PERCENTILE = 0.5
 DEFAULT_HIGH_PERCENTILE = 99.5
+# pixels whose height and width differ by at most this fraction count as square (rounding in headers)
+SQUARE_PIXEL_TOLERANCE = 0.01
+# one axis is stretched at most this much to make pixels square (guards absurd headers)
+MAX_ASPECT_STRETCH = 16
 
 
 def percentile_window(
@@ -120,12 +126,43 @@ def resize_longest_side(pixels: np.ndarray, max_size: int | None, is_mask: bool)
     new_height, new_width = output_size(height, width, max_size)
     if (new_height, new_width) == (height, width):
         return pixels
+    return resize_to(pixels, new_height, new_width, is_mask)
+
+
+def resize_to(pixels: np.ndarray, height: int, width: int, is_mask: bool) -> np.ndarray:
+    """Resample to exactly (height, width): LANCZOS for 8-bit L/RGB images, NEAREST for masks.
+
+    Both filters map pixel centres the same way, so an image and its mask resized to the same size
+    stay aligned pixel for pixel.
+    """
     if is_mask:
-        return _resize_labels(pixels, (new_width, new_height))
+        return _resize_labels(pixels, (width, height))
     if pixels.dtype != np.uint8 or pixels.ndim not in (2, 3):
         raise TypeError(f"images are resized as 8-bit L or RGB, got {pixels.dtype} with shape {pixels.shape}")
-    image = Image.fromarray(pixels)
-    return np.asarray(image.resize((new_width, new_height), Image.Resampling.LANCZOS))
+    return np.asarray(Image.fromarray(pixels).resize((width, height), Image.Resampling.LANCZOS))
+
+
+def square_pixel_size(
+    height: int, width: int, row_spacing: float, column_spacing: float,
+    tolerance: float = SQUARE_PIXEL_TOLERANCE, max_stretch: float = MAX_ASPECT_STRETCH,
+) -> tuple[int, int] | None:
+    """The (height, width) at which pixels of the given physical size become square, or None.
+
+    `row_spacing` is a pixel's height (the distance between rows), `column_spacing` its width; only
+    their ratio matters (mm, or the two values of a pixel aspect ratio). The axis with the larger
+    spacing is enlarged to the finer one, the other kept: nothing is shrunk, so no detail is lost.
+    None when the pixels are square within `tolerance` (header rounding). A ratio beyond
+    `max_stretch` is a `ValueError` (an implausible header, not a pixel shape to honour).
+    """
+    if not (row_spacing > 0 and column_spacing > 0):
+        raise ValueError(f"pixel spacing must be positive, got {row_spacing:g} by {column_spacing:g}")
+    finest, coarsest = sorted((row_spacing, column_spacing))
+    if coarsest / finest - 1 <= tolerance:
+        return None
+    if coarsest / finest > max_stretch:
+        raise ValueError(f"a pixel {coarsest / finest:.3g} times taller than wide (or wider than tall) exceeds the "
+                         f"plausible {max_stretch:g}")
+    return max(1, round(height * row_spacing / finest)), max(1, round(width * column_spacing / finest))
 
 
 def _resize_labels(labels: np.ndarray, size: tuple[int, int]) -> np.ndarray:

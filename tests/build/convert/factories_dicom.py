@@ -74,6 +74,13 @@ def store(ds: Dataset, path: Path, transfer_syntax: UID) -> Path:
     return save(ds, path)
 
 
+def with_attributes(ds: Dataset, attributes: dict | None) -> Dataset:
+    """Set extra top-level attributes by keyword (e.g. PixelSpacing, PresentationLUTShape)."""
+    for keyword, value in (attributes or {}).items():
+        setattr(ds, keyword, value)
+    return ds
+
+
 def ct_dataset(
     stored: np.ndarray,
     slope: float = 1.0,
@@ -82,8 +89,10 @@ def ct_dataset(
     photometric: str = "MONOCHROME2",
     bits_stored: int = 12,
     signed: bool = False,
+    attributes: dict | None = None,
 ) -> Dataset:
-    """A CT-like grayscale dataset: `stored` values, rescale slope/intercept and (optionally) windows."""
+    """A CT-like grayscale dataset: `stored` values, rescale slope/intercept and (optionally) windows;
+    `attributes` adds top-level attributes by keyword."""
     ds = base_dataset(CTImageStorage, "CT")
     dtype = np.int16 if signed else np.uint16
     ds.set_pixel_data(stored.astype(dtype), photometric, bits_stored)
@@ -94,7 +103,7 @@ def ct_dataset(
         centers, widths = (window[0], window[1]) if not isinstance(window, list) else zip(*window)
         ds.WindowCenter = list(centers) if isinstance(window, list) else centers
         ds.WindowWidth = list(widths) if isinstance(window, list) else widths
-    return ds
+    return with_attributes(ds, attributes)
 
 
 def write_ct(path: Path, stored: np.ndarray, transfer_syntax: UID = ExplicitVRLittleEndian, **kwargs) -> Path:
@@ -108,7 +117,8 @@ def ct_ramp(rows: int = 64, columns: int = 64) -> np.ndarray:
 
 
 def write_monochrome1(path: Path, stored: np.ndarray, window: tuple[float, float] | None = None,
-                      presentation_shape: str | None = None, slope: float = 1.0, intercept: float = 0.0) -> Path:
+                      presentation_shape: str | None = None, slope: float = 1.0, intercept: float = 0.0,
+                      attributes: dict | None = None) -> Path:
     """A CR-like MONOCHROME1 image: low stored values are meant to be shown white."""
     ds = base_dataset(CR_IMAGE, "CR")
     ds.set_pixel_data(stored.astype(np.uint16), "MONOCHROME1", 12)
@@ -117,7 +127,7 @@ def write_monochrome1(path: Path, stored: np.ndarray, window: tuple[float, float
         ds.WindowCenter, ds.WindowWidth = window
     if presentation_shape:
         ds.PresentationLUTShape = presentation_shape
-    return save(ds, path)
+    return save(with_attributes(ds, attributes), path)
 
 
 def write_with_voi_lut(path: Path, stored: np.ndarray, lut: np.ndarray, first_mapped: int = 0,
@@ -136,12 +146,13 @@ def write_with_voi_lut(path: Path, stored: np.ndarray, lut: np.ndarray, first_ma
     return save(ds, path)
 
 
-def write_rgb(path: Path, rgb: np.ndarray, photometric: str = "RGB", transfer_syntax: UID = ExplicitVRLittleEndian) -> Path:
+def write_rgb(path: Path, rgb: np.ndarray, photometric: str = "RGB", transfer_syntax: UID = ExplicitVRLittleEndian,
+              attributes: dict | None = None) -> Path:
     """Colour: stored as RGB, or converted to YBR_FULL and stored as such (pydicom's colour conversion)."""
     ds = base_dataset(ULTRASOUND_MULTIFRAME if rgb.ndim == 4 else SecondaryCaptureImageStorage, "US")
     stored = rgb if photometric == "RGB" else convert_color_space(rgb, "RGB", photometric, per_frame=rgb.ndim == 4)
     ds.set_pixel_data(stored.astype(np.uint8), photometric, 8)
-    return store(ds, path, transfer_syntax)
+    return store(with_attributes(ds, attributes), path, transfer_syntax)
 
 
 def write_jpeg_baseline(path: Path, rgb: np.ndarray, subsampling: str = "4:2:2", quality: int = 95) -> Path:
@@ -178,9 +189,12 @@ def write_palette(path: Path, indices: np.ndarray, palette: np.ndarray) -> Path:
 
 
 def write_multiframe(path: Path, frames: np.ndarray, per_frame_windows: list[tuple[float, float]] | None = None,
-                     transfer_syntax: UID = ExplicitVRLittleEndian) -> Path:
+                     transfer_syntax: UID = ExplicitVRLittleEndian, attributes: dict | None = None,
+                     shared_spacing: tuple[float, float] | None = None,
+                     per_frame_spacing: list[tuple[float, float] | None] | None = None) -> Path:
     """Grayscale multi-frame (frames, rows, cols); with `per_frame_windows`, an enhanced CT whose
-    functional groups give each frame its own rescale (shared) and window (per frame)."""
+    functional groups give each frame its own rescale (shared) and window (per frame), and optionally
+    a Pixel Measures Sequence with the pixel spacing shared by all frames and/or for single frames."""
     ds = base_dataset(ENHANCED_CT if per_frame_windows else CTImageStorage, "CT")
     ds.set_pixel_data(frames.astype(np.uint16), "MONOCHROME2", 12)
     if per_frame_windows:
@@ -188,18 +202,29 @@ def write_multiframe(path: Path, frames: np.ndarray, per_frame_windows: list[tup
         transform.RescaleSlope, transform.RescaleIntercept, transform.RescaleType = 1.0, -1024.0, "HU"
         shared = Dataset()
         shared.PixelValueTransformationSequence = Sequence([transform])
+        if shared_spacing is not None:
+            shared.PixelMeasuresSequence = Sequence([_pixel_measures(shared_spacing)])
         ds.SharedFunctionalGroupsSequence = Sequence([shared])
         per_frame = []
-        for center, width in per_frame_windows:
+        for index, (center, width) in enumerate(per_frame_windows):
             voi = Dataset()
             voi.WindowCenter, voi.WindowWidth = center, width
             group = Dataset()
             group.FrameVOILUTSequence = Sequence([voi])
+            if per_frame_spacing and per_frame_spacing[index] is not None:
+                group.PixelMeasuresSequence = Sequence([_pixel_measures(per_frame_spacing[index])])
             per_frame.append(group)
         ds.PerFrameFunctionalGroupsSequence = Sequence(per_frame)
     else:
         ds.RescaleSlope, ds.RescaleIntercept = 1.0, -1024.0
-    return store(ds, path, transfer_syntax)
+    return store(with_attributes(ds, attributes), path, transfer_syntax)
+
+
+def _pixel_measures(spacing: tuple[float, float]) -> Dataset:
+    item = Dataset()
+    item.PixelSpacing = list(spacing)
+    item.SliceThickness = 1.0
+    return item
 
 
 def write_wsi_header(path: Path) -> Path:
