@@ -213,3 +213,45 @@ def test_stored_pixel_boxes_and_masks_still_cover_the_anatomy_in_the_png(tmp_pat
     assert mapped.shape == bright.shape
     overlap = np.count_nonzero(mapped & bright) / np.count_nonzero(mapped | bright)
     assert overlap >= 0.95
+
+
+@pytest.mark.parametrize("convert", [None, {"max_size": 50}])
+def test_the_build_places_a_stored_grid_mask_and_its_box_on_the_squared_png(tmp_path, convert):
+    """The whole build path: layout (DICOM image + PNG mask on the stored 80 x 40 grid) → the pipeline's
+    `convert_samples` → `place_items`. The mask-grounded row's ROI and box must cover the disc the PNG
+    shows, which is round now."""
+    from support.build_manifests import make_manifest
+
+    from mmbu.build.layouts import place_items, read_samples
+    from mmbu.build.questions import task_items
+    from mmbu.build.steps import convert_samples
+
+    raw = tmp_path / "raw"
+    (raw / "images").mkdir(parents=True)
+    (raw / "masks").mkdir()
+    _path, inside = _circle_file(raw / "images" / "us1.dcm", {"PixelSpacing": [1.0, 0.5]})
+    Image.fromarray(inside.astype(np.uint8)).save(raw / "masks" / "us1.png")
+    manifest = make_manifest({"kind": "image_mask_pairs", "images": "images/*.dcm", "masks": "masks/*.png",
+                              "mask_values": {1: "gland"}},
+                             labels={"gland": "gland"}, convert=convert,
+                             tasks=["box_grounded_classification", "mask_grounded_classification"])
+    samples, layout_exclusions = read_samples(manifest, raw)
+    assert not layout_exclusions and samples[0].image_size == (COLUMNS, ROWS)
+    kept, conversions, dropped = convert_samples(samples, manifest, tmp_path / "work", "test")
+    assert not dropped
+    placed, exclusions = place_items(task_items(kept, manifest), {s.sample_id: s for s in kept}, conversions)
+    assert not exclusions
+
+    side = 80 if convert is None else 50
+    with Image.open(conversions[kept[0].sample_id].png) as png:
+        bright = np.asarray(png) > 127
+    assert bright.shape == (side, side)
+    png_rows, png_columns = np.nonzero(bright.any(axis=1))[0], np.nonzero(bright.any(axis=0))[0]
+    png_box = [png_columns[0], png_rows[0], png_columns[-1] + 1, png_rows[-1] + 1]
+    for row in placed.itertuples():
+        assert (row.image_width, row.image_height) == (side, side)
+        (box,) = row.boxes
+        assert all(abs(a - b) <= 1 for a, b in zip(box, png_box)), (row.task, box, png_box)
+    roi = placed[placed.task == "mask_grounded_classification"].iloc[0]["mask"]
+    assert roi.shape == (side, side)
+    assert np.count_nonzero(roi & bright) / np.count_nonzero(roi | bright) >= 0.95
