@@ -14,9 +14,9 @@ goes through `apply_color_lut`.
 Non-square pixels (Pixel Spacing, else Imager Pixel Spacing, else Pixel Aspect Ratio — dcmtk's order;
 ultrasound and secondary captures often have them) are made square on the displayed 8-bit image by
 enlarging the coarser axis and keeping the finer one (LANCZOS; NEAREST for masks), as
-`dcmj2pnm +a +Sxf 1` does for tall pixels. `square_pixels`
-records what was done and `source_size` the stored grid, which `mmbu.build.layouts.frames` uses to
-carry boxes and masks given in stored-pixel coordinates onto the PNG.
+`dcmj2pnm +a +Sxf 1` does for tall pixels. `square_pixels` records what was done and `source_size`
+the stored grid, which `mmbu.build.layouts.frames` uses to carry boxes and masks given in
+stored-pixel coordinates onto the PNG.
 
 Only the chosen frame of a multi-frame file is decoded (`pixel_array(path, index=k)`); enhanced
 multi-frame files take that frame's rescale and window from the functional groups. Compressed pixel
