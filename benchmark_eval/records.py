@@ -102,7 +102,10 @@ class RecordWriter:
         self._handle = open(self.path, "ab")
 
     def write_many(self, records: Iterable[RunRecord]) -> None:
-        payload = b"".join(dump_record(r) for r in records)
+        self.write_lines(b"".join(dump_record(r) for r in records))
+
+    def write_lines(self, payload: bytes) -> None:
+        """Append records already serialised by :func:`dump_record` (whole lines), then fsync."""
         if payload:
             self._handle.write(payload)
             self._handle.flush()

@@ -34,7 +34,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from mmbu.benchmark_eval.backends import OpenAICompatBackend, OpenAICompatClient  # noqa: E402
 from mmbu.benchmark_eval.models import default_registry  # noqa: E402
+from mmbu.benchmark_eval.records import iter_records  # noqa: E402
 from mmbu.benchmark_eval.runner import RunConfig, Runner  # noqa: E402
+from mmbu.benchmark_eval.runner.workers import OpenAIBackendRecipe, run_sharded  # noqa: E402
 from support.eval_release import write_release  # noqa: E402
 
 MESSAGES = [{"role": "user", "content": "Reply with one letter.\nA. nucleus\nB. platelet"}]
@@ -83,20 +85,33 @@ def runner_at(ref: str, scratch: Path) -> type[Runner]:
     return module.Runner
 
 
-async def runner_throughput(url: str, concurrency: int, release: Path, runs: Path,
-                            runner_class: type[Runner] = Runner) -> tuple[float, int]:
+def runner_throughput(url: str, concurrency: int, release: Path, runs: Path,
+                      runner_class: type[Runner] = Runner, workers: int = 1) -> tuple[float, float, int]:
+    """(whole-run req/s, steady req/s, answers). *Whole run* includes start-up (reading the release,
+    spawning workers); *steady* is answers / (last answer - first request sent), from the records."""
     entry = default_registry().get("Qwen/Qwen3-VL-8B-Instruct")
     config = RunConfig(release_dir=release, runs_dir=runs, entry=entry, tasks=("ungrounded_classification",),
                        forms=("closed", "open"), templates=("no_context", "modality", "full_context"),
                        concurrency=concurrency, max_tokens=8)
-    backend = OpenAICompatBackend(OpenAICompatClient(url, entry.served_name, concurrency=concurrency), entry.chat)
+
+    async def one_process():
+        backend = OpenAICompatBackend(OpenAICompatClient(url, entry.served_name, concurrency=concurrency), entry.chat)
+        try:
+            return await runner_class(config, backend).run()
+        finally:
+            await backend.aclose()
+
     started = time.perf_counter()
-    try:
-        outcome = await runner_class(config, backend).run()
-    finally:
-        await backend.aclose()
+    if workers == 1:
+        outcome = asyncio.run(one_process())
+    else:
+        outcome = run_sharded(config, OpenAIBackendRecipe((url,), entry.served_name, None, quirks=entry.chat), workers)
     elapsed = time.perf_counter() - started
-    return outcome.progress.ok / elapsed, outcome.progress.ok
+    records = [r for r in iter_records(config.predictions) if r.status == "ok"]
+    first_sent = min(r.created_at - r.latency_s for r in records)
+    last_answer = max(r.created_at for r in records)
+    ok = outcome.progress.ok
+    return ok / elapsed, ok / (last_answer - first_sent), ok
 
 
 def main() -> None:
@@ -105,16 +120,18 @@ def main() -> None:
     parser.add_argument("--levels", default="16,64,256")
     parser.add_argument("--rounds", type=int, default=100, help="requests per level = rounds x concurrency")
     parser.add_argument("--server", choices=sorted(SERVERS), default="lean")
+    parser.add_argument("--workers", default="1,2", help="runner processes to time, comma-separated (--workers of mmbu eval run)")
     parser.add_argument("--baseline-ref", help="also time the runner of this git ref (runner/core.py), alternately")
     args = parser.parse_args()
     process, url = start_server(args.latency, args.server)
     instant, instant_url = start_server(0.0, args.server)
     load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
     print(f"{args.server} server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} cores, load average {load}")
-    print("| in flight | ideal req/s | CPU ceiling req/s | client req/s | client/ideal | runner req/s | runner/ideal "
-          "| runner/min(ideal, ceiling) | requests |"
+    worker_counts = [int(v) for v in args.workers.split(",")]
+    print("| in flight | ideal req/s | CPU ceiling req/s | client req/s | client/ideal | runner workers | runner req/s "
+          "(whole run) | whole/ideal | runner req/s (steady) | steady/ideal | requests |"
           + (" baseline runner req/s | baseline/ideal |" if args.baseline_ref else ""))
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.baseline_ref else ""))
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.baseline_ref else ""))
     try:
         with tempfile.TemporaryDirectory() as scratch:
             baseline = runner_at(args.baseline_ref, Path(scratch)) if args.baseline_ref else None
@@ -126,16 +143,19 @@ def main() -> None:
                 rows = -(-total // 6)
                 release = write_release(Path(scratch) / f"release-{level}", tasks=("ungrounded_classification",),
                                         count=rows, size=(64, 48))
-                timed = [("runs", Runner)] + ([("base", baseline)] if baseline is not None else [])
+                timed = [(f"w{n}", Runner, n) for n in worker_counts]
+                timed += [("base", baseline, 1)] if baseline is not None else []
                 if index % 2:  # the runner timed second in a pair gains a few points: swap the order each level
                     timed.reverse()
-                results = {tag: asyncio.run(runner_throughput(url, level, release, Path(scratch) / f"{tag}-{level}",
-                                                              runner_class)) for tag, runner_class in timed}
-                runner, asked = results["runs"]
-                before = results["base"][0] if baseline is not None else None
+                results = {tag: runner_throughput(url, level, release, Path(scratch) / f"{tag}-{level}", runner_class,
+                                                  workers) for tag, runner_class, workers in timed}
+                before = results["base"][1] if baseline is not None else None
                 extra = f" {before:.0f} | {before / ideal:.0%} |" if before is not None else ""
-                print(f"| {level} | {ideal:.0f} | {ceiling:.0f} | {client:.0f} | {client / ideal:.0%} | {runner:.0f} | "
-                      f"{runner / ideal:.0%} | {runner / min(ideal, ceiling):.0%} | {asked} |{extra}", flush=True)
+                for workers in worker_counts:
+                    whole, steady, asked = results[f"w{workers}"]
+                    print(f"| {level} | {ideal:.0f} | {ceiling:.0f} | {client:.0f} | {client / ideal:.0%} | {workers} | "
+                          f"{whole:.0f} | {whole / ideal:.0%} | {steady:.0f} | {steady / ideal:.0%} | {asked} |{extra}",
+                          flush=True)
     finally:
         for server in (process, instant):
             server.terminate()

@@ -23,6 +23,7 @@ from ..tasks.prompts import PROMPT_VERSION
 from ..tasks.spec import FORMS, TEMPLATES, parse_choice
 from .core import Progress, RunConfig, RunLocked, Runner, completeness, run_lock
 from .manifest import COMPLETENESS_FILE, RUN_FILE, build_manifest, read_previous, write_json_atomic
+from .workers import OpenAIBackendRecipe, WorkerFailed, run_sharded
 
 
 class InvalidInput(click.ClickException):
@@ -90,6 +91,9 @@ def completeness_table(rows: list[dict]) -> Table:
 @click.option("--served-model-name", default=None, help="The model name the server expects (default: from the registry).")
 @click.option("--concurrency", default=32, show_default=True, type=click.IntRange(1, 4096),
               help="Maximum requests in flight (adapts down on 429s).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Processes sharing the rows and --concurrency (openai backend): for thousands of requests a "
+                   "second or large images, up to one per core.")
 @click.option("--tasks", default=None, help=f"Comma-separated tasks (default all present): {', '.join(TASKS)}.")
 @click.option("--forms", default=None, help="Comma-separated forms: closed,open (default both).")
 @click.option("--templates", default=None, help="Comma-separated templates: no_context,modality,full_context (default all).")
@@ -110,7 +114,7 @@ def completeness_table(rows: list[dict]) -> Table:
 @click.option("--out", "runs_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Runs directory; records go to OUT/<model-slug>/predictions.jsonl.")
 def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_kind: str, api_key_env: str | None,
-        served_model_name: str | None, concurrency: int, tasks: str | None, forms: str | None, templates: str | None,
+        served_model_name: str | None, concurrency: int, workers: int, tasks: str | None, forms: str | None, templates: str | None,
         limit: int | None, box_format: str | None, max_tokens: int | None, seed: int, timeout: float,
         max_attempts: int, retry_backoff: float, batch_size: int, tensor_parallel_size: int, registry_path: Path | None,
         runs_dir: Path) -> None:
@@ -134,6 +138,8 @@ def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_
     missing = [t for t in selected_tasks if t not in present]
     if missing:
         raise InvalidInput(f"{release_dir}: the release has no task {', '.join(missing)} (present: {', '.join(present)})")
+    if workers > 1 and backend_kind != "openai":
+        raise click.UsageError(f"--workers needs the openai backend; {backend_kind} runs one batch engine on this GPU")
     if backend_kind not in entry.backends:
         raise click.UsageError(f"{entry.name} cannot use backend '{backend_kind}' (registry: {', '.join(entry.backends)})")
     urls = [u.strip() for value in base_urls for u in value.split(",") if u.strip()]
@@ -153,13 +159,15 @@ def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_
     backend = make_backend(backend_kind, entry, base_urls=urls, api_key_env=key_env, served_model=served,
                            concurrency=concurrency, timeout=timeout, max_attempts=max_attempts,
                            retry_backoff=retry_backoff, tensor_parallel_size=tensor_parallel_size)
+    recipe = OpenAIBackendRecipe(tuple(urls), served, key_env, timeout_s=timeout, max_attempts=max_attempts,
+                                 backoff_s=retry_backoff, quirks=entry.chat) if workers > 1 else None
     started = time.time()
     generation = {"temperature": config.temperature, "max_tokens": config.max_tokens, "seed": seed}
     selection = {"tasks": list(selected_tasks), "forms": list(selected_forms), "templates": list(selected_templates),
                  "limit": limit}
     run_file = config.run_dir / RUN_FILE
     manifest_args = dict(release_dir=release_dir, entry=entry.model_dump(mode="json"), served_model=served,
-                         backend=backend.describe(), prompt_version=PROMPT_VERSION, generation=generation,
+                         backend=backend.describe() | {"workers": workers}, prompt_version=PROMPT_VERSION, generation=generation,
                          selection=selection, argv=["mmbu", "eval", "run", *sys.argv[sys.argv.index("run") + 1:]]
                          if "run" in sys.argv else sys.argv, started_at=started)
     config.run_dir.mkdir(parents=True, exist_ok=True)
@@ -170,7 +178,7 @@ def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_
             raise InvalidInput(str(exc)) from None
         previous = read_previous(run_file)
         write_json_atomic(run_file, build_manifest(**manifest_args, finished_at=None, previous=previous))
-        outcome = _execute(config, backend, console)
+        outcome = _execute(config, backend, console, recipe, workers)
         write_json_atomic(run_file, build_manifest(**manifest_args, finished_at=time.time(), previous=previous))
     if outcome.truncated_tail is not None:
         console.print(f"[yellow]{config.predictions}: removed a truncated last line left by an interrupted run; "
@@ -185,7 +193,8 @@ def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_
     sys.exit(0 if ok == expected else 1)
 
 
-def _execute(config: RunConfig, backend: Backend, console: Console):
+def _execute(config: RunConfig, backend: Backend, console: Console, recipe: OpenAIBackendRecipe | None = None,
+             workers: int = 1):
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("ok {task.fields[ok]} · error {task.fields[error]} · skipped {task.fields[skipped]} · "
                           "retries {task.fields[retries]}"), TimeElapsedColumn())
@@ -200,7 +209,7 @@ def _execute(config: RunConfig, backend: Backend, console: Console):
             if not force and now - last[0] < 0.1:   # the bar redraws at 10 Hz anyway
                 return
             last[0] = now
-            retries = client.counters["retries"] if client is not None else 0
+            retries = max(progress.retries, client.counters["retries"] if client is not None else 0)
             bar.update(handle, total=progress.expected or None, completed=progress.done, ok=progress.ok,
                        error=progress.error, skipped=progress.skipped, retries=retries)
 
@@ -213,7 +222,12 @@ def _execute(config: RunConfig, backend: Backend, console: Console):
                 await backend.aclose()
 
         try:
-            outcome = asyncio.run(go())
+            if recipe is not None:
+                outcome = run_sharded(config, recipe, workers, progress)
+            else:
+                outcome = asyncio.run(go())
+        except WorkerFailed as exc:
+            raise click.ClickException(str(exc)) from None
         except ReleaseError as exc:
             raise InvalidInput(str(exc)) from None
         except RecordsError as exc:

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import fcntl
 import hashlib
+import itertools
 import json
 import time
 from collections import Counter
@@ -34,6 +35,8 @@ TASKS_ORDER = tuple(TASK_SPECS)
 
 PREDICTIONS_FILE = "predictions.jsonl"
 WRITE_INTERVAL_S = 0.25   # least time between two appends (each one fsyncs)
+READ_AHEAD_ROWS = 16      # release rows read per worker-thread hop
+INLINE_PREP_PIXELS = 128 * 128  # images this small are prepared on the event loop (~0.2 ms), larger in a thread
 
 
 @dataclass
@@ -51,6 +54,7 @@ class RunConfig:
     concurrency: int = 32
     batch_size: int = 256          # for in-process backends (vLLM, transformers)
     backend_name: str = "openai"
+    shard: tuple[int, int] = (0, 1)  # (index, count): this process asks rows index, index + count, ...
 
     @property
     def run_dir(self) -> Path:
@@ -69,6 +73,7 @@ class Progress:
     skipped: int = 0
     ok: int = 0
     error: int = 0
+    retries: int = 0                 # filled by worker processes (one process: the client counts them)
     reasons: Counter = field(default_factory=Counter)
     on_change: Callable[[Progress], None] | None = None
 
@@ -77,11 +82,14 @@ class Progress:
         return self.skipped + self.ok + self.error
 
     def add(self, record: RunRecord) -> None:
-        if record.status == "ok":
+        self.count(record.status, record.error_reason)
+
+    def count(self, status: str, reason: str | None) -> None:
+        if status == "ok":
             self.ok += 1
         else:
             self.error += 1
-            self.reasons[record.error_reason or "unknown"] += 1
+            self.reasons[reason or "unknown"] += 1
         if self.on_change:
             self.on_change(self)
 
@@ -215,6 +223,10 @@ class Runner:
             if any(r is None for r in batch):
                 return
 
+    def _open_writer(self) -> RecordWriter:
+        """Where records go (a worker process sends them to its parent instead)."""
+        return RecordWriter(self.config.predictions)
+
     # -- work -------------------------------------------------------------------------------
     async def run(self) -> RunOutcome:
         config = self.config
@@ -233,9 +245,10 @@ class Runner:
             frame = load_samples(config.release_dir, task, columns=TASK_SPECS[task].columns)
             if config.limit is not None:
                 frame = frame.head(config.limit)
-            tables[task] = frame
+            index, count = config.shard
+            tables[task] = frame.iloc[index::count] if count > 1 else frame
         self.progress.expected = sum(len(t) for t in tables.values()) * len(config.forms) * len(config.templates)
-        with RecordWriter(config.predictions) as writer:
+        with self._open_writer() as writer:
             writer_task = asyncio.create_task(self._writer(writer))
             try:
                 for task, table in tables.items():
@@ -273,18 +286,18 @@ class Runner:
     async def _produce(self, task: str, rows: dict[str, dict[str, Any]], images: Iterator[SampleImages],
                        done: set[tuple[RecordKey, str]], ready: asyncio.Queue,
                        batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
-        prep = asyncio.Semaphore(4)                               # rows being prepared at once
+        prep = asyncio.Semaphore(max(4, self.config.concurrency // 8))  # rows being prepared at once
         pending = self._pending
-        while True:
-            item = await asyncio.to_thread(next, images, None)
-            if item is None:
-                break
-            await prep.acquire()
-            self._raise_failure()
-            work = asyncio.create_task(self._row(task, rows[item.sample_id], item, done, ready, _Once(prep.release),
-                                                 pending, batch))
-            pending.add(work)
-            work.add_done_callback(self._watch)
+        # Rows come READ_AHEAD_ROWS per worker-thread hop: one hop per row made the reader wait a
+        # loop turn per row, and under hundreds of answers a turn is long enough to starve the askers.
+        while chunk := await asyncio.to_thread(list, itertools.islice(images, READ_AHEAD_ROWS)):
+            for item in chunk:
+                await prep.acquire()
+                self._raise_failure()
+                work = asyncio.create_task(self._row(task, rows[item.sample_id], item, done, ready,
+                                                     _Once(prep.release), pending, batch))
+                pending.add(work)
+                work.add_done_callback(self._watch)
         while pending:
             await asyncio.gather(*list(pending))
         self._raise_failure()
@@ -346,7 +359,11 @@ class Runner:
         if not to_ask:
             return
         try:
-            prepared = await asyncio.to_thread(prepare_image, images.image, entry, boxes=boxes, mask_png=mask)
+            if size is not None and size[0] * size[1] <= INLINE_PREP_PIXELS:
+                # A thumbnail is prepared in less time than a worker-thread hop and its GIL hand-offs cost.
+                prepared = prepare_image(images.image, entry, boxes=boxes, mask_png=mask)
+            else:
+                prepared = await asyncio.to_thread(prepare_image, images.image, entry, boxes=boxes, mask_png=mask)
         except (ImageTooLarge, ImageUnreadable) as exc:
             reason = "image_too_large" if isinstance(exc, ImageTooLarge) else "invalid_sample"
             for form, template, _, rhash in to_ask:

@@ -146,6 +146,9 @@ def prepare_image(png: bytes, entry: ModelEntry, *, boxes: list[list[float]] | N
     mask-grounded rows. Raises :class:`ImageTooLarge` when the limits cannot be met and
     :class:`ImageUnreadable` for bytes that do not decode.
     """
+    unchanged = _as_is(png, entry) if not boxes and mask_png is None else None
+    if unchanged is not None:
+        return unchanged
     image = _decode(png, "image").convert("RGB")
     frames = plan_frames(image.size, entry)
     content = image if frames.content_size == image.size else image.resize(frames.content_size, Image.Resampling.BICUBIC)
@@ -165,6 +168,29 @@ def prepare_image(png: bytes, entry: ModelEntry, *, boxes: list[list[float]] | N
         canvas.paste(content, (0, 0))
     data, mime = _encode(canvas, entry.image)
     return PreparedImage(data, mime, frames)
+
+
+def _as_is(png: bytes, entry: ModelEntry) -> PreparedImage | None:
+    """The release's own PNG when the model would see exactly its pixels (no resize, ROI or padding).
+
+    Decoding and re-encoding it would send the same pixels at the cost of most of a request's
+    client CPU. Only 8-bit grey or RGB PNGs within the byte limit qualify (servers read grey as
+    RGB); anything else, or a header that does not verify, takes the full path (which also
+    reports unreadable images).
+    """
+    if entry.image.encoding != "png" or (entry.image.max_bytes is not None and len(png) > entry.image.max_bytes):
+        return None
+    try:
+        with Image.open(io.BytesIO(png)) as image:
+            if image.format != "PNG" or image.mode not in ("L", "RGB") or image.info.get("transparency") is not None:
+                return None
+            frames = plan_frames(image.size, entry)
+            if frames.content_size != image.size or frames.sent_size != image.size:
+                return None
+            image.verify()  # chunk CRCs: a damaged file goes the full path and is reported there
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError, ImageTooLarge):
+        return None
+    return PreparedImage(png, "image/png", frames)
 
 
 def _encode(image: Image.Image, limits: ImageLimits) -> tuple[bytes, str]:

@@ -1,0 +1,237 @@
+"""`mmbu eval run --workers N`: the rows split across N processes, one writer.
+
+One Python process tops out near 4,000-6,000 requests a second through aiohttp, and image
+preparation (decode, resize, ROI, encode) competes with it for the same core. With N workers each
+process runs the ordinary :class:`~.core.Runner` on every N-th row of each task with its share of
+``--concurrency`` and its own HTTP client; the parent keeps the run lock, the one append-only run
+file and the progress counts. Workers send finished records as serialised JSON lines; the parent
+starts appending only once every worker has read the run file for its resume set, so no worker
+ever reads a line while it is being written. A worker that dies ends the run (records already
+written stay; re-running resumes); a worker whose parent dies stops within a second.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import time
+from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from ..backends.openai_compat import OpenAICompatBackend, OpenAICompatClient
+from ..models.registry import ChatQuirks
+from ..records import RecordKey, RecordWriter, RunRecord, dump_record, repair_truncated_tail
+from .core import WRITE_INTERVAL_S, Progress, RunConfig, RunOutcome, Runner
+
+PARENT_CHECK_S = 1.0
+
+
+class WorkerFailed(Exception):
+    """A worker process ended without finishing its rows; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class OpenAIBackendRecipe:
+    """What a worker needs to build its own client (clients and sessions do not cross processes)."""
+
+    base_urls: tuple[str, ...]
+    served_model: str
+    api_key_env: str | None
+    timeout_s: float = 120.0
+    max_attempts: int = 6
+    backoff_s: float = 1.0
+    quirks: ChatQuirks = ChatQuirks()
+    extra_body: dict[str, Any] | None = None
+
+    def build(self, concurrency: int) -> OpenAICompatBackend:
+        client = OpenAICompatClient(list(self.base_urls), self.served_model, api_key_env=self.api_key_env,
+                                    concurrency=concurrency, timeout_s=self.timeout_s,
+                                    max_attempts=self.max_attempts, backoff_s=self.backoff_s)
+        return OpenAICompatBackend(client, self.quirks, extra_body=self.extra_body)
+
+
+def split_concurrency(total: int, workers: int) -> list[int]:
+    """`total` requests in flight shared as evenly as possible (each worker at least one)."""
+    base, extra = divmod(total, workers)
+    return [max(1, base + (index < extra)) for index in range(workers)]
+
+
+# -- worker side ------------------------------------------------------------------------------
+class _PipeWriter:
+    """The worker's stand-in for RecordWriter: records go to the parent, with the counts it shows."""
+
+    def __init__(self, connection: Connection, runner: _WorkerRunner) -> None:
+        self.connection, self.runner = connection, runner
+
+    def write_many(self, records: list[RunRecord]) -> None:
+        runner = self.runner
+        self.connection.send(("records", b"".join(dump_record(r) for r in records),
+                              [(r.status, r.error_reason) for r in records], runner.progress.skipped,
+                              runner.backend.client.counters["retries"]))
+
+    def __enter__(self) -> _PipeWriter:
+        # The resume set has been read from the run file: the parent may start appending to it.
+        self.connection.send(("ready", self.runner.progress.expected))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+class _WorkerRunner(Runner):
+    def __init__(self, config: RunConfig, backend: OpenAICompatBackend, connection: Connection) -> None:
+        super().__init__(config, backend, take_lock=False)
+        self.connection = connection
+
+    def _open_writer(self) -> _PipeWriter:  # type: ignore[override]
+        return _PipeWriter(self.connection, self)
+
+
+async def _watch_parent(parent: int) -> None:
+    # A parent killed outright cannot tell its workers; they would go on asking until the pipe broke.
+    while os.getppid() == parent:
+        await asyncio.sleep(PARENT_CHECK_S)
+    os._exit(3)
+
+
+async def _work(config: RunConfig, recipe: OpenAIBackendRecipe, concurrency: int, connection: Connection,
+                parent: int) -> RunOutcome:
+    backend = recipe.build(concurrency)
+    watchdog = asyncio.create_task(_watch_parent(parent))
+    try:
+        return await _WorkerRunner(replace(config, concurrency=concurrency), backend, connection).run()
+    finally:
+        watchdog.cancel()
+        await backend.aclose()
+
+
+def _worker_main(config: RunConfig, recipe: OpenAIBackendRecipe, concurrency: int, connection: Connection,
+                 parent: int) -> None:
+    try:
+        outcome = asyncio.run(_work(config, recipe, concurrency, connection, parent))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which decides
+        with contextlib.suppress(Exception):
+            connection.send(("failed", _portable(exc)))
+        raise SystemExit(1) from None
+    connection.send(("done", outcome.expected, outcome.progress.skipped))
+    connection.close()
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """The exception itself when it pickles (the CLI knows ReleaseError, RecordsError), else its text."""
+    import pickle
+
+    try:
+        pickle.dumps(exc)
+        return exc
+    except Exception:  # noqa: BLE001
+        return WorkerFailed(f"{type(exc).__name__}: {exc}")
+
+
+# -- parent side ------------------------------------------------------------------------------
+@dataclass
+class _Worker:
+    index: int
+    process: multiprocessing.process.BaseProcess
+    connection: Connection
+    expected: int = 0
+    skipped: int = 0
+    retries: int = 0
+    ready: bool = False
+    finished: bool = False
+
+
+def run_sharded(config: RunConfig, recipe: OpenAIBackendRecipe, workers: int,
+                progress: Progress | None = None) -> RunOutcome:
+    """Run `config` on `workers` processes; the caller holds the run lock. Returns the merged outcome."""
+    progress = progress or Progress()
+    config.run_dir.mkdir(parents=True, exist_ok=True)
+    truncated = repair_truncated_tail(config.predictions)
+    context = multiprocessing.get_context("spawn")  # fork would copy threads and event loops
+    team: list[_Worker] = []
+    for index, concurrency in enumerate(split_concurrency(config.concurrency, workers)):
+        receive, send = context.Pipe(duplex=False)
+        process = context.Process(target=_worker_main, name=f"mmbu-eval-worker-{index}", daemon=True,
+                                  args=(replace(config, shard=(index, workers)), recipe, concurrency, send,
+                                        os.getpid()))
+        process.start()
+        send.close()  # the parent keeps only the reading end, so a dead worker reads as EOF
+        team.append(_Worker(index, process, receive))
+    expected: dict[RecordKey, str] = {}
+    failure: BaseException | None = None
+    held: list[bytes] = []
+    clean = False
+    try:
+        with RecordWriter(config.predictions) as writer:
+            last_write = -float("inf")
+            while failure is None and any(not w.finished for w in team):
+                live = {w.connection: w for w in team if not w.finished}
+                for connection in wait(list(live), timeout=WRITE_INTERVAL_S):
+                    worker = live[connection]
+                    try:
+                        message = connection.recv()
+                    except (EOFError, OSError):
+                        worker.finished = True
+                        failure = failure or WorkerFailed(
+                            f"eval worker {worker.index} stopped without finishing (exit code "
+                            f"{_exit_code(worker.process)}); re-run the same command to resume")
+                        continue
+                    failure = _handle(message, worker, progress, held, expected) or failure
+                all_ready = all(w.ready or w.finished for w in team)
+                if failure is None and all_ready and held and time.monotonic() - last_write >= WRITE_INTERVAL_S:
+                    writer.write_lines(b"".join(held))
+                    held.clear()
+                    last_write = time.monotonic()
+            if failure is not None:
+                _stop(team)  # before the last append: a worker still reading the run file must not see it grow
+            writer.write_lines(b"".join(held))  # what arrived is kept, even when a worker failed
+            clean = failure is None
+    finally:
+        if not clean:
+            _stop(team)
+        for worker in team:
+            worker.process.join(timeout=30)
+            worker.connection.close()
+    if failure is not None:
+        raise failure
+    if progress.on_change:
+        progress.on_change(progress)
+    return RunOutcome(expected, progress, truncated)
+
+
+def _handle(message: tuple, worker: _Worker, progress: Progress, held: list[bytes],
+            expected: dict[RecordKey, str]) -> BaseException | None:
+    kind = message[0]
+    if kind == "ready":
+        worker.ready = True
+        progress.expected += message[1]
+    elif kind == "records":
+        _, lines, statuses, skipped, retries = message
+        held.append(lines)
+        progress.skipped += skipped - worker.skipped
+        progress.retries += retries - worker.retries
+        worker.skipped, worker.retries = skipped, retries
+        for status, reason in statuses:
+            progress.count(status, reason)
+    elif kind == "done":
+        _, shard_expected, skipped = message
+        expected.update(shard_expected)
+        progress.skipped += skipped - worker.skipped
+        worker.skipped, worker.finished = skipped, True
+    elif kind == "failed":
+        worker.finished = True
+        return message[1]
+    return None
+
+
+def _stop(team: list[_Worker]) -> None:
+    for worker in team:
+        if worker.process.is_alive():
+            worker.process.terminate()
+
+
+def _exit_code(process: multiprocessing.process.BaseProcess) -> int | None:
+    process.join(timeout=5)
+    return process.exitcode
