@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import pickle
 import time
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
@@ -22,7 +23,8 @@ from typing import Any
 
 from ..backends.openai_compat import OpenAICompatBackend, OpenAICompatClient
 from ..models.registry import ChatQuirks
-from ..records import RecordKey, RecordWriter, RunRecord, dump_record, repair_truncated_tail
+from ..records import RecordKey, RecordsError, RecordWriter, RunRecord, dump_record, repair_truncated_tail
+from ..release import ReleaseError
 from .core import WRITE_INTERVAL_S, Progress, RunConfig, RunOutcome, Runner
 
 PARENT_CHECK_S = 1.0
@@ -120,14 +122,16 @@ def _worker_main(config: RunConfig, recipe: OpenAIBackendRecipe, concurrency: in
 
 
 def _portable(exc: BaseException) -> BaseException:
-    """The exception itself when it pickles (the CLI knows ReleaseError, RecordsError), else its text."""
-    import pickle
-
-    try:
-        pickle.dumps(exc)
-        return exc
-    except Exception:  # noqa: BLE001
-        return WorkerFailed(f"{type(exc).__name__}: {exc}")
+    """`exc` as the parent can unpickle it: itself, else the nearest release/records error class the
+    CLI reports as bad input, else a WorkerFailed carrying its text."""
+    message = f"{exc}"
+    for candidate in (exc, *(kind(message) for kind in (ReleaseError, RecordsError) if isinstance(exc, kind))):
+        try:
+            pickle.loads(pickle.dumps(candidate))
+            return candidate
+        except Exception:  # noqa: BLE001 - e.g. an __init__ with extra required arguments
+            continue
+    return WorkerFailed(f"{type(exc).__name__}: {message}")
 
 
 # -- parent side ------------------------------------------------------------------------------
