@@ -192,7 +192,8 @@ def _raw_identity(raw_dir: Path) -> str:
 def convert_options(manifest: DatasetManifest, *, as_mask: bool = False, slice_mask: Path | None = None) -> ConvertOptions:
     spec = manifest.convert
     return ConvertOptions(as_mask=as_mask, max_size=spec.max_size, frame=spec.frame, slice=spec.slice,
-                          axis=spec.axis, window=spec.window, slice_mask=slice_mask)
+                          axis=spec.axis, window=spec.window, slice_mask=slice_mask,
+                          square_pixels=spec.square_pixels)
 
 
 def _convert_cached(source: Path, output: Path, options: ConvertOptions, code: str) -> dict[str, Any]:

@@ -27,6 +27,8 @@ READERS = {
 }
 
 WSI_DEFAULT_MAX_SIZE = 2048
+# recorded as params["square_pixels"]["note"] when ConvertOptions.square_pixels is False
+SQUARE_PIXELS_OFF_NOTE = "turned off (square_pixels false / --no-square-pixels): the stored grid is kept"
 
 
 class ConversionError(Exception):
@@ -55,6 +57,9 @@ class ConvertOptions:
     window: tuple[float, float] | None = None  # (center, width) overriding the file's window
     window_index: int = 0  # which of a DICOM file's alternative windows / VOI LUTs to apply
     slice_mask: Path | None = None  # mask volume that picks the slice when slice == "mask_max_area"
+    # non-square pixels (DICOM pixel spacing / aspect ratio, NIfTI voxel spacing in the shown plane) are
+    # resampled to square ones; False keeps the stored grid (headers known to be wrong, stored-grid outputs)
+    square_pixels: bool = True
 
 
 @dataclass

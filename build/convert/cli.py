@@ -66,8 +66,12 @@ def _callback(parse):
               help="Window CENTER,WIDTH overriding the file's window (e.g. 40,400 for CT soft tissue).")
 @click.option("--window-index", type=click.IntRange(min=0), default=0, show_default=True,
               help="Which of a DICOM file's alternative windows / VOI LUTs to use.")
+@click.option("--square-pixels/--no-square-pixels", default=True, show_default=True,
+              help="Resample non-square pixels (DICOM Pixel Spacing / Imager Pixel Spacing / Pixel Aspect Ratio, "
+                   "NIfTI voxel spacing) to square ones; --no-square-pixels keeps the stored grid.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Worker processes.")
-def convert(sources, out_dir, report_path, as_mask, max_size, frame, slice_, axis, slice_mask, window, window_index, jobs):
+def convert(sources, out_dir, report_path, as_mask, max_size, frame, slice_, axis, slice_mask, window, window_index,
+            square_pixels, jobs):
     """Convert DICOM, NIfTI, whole-slide, OME-TIFF/TIFF and JPEG/PNG/... SOURCES to 8-bit PNGs.
 
     A SOURCE is a file, a folder to walk, or a folder holding one MRXS slide. Formats are
@@ -80,7 +84,7 @@ def convert(sources, out_dir, report_path, as_mask, max_size, frame, slice_, axi
         raise click.UsageError("--slice mask_max_area needs --slice-mask MASK (or --as-mask to pick from the mask itself)")
     options = ConvertOptions(
         as_mask=as_mask, max_size=max_size, frame=frame, slice=slice_, axis=axis, window=window,
-        window_index=window_index, slice_mask=slice_mask,
+        window_index=window_index, slice_mask=slice_mask, square_pixels=square_pixels,
     )
     records = convert_paths(sources, out_dir, options, report_path, jobs=jobs, show_progress=sys.stderr.isatty())
     if not records:

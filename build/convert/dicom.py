@@ -16,7 +16,8 @@ ultrasound and secondary captures often have them) are made square on the displa
 enlarging the coarser axis and keeping the finer one (LANCZOS; NEAREST for masks), as
 `dcmj2pnm +a +Sxf 1` does for tall pixels. `square_pixels` records what was done and `source_size`
 the stored grid, which `mmbu.build.layouts.frames` uses to carry boxes and masks given in
-stored-pixel coordinates onto the PNG.
+stored-pixel coordinates onto the PNG. `ConvertOptions(square_pixels=False)` (manifest `convert:
+square_pixels: false`, `mmbu convert --no-square-pixels`) keeps the stored grid and says so.
 
 Only the chosen frame of a multi-frame file is decoded (`pixel_array(path, index=k)`); enhanced
 multi-frame files take that frame's rescale and window from the functional groups. Compressed pixel
@@ -52,7 +53,7 @@ from pydicom.uid import (
     UID,
 )
 
-from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
+from mmbu.build.convert.base import SQUARE_PIXELS_OFF_NOTE, ConversionError, Converted, ConvertOptions
 from mmbu.build.convert.display import (
     center_width_to_bounds,
     invert,
@@ -123,7 +124,7 @@ def read(path: Path, options: ConvertOptions) -> Converted:
         params["colour"] = "RGB" if photometric == "RGB" else f"{photometric} converted to RGB by pydicom on decoding"
     else:
         raise ConversionError(f"{path} has photometric interpretation {photometric or 'missing'}, which is not supported")
-    pixels = _square_pixels(pixels, view, options.as_mask, params)
+    pixels = _square_pixels(pixels, view, options.as_mask, params, enabled=options.square_pixels)
     return Converted(pixels=pixels, format="dicom", frame=frame if frames > 1 else None, params=params)
 
 
@@ -331,20 +332,24 @@ def pixel_shape(view: Dataset) -> tuple[str, float, float] | None:
     return None
 
 
-def _square_pixels(pixels: np.ndarray, view: Dataset, is_mask: bool, params: dict) -> np.ndarray:
+def _square_pixels(pixels: np.ndarray, view: Dataset, is_mask: bool, params: dict, enabled: bool = True) -> np.ndarray:
     """Enlarge the coarser axis so pixels are square; record the decision in `params["square_pixels"]`.
 
     Sizes are recorded as [width, height] like the rest of the report. When the grid changes, the
     stored grid is also recorded as `source_size`: `mmbu.build.layouts.frames` scales boxes and masks
     given in stored-pixel coordinates by output / source_size per axis (after any `max_size` resize
-    too), so they land on the same anatomy.
+    too), so they land on the same anatomy. With `enabled` False (`ConvertOptions.square_pixels`)
+    the stored grid is kept and the record says it was turned off, with what the header says.
     """
+    off = {"applied": False, "note": SQUARE_PIXELS_OFF_NOTE}
     try:
         shape = pixel_shape(view)
     except ValueError as error:
-        params["square_pixels"] = {"applied": False, "note": f"{error}; pixels kept as stored"}
+        params["square_pixels"] = off if not enabled else {"applied": False, "note": f"{error}; pixels kept as stored"}
         return pixels
     if shape is None:
+        if not enabled:
+            params["square_pixels"] = off
         return pixels
     keyword, vertical, horizontal = shape
     height, width = pixels.shape[:2]
@@ -354,6 +359,9 @@ def _square_pixels(pixels: np.ndarray, view: Dataset, is_mask: bool, params: dic
         "from_size": [width, height],
     }
     params["square_pixels"] = record
+    if not enabled:
+        record.update(off)
+        return pixels
     try:
         size = square_pixel_size(height, width, vertical, horizontal)
     except ValueError as error:

@@ -18,7 +18,8 @@ What a caller can rely on:
   axial — patient's right on the image's left, anterior up; coronal — patient's right on the
   image's left, superior up; sagittal — anterior on the image's left, superior up.
   Non-square voxels (thick slices seen from the side) are stretched along the coarser display axis
-  to square pixels (`square_pixels_from` records the size before; `pixel_spacing_mm` the spacing).
+  to square pixels (`square_pixels_from` records the size before; `pixel_spacing_mm` the spacing);
+  `options.square_pixels` False keeps the stored grid (`square_pixels` records that it was off).
 * **RGB voxels** (NIfTI RGB24/RGBA32 data types) stay colour, unwindowed (alpha dropped).
 * **RGB vectors**: colour stored as components on the 5th dimension (X, Y, Z, 1, 3 — ITK and
   SimpleITK), or on the 4th with a vector / RGB-vector intent ((X, Y, 1, 3) for 2-D images), is
@@ -42,7 +43,13 @@ from nibabel.orientations import aff2axcodes, apply_orientation, io_orientation
 from PIL import Image
 
 from mmbu.build.convert import display
-from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions, exception_summary as _cause
+from mmbu.build.convert.base import (
+    SQUARE_PIXELS_OFF_NOTE,
+    ConversionError,
+    Converted,
+    ConvertOptions,
+    exception_summary as _cause,
+)
 
 AXIS_NAMES = ("sagittal", "coronal", "axial")
 # mask slabs read at a time when searching the slice with the largest mask area (bounded memory)
@@ -121,7 +128,11 @@ def read(path: Path, options: ConvertOptions) -> Converted:
         params["window"] = None
     else:
         pixels, params["window"] = _window(view, options.window)
-    pixels, params["square_pixels_from"] = square_pixels(pixels, params["pixel_spacing_mm"], options.as_mask)
+    if options.square_pixels:
+        pixels, params["square_pixels_from"] = square_pixels(pixels, params["pixel_spacing_mm"], options.as_mask)
+    else:  # the stored voxel grid, e.g. for 2-D images saved as NIfTI with meaningless pixdim
+        params["square_pixels_from"] = None
+        params["square_pixels"] = {"applied": False, "note": SQUARE_PIXELS_OFF_NOTE}
     pixels = display.resize_longest_side(pixels, options.max_size, is_mask=options.as_mask)
     params["resized_to"] = [int(pixels.shape[1]), int(pixels.shape[0])]
     return Converted(pixels=pixels, format="nifti", frame=volume_index, params=params)

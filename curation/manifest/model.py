@@ -99,6 +99,12 @@ class ConvertSpec(_Strict):
     axis: int = Field(2, ge=0, le=2)
     window: tuple[float, float] | None = Field(None, description="(center, width) to force a window.")
     max_size: int | None = Field(None, ge=16)
+    square_pixels: bool = Field(
+        True,
+        description="Resample non-square pixels (DICOM Pixel Spacing, Imager Pixel Spacing or Pixel Aspect Ratio; "
+                    "NIfTI voxel spacing in the shown plane) to square ones by enlarging the coarser axis. "
+                    "false keeps the stored grid (e.g. when the dataset's spacing headers are known to be wrong).",
+    )
 
 
 class CurationEvent(_Strict):
