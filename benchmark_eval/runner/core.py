@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import fcntl
 import hashlib
-import itertools
 import json
 import time
 from collections import Counter
@@ -35,7 +34,8 @@ TASKS_ORDER = tuple(TASK_SPECS)
 
 PREDICTIONS_FILE = "predictions.jsonl"
 WRITE_INTERVAL_S = 0.25   # least time between two appends (each one fsyncs)
-READ_AHEAD_ROWS = 16      # release rows read per worker-thread hop
+READ_AHEAD_ROWS = 64      # release rows read per worker-thread hop ...
+READ_AHEAD_BYTES = 16 << 20  # ... or fewer, once their images reach this size
 INLINE_PREP_PIXELS = 128 * 128  # images this small are prepared on the event loop (~0.2 ms), larger in a thread
 
 
@@ -288,9 +288,9 @@ class Runner:
                        batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
         prep = asyncio.Semaphore(max(4, self.config.concurrency // 8))  # rows being prepared at once
         pending = self._pending
-        # Rows come READ_AHEAD_ROWS per worker-thread hop: one hop per row made the reader wait a
-        # loop turn per row, and under hundreds of answers a turn is long enough to starve the askers.
-        while chunk := await asyncio.to_thread(list, itertools.islice(images, READ_AHEAD_ROWS)):
+        # Rows come in chunks per worker-thread hop: one hop per row made the reader wait a loop turn
+        # per row, and under hundreds of answers a turn is long enough to starve the askers.
+        while chunk := await asyncio.to_thread(_take, images, READ_AHEAD_ROWS, READ_AHEAD_BYTES):
             for item in chunk:
                 await prep.acquire()
                 self._raise_failure()
@@ -418,6 +418,18 @@ class Runner:
             answers = await self.backend.generate_batch([request for request, _ in current])
         for (_, base), answer in zip(current, answers):
             self._emit(self._from_answer(answer, base))
+
+
+def _take(images: Iterator[SampleImages], rows: int, size: int) -> list[SampleImages]:
+    """The next `rows` rows, or fewer once their image bytes reach `size` (at least one)."""
+    chunk: list[SampleImages] = []
+    total = 0
+    for item in images:
+        chunk.append(item)
+        total += len(item.image) + len(item.mask or b"")
+        if len(chunk) >= rows or total >= size:
+            break
+    return chunk
 
 
 class _Once:

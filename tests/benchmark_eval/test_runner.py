@@ -342,3 +342,15 @@ def test_a_backend_bug_stops_the_run_with_its_exception_and_keeps_earlier_answer
         asyncio.run(go())
     records = read_records(config.predictions)
     assert 1 <= len(records) <= 4 and {r.status for r in records} == {"ok"}
+
+
+def test_rows_are_read_ahead_in_chunks_bounded_by_count_and_by_image_bytes():
+    from mmbu.benchmark_eval.release import SampleImages
+    from mmbu.benchmark_eval.runner.core import _take
+
+    rows = iter([SampleImages(f"s{i}", b"x" * 1000, b"m" * 500 if i % 2 else None) for i in range(10)])
+    assert [r.sample_id for r in _take(rows, 4, 1 << 20)] == ["s0", "s1", "s2", "s3"]
+    assert [r.sample_id for r in _take(rows, 4, 2500)] == ["s4", "s5"]        # 1000 + 1500 bytes reach the cap
+    assert [r.sample_id for r in _take(rows, 4, 10)] == ["s6"]                 # always at least one row
+    assert [r.sample_id for r in _take(rows, 9, 1 << 20)] == ["s7", "s8", "s9"]
+    assert _take(rows, 4, 1 << 20) == []
