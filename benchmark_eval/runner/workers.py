@@ -17,7 +17,7 @@ import multiprocessing
 import os
 import pickle
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -164,45 +164,57 @@ def run_sharded(config: RunConfig, recipe: OpenAIBackendRecipe, workers: int,
         send.close()  # the parent keeps only the reading end, so a dead worker reads as EOF
         team.append(_Worker(index, process, receive))
     expected: dict[RecordKey, str] = {}
-    failure: BaseException | None = None
-    held: list[bytes] = []
-    clean = False
+    state = _Collected()
     try:
         with RecordWriter(config.predictions) as writer:
-            last_write = -float("inf")
-            while failure is None and any(not w.finished for w in team):
-                live = {w.connection: w for w in team if not w.finished}
-                for connection in wait(list(live), timeout=WRITE_INTERVAL_S):
-                    worker = live[connection]
-                    try:
-                        message = connection.recv()
-                    except (EOFError, OSError):
-                        worker.finished = True
-                        failure = failure or WorkerFailed(
-                            f"eval worker {worker.index} stopped without finishing (exit code "
-                            f"{_exit_code(worker.process)}); re-run the same command to resume")
-                        continue
-                    failure = _handle(message, worker, progress, held, expected) or failure
-                all_ready = all(w.ready or w.finished for w in team)
-                if failure is None and all_ready and held and time.monotonic() - last_write >= WRITE_INTERVAL_S:
-                    writer.write_lines(b"".join(held))
-                    held.clear()
-                    last_write = time.monotonic()
-            if failure is not None:
-                _stop(team)  # before the last append: a worker still reading the run file must not see it grow
-            writer.write_lines(b"".join(held))  # what arrived is kept, even when a worker failed
-            clean = failure is None
+            try:
+                _collect(team, state, progress, expected, writer)
+            finally:
+                if state.failure is not None or not all(w.finished for w in team):  # a failure or an interrupt
+                    _stop(team)  # first: a worker still reading the run file must not see it grow
+                writer.write_lines(b"".join(state.held))  # answers that arrived are kept in every case
     finally:
-        if not clean:
+        if not all(w.finished for w in team):  # the writer itself failed
             _stop(team)
         for worker in team:
             worker.process.join(timeout=30)
             worker.connection.close()
-    if failure is not None:
-        raise failure
+    if state.failure is not None:
+        raise state.failure
     if progress.on_change:
         progress.on_change(progress)
     return RunOutcome(expected, progress, truncated)
+
+
+@dataclass
+class _Collected:
+    held: list[bytes] = field(default_factory=list)   # serialised records not yet appended
+    failure: BaseException | None = None
+
+
+def _collect(team: list[_Worker], state: _Collected, progress: Progress, expected: dict[RecordKey, str],
+             writer: RecordWriter) -> None:
+    """Receive from the workers until all are done or one fails; append held records every
+    WRITE_INTERVAL_S once every worker has read its resume set."""
+    last_write = -float("inf")
+    while state.failure is None and any(not w.finished for w in team):
+        live = {w.connection: w for w in team if not w.finished}
+        for connection in wait(list(live), timeout=WRITE_INTERVAL_S):
+            worker = live[connection]
+            try:
+                message = connection.recv()
+            except (EOFError, OSError):
+                worker.finished = True
+                state.failure = state.failure or WorkerFailed(
+                    f"eval worker {worker.index} stopped without finishing (exit code "
+                    f"{_exit_code(worker.process)}); re-run the same command to resume")
+                continue
+            state.failure = _handle(message, worker, progress, state.held, expected) or state.failure
+        all_ready = all(w.ready or w.finished for w in team)
+        if state.failure is None and all_ready and state.held and time.monotonic() - last_write >= WRITE_INTERVAL_S:
+            writer.write_lines(b"".join(state.held))
+            state.held.clear()
+            last_write = time.monotonic()
 
 
 def _handle(message: tuple, worker: _Worker, progress: Progress, held: list[bytes],

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -160,3 +161,31 @@ def test_more_workers_than_rows_is_fine(tmp_path, workers):
                         "--out", str(tmp_path), "--workers", str(workers), *FAST)
     assert result.exit_code == 0, result.output
     assert len(read_records(tmp_path / SLUG / "predictions.jsonl")) == 12
+
+
+def test_ctrl_c_stops_every_process_keeps_whole_answers_and_the_run_resumes(tmp_path):
+    release = write_release(tmp_path / "release", count=12, tasks=("ungrounded_classification",))
+    predictions = tmp_path / "runs" / SLUG / "predictions.jsonl"
+    with OpenAIServer(latency_s=0.05) as server:
+        command = [sys.executable, "-c", "from mmbu.cli import main; main()", "eval", "run", "--release", str(release),
+                   "--model", "Qwen3-VL-8B", "--base-url", server.url, "--out", str(tmp_path / "runs"),
+                   "--concurrency", "4", "--workers", "2", *FAST]
+        # its own process group, as a terminal would make it: Ctrl-C reaches the parent and its workers
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if predictions.exists() and predictions.read_bytes().count(b"\n") >= 12:
+                break
+            time.sleep(0.02)
+        workers = spawned_workers(psutil.Process(process.pid))
+        os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+        assert process.returncode == 1 and "Aborted" in stderr.decode() and "Traceback" not in stderr.decode()
+        _, alive = psutil.wait_procs(workers, timeout=10)
+        assert not alive
+        kept = read_records(predictions)
+        assert 12 <= len(kept) < 72 and predictions.read_bytes().endswith(b"\n")
+        finished = subprocess.run(command, capture_output=True, timeout=120)
+        assert finished.returncode == 0, finished.stderr.decode()[-2000:]
+    keys = Counter(r.key for r in read_records(predictions))
+    assert len(keys) == 72 and max(keys.values()) == 1
