@@ -4,7 +4,9 @@ dcmtk is not installed for users or CI, so its PNGs were rendered once and commi
 (`golden/dicom/`, made by `golden/make_dicom_golden.py`; see `golden/PROVENANCE.md`). Each case runs our
 whole path — sniff, read, window, write the PNG — through `convert_paths` and compares the PNG a user
 would get with dcmtk's: grayscale within one grey level (dcmtk truncates where we round), YCbCr within
-two (dcmtk's integer YCbCr formula), decoded JPEG within the decoders' rounding.
+two (dcmtk's integer YCbCr formula), decoded JPEG within the decoders' rounding. Non-square pixels
+(`dcmj2pnm +a +Sxf 1`, which replicates rows where we use LANCZOS) are compared by size, thresholded
+shape and our grey levels against dcmtk's stored-grid rendering put through the named filter.
 """
 from __future__ import annotations
 
@@ -24,6 +26,13 @@ from mmbu.build.convert.batch import convert_paths  # noqa: E402
 from mmbu.build.convert.dicom import voi_lut_output_bits  # noqa: E402
 
 CASES = json.loads((golden.OUT / "cases.json").read_text())["cases"]
+GREY_LEVEL_CASES = sorted(case for case, spec in CASES.items() if "max_abs" in spec["tolerance"])
+RESAMPLED_CASES = sorted(case for case, spec in CASES.items() if "resampled_from" in spec["tolerance"])
+
+
+def _golden(case: str) -> np.ndarray:
+    with Image.open(golden.OUT / f"{case}.png") as image:
+        return np.asarray(image)
 
 
 def _convert(source: Path, options_fields: dict, out_dir: Path) -> tuple[np.ndarray, dict]:
@@ -33,12 +42,15 @@ def _convert(source: Path, options_fields: dict, out_dir: Path) -> tuple[np.ndar
         return np.asarray(image), record
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_case_has_a_tolerance_model():
+    assert sorted(GREY_LEVEL_CASES + RESAMPLED_CASES) == sorted(CASES)
+
+
+@pytest.mark.parametrize("case", GREY_LEVEL_CASES)
 def test_png_matches_dcmtk(case, tmp_path):
     spec = CASES[case]
     ours, record = _convert(golden.input_path(spec["input"]), spec["options"], tmp_path)
-    with Image.open(golden.OUT / f"{case}.png") as image:
-        reference = np.asarray(image)
+    reference = _golden(case)
     assert ours.shape == reference.shape, f"{case}: our PNG is {ours.shape}, dcmtk's ({spec['dcmtk']}) {reference.shape}"
     difference = np.abs(ours.astype(np.int16) - reference.astype(np.int16))
     tolerance = spec["tolerance"]
@@ -54,6 +66,33 @@ def test_png_matches_dcmtk(case, tmp_path):
         for key in ("lo", "hi", "center", "width"):
             if key in spec["our_window"]:
                 assert recorded[key] == pytest.approx(spec["our_window"][key]), (case, key)
+
+
+@pytest.mark.parametrize("case", RESAMPLED_CASES)
+def test_squared_pixels_match_dcmtk_in_size_and_shape_and_differ_only_by_the_filter(case, tmp_path):
+    spec = CASES[case]
+    tolerance = spec["tolerance"]
+    ours, record = _convert(golden.input_path(spec["input"]), spec["options"], tmp_path)
+    reference = _golden(case)
+    assert ours.shape == reference.shape, f"{case}: our PNG is {ours.shape}, dcmtk's ({spec['dcmtk']}) {reference.shape}"
+    assert record["params"]["square_pixels"]["applied"] is True
+    threshold = tolerance["threshold"]
+    mismatch = np.count_nonzero((ours > threshold) != (reference > threshold))
+    assert mismatch <= tolerance["max_threshold_mismatch"], f"{case}: {mismatch} pixels on the other side of {threshold}"
+    # dcmtk's own rendering of the stored grid, through the filter we name: only then may grey levels be compared
+    stored_grid = _golden(tolerance["resampled_from"])
+    assert tolerance["filter"] == record["params"]["square_pixels"]["resample"] == "lanczos"
+    filtered = np.asarray(Image.fromarray(stored_grid).resize(ours.shape[::-1], Image.Resampling.LANCZOS))
+    difference = np.abs(ours.astype(np.int16) - filtered.astype(np.int16))
+    assert difference.max() <= tolerance["filtered_max_abs"], f"{case}: {difference.max()} grey levels from LANCZOS(dcmtk)"
+    assert difference.mean() <= tolerance["filtered_mean_abs"]
+
+
+def test_dcmtk_itself_shows_monochrome1_with_identity_uninverted():
+    # the golden is the complement of the same stored ramp and window without a shape (dcmtk's two renderings)
+    identity, plain = _golden("cr_mono1_identity").astype(int), _golden("cr_mono1_window").astype(int)
+    assert np.abs(identity - (255 - plain)).max() <= 1
+    assert identity[0, 0] == 0 and identity[0, -1] == 255  # low stored values dark, as stored
 
 
 def test_ybr_full_comes_back_within_one_level_of_the_original_rgb(tmp_path):
