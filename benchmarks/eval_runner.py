@@ -45,9 +45,19 @@ MESSAGES = [{"role": "user", "content": "Reply with one letter.\nA. nucleus\nB. 
 SERVERS = {"lean": ROOT / "benchmarks/latency_server.py", "scripted": ROOT / "tests/support/openai_server.py"}
 
 
+def _ahead_of_the_client() -> None:
+    # A model server on its own host answers on time however busy the client is; sharing this
+    # machine's cores, the stand-in gets a higher scheduling priority to come closer to that.
+    # Unprivileged users cannot raise priority: then it runs at the default one.
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, -10)
+    except OSError:
+        pass
+
+
 def start_server(latency: float, kind: str = "lean") -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen([sys.executable, str(SERVERS[kind]), "--latency", str(latency)],
-                               stdout=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, text=True, preexec_fn=_ahead_of_the_client)
     url = process.stdout.readline().strip()
     if not url.startswith("http"):
         process.kill()

@@ -1,7 +1,7 @@
 """`mmbu eval run --workers N`: the rows split across N processes, one writer.
 
-One Python process tops out near 4,000-6,000 requests a second through aiohttp, and image
-preparation (decode, resize, ROI, encode) competes with it for the same core. With N workers each
+One Python process tops out at a few thousand requests a second (benchmarks/RESULTS.md, "Eval
+runner"), and image preparation (decode, resize, ROI, encode) competes with the HTTP client for its core. With N workers each
 process runs the ordinary :class:`~.core.Runner` on every N-th row of each task with its share of
 ``--concurrency`` and its own HTTP client; the parent keeps the run lock, the one append-only run
 file and the progress counts. Workers send finished records as serialised JSON lines; the parent
@@ -140,7 +140,6 @@ class _Worker:
     index: int
     process: multiprocessing.process.BaseProcess
     connection: Connection
-    expected: int = 0
     skipped: int = 0
     retries: int = 0
     ready: bool = False
