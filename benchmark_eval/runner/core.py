@@ -24,7 +24,7 @@ from typing import Any
 
 from ..backends.base import Backend, BackendError, ChatResult, ModelRequest
 from ..models.registry import ModelEntry
-from ..records import RecordKey, RecordWriter, RunRecord, iter_records, repair_truncated_tail
+from ..records import RecordKey, RecordWriter, RunRecord, dump_record, iter_records, repair_truncated_tail
 from ..release import SampleImages, iter_images, load_samples
 from ..tasks.images import Frames, ImageTooLarge, ImageUnreadable, image_size_of, plan_frames, prepare_image
 from ..tasks.prompts import PROMPT_VERSION, Prompt, PromptError, build_prompt
@@ -161,7 +161,7 @@ class Runner:
         self.backend = backend
         self.progress = progress or Progress()
         self.expected: dict[RecordKey, str] = {}
-        self._queue: asyncio.Queue[RunRecord | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()   # records as JSON lines
         self._generation = {"temperature": config.temperature, "max_tokens": config.max_tokens, "seed": config.seed}
         self._pending: set[asyncio.Task] = set()
         self._failure: BaseException | None = None
@@ -183,7 +183,10 @@ class Runner:
         )
 
     def _emit(self, record: RunRecord) -> None:
-        self._queue.put_nowait(record)
+        # Serialised here, a few microseconds per answer, so that the writer thread only does
+        # syscalls: serialising a whole group there held the GIL for milliseconds at a time and
+        # delayed every answer waiting on the event loop.
+        self._queue.put_nowait(dump_record(record))
         self.progress.add(record)
 
     def _from_answer(self, answer: ChatResult | BackendError, base: dict[str, Any]) -> RunRecord:
@@ -216,11 +219,11 @@ class Runner:
                     await asyncio.wait_for(self._closing.wait(), wait)
             while not self._queue.empty():
                 batch.append(self._queue.get_nowait())
-            records = [r for r in batch if r is not None]
-            if records:
-                await asyncio.to_thread(writer.write_many, records)
+            lines = b"".join(line for line in batch if line is not None)
+            if lines:
+                await asyncio.to_thread(writer.write_lines, lines)
                 last_write = time.monotonic()
-            if any(r is None for r in batch):
+            if None in batch:
                 return
 
     def _open_writer(self) -> RecordWriter:

@@ -21,9 +21,11 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+import orjson
+
 from ..backends.openai_compat import OpenAICompatBackend, OpenAICompatClient
 from ..models.registry import ChatQuirks
-from ..records import RecordKey, RecordsError, RecordWriter, RunRecord, dump_record, repair_truncated_tail
+from ..records import RecordKey, RecordsError, RecordWriter, repair_truncated_tail
 from ..release import ReleaseError
 from .core import WRITE_INTERVAL_S, Progress, RunConfig, RunOutcome, Runner
 
@@ -62,16 +64,14 @@ def split_concurrency(total: int, workers: int) -> list[int]:
 
 # -- worker side ------------------------------------------------------------------------------
 class _PipeWriter:
-    """The worker's stand-in for RecordWriter: records go to the parent, with the counts it shows."""
+    """The worker's stand-in for RecordWriter: record lines go to the parent, with the counts it shows."""
 
     def __init__(self, connection: Connection, runner: _WorkerRunner) -> None:
         self.connection, self.runner = connection, runner
 
-    def write_many(self, records: list[RunRecord]) -> None:
+    def write_lines(self, payload: bytes) -> None:
         runner = self.runner
-        self.connection.send(("records", b"".join(dump_record(r) for r in records),
-                              [(r.status, r.error_reason) for r in records], runner.progress.skipped,
-                              runner.backend.client.counters["retries"]))
+        self.connection.send(("records", payload, runner.progress.skipped, runner.backend.client.counters["retries"]))
 
     def __enter__(self) -> _PipeWriter:
         # The resume set has been read from the run file: the parent may start appending to it.
@@ -223,13 +223,14 @@ def _handle(message: tuple, worker: _Worker, progress: Progress, held: list[byte
         worker.ready = True
         progress.expected += message[1]
     elif kind == "records":
-        _, lines, statuses, skipped, retries = message
+        _, lines, skipped, retries = message
         held.append(lines)
         progress.skipped += skipped - worker.skipped
         progress.retries += retries - worker.retries
         worker.skipped, worker.retries = skipped, retries
-        for status, reason in statuses:
-            progress.count(status, reason)
+        for line in lines.splitlines():
+            record = orjson.loads(line)
+            progress.count(record["status"], record.get("error_reason"))
     elif kind == "done":
         _, shard_expected, skipped = message
         expected.update(shard_expected)
