@@ -301,6 +301,9 @@ class Runner:
                                                      _Once(prep.release), pending, batch))
                 pending.add(work)
                 work.add_done_callback(self._watch)
+                # One row per loop turn: started together, a chunk's rows ran back to back for
+                # milliseconds while answers waited to be read.
+                await asyncio.sleep(0)
         while pending:
             await asyncio.gather(*list(pending))
         self._raise_failure()
