@@ -115,5 +115,8 @@ def discover(source_list: str, out: Path, taxonomy_path: Path | None, max_querie
     click.echo(f"{len(gaps)} gap(s); {summary['queries']} queries; {summary['candidates']} candidates "
                f"({summary['excluded']} excluded) from {json.dumps(summary['by_source'], sort_keys=True)}; "
                f"{summary['leads']} Papers with Code lead(s); written to {out}")
+    if summary["by_resource_type"]:  # the Zenodo passes: how many records of each resource type, how many excluded
+        click.echo("by resource type: " + ", ".join(f"{kind} {counts['found']} ({counts['excluded']} excluded)"
+                                                    for kind, counts in summary["by_resource_type"].items()))
     if report.problems:
         raise SystemExit(1)

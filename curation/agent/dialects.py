@@ -1,15 +1,18 @@
 """Compile one `Query` into each source's own query language.
 
-Zenodo: OpenSearch query_string over legacy fields, `type=dataset`, VQA/caption data kept out.
+Zenodo: OpenSearch query_string over legacy fields, VQA/caption data kept out, sent once per resource-type
+pass of discovery.yaml (`type=dataset`, then `type=image`).
 Hugging Face: `search` is a substring match on repo ids, so only the short leaf phrase, plus
 `filter=modality:image`. Kaggle: a plain `search` string. Papers with Code: phrases for BM25.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from mmbu.curation.agent.queries import Query
+from mmbu.curation.agent.settings import DiscoverySettings
 
 ZENODO_NEGATIVE = 'NOT (keywords:vqa OR title:"visual question" OR title:"question answering")'
 
@@ -18,14 +21,16 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", " ").replace('"', " ").strip() + '"'
 
 
-def to_zenodo(query: Query) -> dict[str, Any]:
+def to_zenodo(query: Query, resource_filter: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """`resource_filter` is one pass's `type` (and `subtype`) parameters; the dataset pass by default."""
     phrase = _quote(query.phrase)
     parts = [f"(title:{phrase} OR keywords:{phrase} OR description:{phrase})"]
     if query.specimen:
         parts.append(_quote(query.specimen))
     if query.task:
         parts.append(query.task)
-    return {"q": " AND ".join(parts) + f" AND {ZENODO_NEGATIVE}", "type": "dataset", "sort": "bestmatch"}
+    return {"q": " AND ".join(parts) + f" AND {ZENODO_NEGATIVE}", **(resource_filter or {"type": "dataset"}),
+            "sort": "bestmatch"}
 
 
 def to_huggingface(query: Query) -> dict[str, Any]:
@@ -47,3 +52,12 @@ COMPILERS = {
     "kaggle": to_kaggle,
     "paperswithcode": to_paperswithcode,
 }
+
+
+def source_requests(name: str, query: Query, settings: DiscoverySettings) -> list[tuple[str, dict[str, Any]]]:
+    """Every request one query sends to a live source, as (channel, compiled): the channel names the request in
+    problems and counts its failures. Zenodo sends one per pass (`zenodo (type=image)`); the others one each."""
+    if name == "zenodo":
+        return [(f"zenodo (type={search.resource_type})", to_zenodo(query, search.params))
+                for search in settings.zenodo.passes]
+    return [(name, COMPILERS[name](query))]

@@ -8,14 +8,14 @@ responses cached by the polite session, a rerun after a crash replays what was f
 from __future__ import annotations
 
 import json
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from mmbu.curation.agent.contamination import ExclusionList
 from mmbu.curation.agent.dedupe import dedupe
-from mmbu.curation.agent.dialects import COMPILERS
+from mmbu.curation.agent.dialects import COMPILERS, source_requests
 from mmbu.curation.agent.gaps import Gap
 from mmbu.curation.agent.llm import LlmHelper
 from mmbu.curation.agent.queries import Query, widen
@@ -40,12 +40,15 @@ class DiscoveryReport:
     leads: int = 0
 
     def summary(self) -> dict[str, Any]:
-        by_source: dict[str, int] = {}
-        for candidate in self.candidates:
-            by_source[candidate.source] = by_source.get(candidate.source, 0) + 1
+        by_source = Counter(candidate.source for candidate in self.candidates)
+        # Zenodo's resource types (dataset, image-photo, ...), each with how many screening excluded
+        by_type = Counter(c.resource_type for c in self.candidates if c.resource_type)
+        excluded_by_type = Counter(c.resource_type for c in self.candidates if c.resource_type and c.excluded)
         return {"candidates": len(self.candidates), "excluded": sum(c.excluded for c in self.candidates),
-                "by_source": by_source, "queries": len(self.queries_run), "leads": self.leads,
-                "problems": len(self.problems)}
+                "by_source": dict(by_source), "queries": len(self.queries_run), "leads": self.leads,
+                "problems": len(self.problems),
+                "by_resource_type": {kind: {"found": n, "excluded": excluded_by_type[kind]}
+                                     for kind, n in sorted(by_type.items())}}
 
 
 class Discoverer:
@@ -103,9 +106,17 @@ class Discoverer:
         return kept is candidate
 
     def _search(self, name: str, query: Query) -> int:
-        if name in self.blocked:
+        return sum(self._search_channel(name, channel, compiled, query)
+                   for channel, compiled in source_requests(name, query, self.settings))
+
+    def _search_channel(self, name: str, channel: str, compiled: dict[str, Any], query: Query) -> int:
+        """One compiled request of a source (Zenodo sends one per resource-type pass); new hits are counted.
+
+        A blocked host stops all its channels; failures in a row are counted per channel, so a pass that keeps
+        failing is left alone while the host's other passes go on.
+        """
+        if name in self.blocked or channel in self.blocked:
             return 0
-        compiled = COMPILERS[name](query)
         key = f"{name}:{json.dumps(compiled, sort_keys=True)}"
         if key in self._answered:
             for ref in self._answered[key]:
@@ -125,17 +136,17 @@ class Discoverer:
                     break  # this page added nothing new: further pages will not either
         except BlockedError as exc:
             self.blocked.add(name)
-            self.problems.append(f"{name}: query {query.text}: {exc}; {name} is skipped for the rest of the run")
+            self.problems.append(f"{channel}: query {query.text}: {exc}; {name} is skipped for the rest of the run")
             return new
         except SEARCH_ERRORS as exc:
-            self.problems.append(f"{name}: query {query.text}: {exc}")
-            self._failures[name] = self._failures.get(name, 0) + 1
-            if self._failures[name] >= MAX_FAILURES_IN_A_ROW:
-                self.blocked.add(name)
-                self.problems.append(f"{name} failed {MAX_FAILURES_IN_A_ROW} queries in a row; it is skipped for the "
-                                     "rest of the run (rerun later: answers so far are cached)")
+            self.problems.append(f"{channel}: query {query.text}: {exc}")
+            self._failures[channel] = self._failures.get(channel, 0) + 1
+            if self._failures[channel] >= MAX_FAILURES_IN_A_ROW:
+                self.blocked.add(channel)
+                self.problems.append(f"{channel} failed {MAX_FAILURES_IN_A_ROW} queries in a row; it is skipped for "
+                                     "the rest of the run (rerun later: answers so far are cached)")
             return new  # not remembered as answered: a rerun tries it again
-        self._failures[name] = 0
+        self._failures[channel] = 0
         self._answered[key] = refs
         return new
 

@@ -1,9 +1,11 @@
-"""Screen a candidate: licence to SPDX, label provenance, image evidence, contamination.
+"""Screen a candidate: licence to SPDX, label provenance, image evidence, image records, contamination.
 
 Each check adds a flag with a one-sentence reason; the flags named in `exclude_flags` (discovery.yaml)
 mark the candidate excluded, but it stays in the output so the audit trail is complete.
 """
 from __future__ import annotations
+
+import re
 
 from mmbu.curation.agent.contamination import ExclusionList, name_pattern
 from mmbu.curation.agent.licenses import normalise_license
@@ -52,6 +54,45 @@ def screen_imaging(candidate: Candidate, settings: DiscoverySettings) -> None:
         candidate.flag("no-image-evidence", "nothing in its title, tags, description or files mentions images")
 
 
+def stated_image_count(candidate: Candidate, nouns: list[str]) -> int:
+    """The largest "1,200 images" / "350 confocal frames" count in the title, tags or description (0 if none)."""
+    text = " ".join([candidate.title, *candidate.keywords, candidate.description]).casefold()
+    noun = "|".join(map(re.escape, nouns))
+    counts = re.findall(rf"(?<![\w.,])(\d{{1,3}}(?:,\d{{3}})+|\d+)\s+(?:[a-z-]+\s+){{0,2}}?(?:{noun})\b", text)
+    return max((int(count.replace(",", "")) for count in counts), default=0)
+
+
+def screen_image_record(candidate: Candidate, settings: DiscoverySettings) -> None:
+    """A record uploaded as an image (Zenodo `image`, `image-photo`, ...) is usually one figure or a few photos.
+
+    It goes on to review like a dataset only with enough image files or a bundle (archive, array container) of a
+    useful size; with fewer image files but a description that speaks of enough images, it goes on flagged for a
+    reviewer to check; otherwise it is excluded with the counts that decided it.
+    """
+    rule = settings.zenodo.image_records
+    kind = candidate.resource_type or ""
+    if candidate.source != "zenodo" or not any(kind == t or kind.startswith(f"{t}-") for t in rule.resource_types):
+        return
+    images = [name for name in candidate.file_names if name.casefold().endswith(tuple(rule.image_extensions))]
+    bundles = [name for name in candidate.file_names if name.casefold().endswith(tuple(rule.bundle_extensions))]
+    # a bundle whose size the host does not state gets the benefit of the doubt
+    if len(images) >= rule.min_image_files or any(
+            candidate.file_sizes.get(name, rule.min_bundle_bytes) >= rule.min_bundle_bytes for name in bundles):
+        return
+    listed = f"{len(images)} image file{'s' * (len(images) != 1)}"
+    if images:
+        listed += f" ({', '.join(images[:3])}{', ...' if len(images) > 3 else ''})"
+    small = f", and its archive {bundles[0]} is only {candidate.file_sizes[bundles[0]] / 1024:.0f} KiB" if bundles else ""
+    stated = stated_image_count(candidate, rule.count_nouns)
+    if images and stated >= rule.min_image_files:
+        candidate.flag("image-count-unverified", f"a Zenodo {kind} record whose text speaks of {stated} images but "
+                       f"whose files hold {listed}{small}; check for multi-image files or images hosted elsewhere")
+        return
+    candidate.flag("too-few-images", f"a Zenodo {kind} record listing {len(candidate.file_names)} file(s), {listed}"
+                   f"{small}: too few images to be a dataset (that takes {rule.min_image_files} image files or an "
+                   f"archive of at least {rule.min_bundle_bytes / 2**20:g} MiB)")
+
+
 def screen_contamination(candidate: Candidate, exclusions: ExclusionList) -> None:
     for match in exclusions.match(candidate):
         candidate.flag("contaminated", match.sentence)
@@ -62,6 +103,7 @@ def screen(candidate: Candidate, settings: DiscoverySettings, exclusions: Exclus
     screen_license(candidate)
     screen_labels(candidate, settings)
     screen_imaging(candidate, settings)
+    screen_image_record(candidate, settings)
     screen_contamination(candidate, exclusions)
     candidate.excluded = candidate.excluded or any(flag in settings.exclude_flags for flag in candidate.flags)
     return candidate

@@ -8,6 +8,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from mmbu.curation.data import DISCOVERY_PATH
+from mmbu.curation.sources.zenodo import resource_type_id
 
 
 class ImagingEvidence(BaseModel):
@@ -17,6 +18,45 @@ class ImagingEvidence(BaseModel):
     tags: list[str]
     file_extensions: list[str]
     negative_tags: list[str]
+
+
+class ZenodoPass(BaseModel):
+    """One search per query and pass: Zenodo's `type` (and optional `subtype`) filter on the resource type."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(pattern=r"^[a-z]+$")
+    subtype: str | None = Field(None, pattern=r"^[a-z]+$")
+
+    @property
+    def resource_type(self) -> str:
+        """What the pass finds, as Zenodo ids it: `image`, or `image-photo` with a subtype."""
+        return resource_type_id(self.type, self.subtype) or self.type
+
+    @property
+    def params(self) -> dict[str, str]:
+        """The request parameters of the pass (`subtype` only when set: the server ignores it without `type`)."""
+        return {"type": self.type, **({"subtype": self.subtype} if self.subtype else {})}
+
+
+class ImageRecordScreen(BaseModel):
+    """When a record of an image resource type holds enough image files to be a dataset rather than a figure."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    resource_types: list[str] = Field(min_length=1)
+    min_image_files: int = Field(ge=1)
+    image_extensions: list[str] = Field(min_length=1)
+    bundle_extensions: list[str]
+    min_bundle_bytes: int = Field(0, ge=0)
+    count_nouns: list[str] = Field(min_length=1)
+
+
+class ZenodoSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    passes: list[ZenodoPass] = Field(min_length=1)
+    image_records: ImageRecordScreen
 
 
 class DiscoverySettings(BaseModel):
@@ -30,8 +70,9 @@ class DiscoverySettings(BaseModel):
     imaging_evidence: ImagingEvidence
     machine_label_markers: list[str]
     score_weights: dict[str, float]
+    zenodo: ZenodoSettings
     exclude_flags: list[str] = Field(
-        default_factory=lambda: ["contaminated", "not-imaging", "machine-labels", "unresolved-lead"],
+        default_factory=lambda: ["contaminated", "not-imaging", "machine-labels", "unresolved-lead", "too-few-images"],
         description="Flags that mark a candidate excluded; the other flags only draw a reviewer's eye.",
     )
 

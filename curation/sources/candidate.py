@@ -50,6 +50,11 @@ class Candidate(BaseModel):
     source_datasets: list[str] = Field(default_factory=list, description="Declared parents (HF source_datasets).")
     related: list[str] = Field(default_factory=list, description="Derived-from / related links and ids.")
     file_names: list[str] = Field(default_factory=list)
+    file_sizes: dict[str, int] = Field(
+        default_factory=dict, description="Bytes per file name, for the files whose size the host states.")
+    resource_type: str | None = Field(
+        None, description="The host's resource type, where it has one (Zenodo: dataset, image, image-photo, ...): "
+                          "the record's own, else the one its search pass asked for. None in older candidate files.")
     duplicate_licenses: dict[str, list[str]] = Field(
         default_factory=dict, description="Raw licence strings of the duplicates merged into this record, by ref.")
     # filled by screening / scoring / dedupe

@@ -19,8 +19,20 @@ MAX_ANONYMOUS_PAGE_SIZE = 25
 ZENODO_DOI = re.compile(r"10\.5281/zenodo\.(\d+)", re.IGNORECASE)
 
 
-def candidate_from_record(hit: Mapping[str, Any], base_url: str = DEFAULT_URL) -> Candidate:
-    """One legacy-shaped record (a search hit or `GET /api/records/<id>`). Raises KeyError/TypeError if unusable."""
+def resource_type_id(kind: object, subtype: object = None) -> str | None:
+    """Zenodo's resource type id from a legacy type/subtype pair, as its server joins them: image + photo ->
+    `image-photo` (the legacy serializer splits the RDM id back into `{"type": "image", "subtype": "photo"}`)."""
+    if not kind:
+        return None
+    return f"{kind}-{subtype}" if subtype else str(kind)
+
+
+def candidate_from_record(hit: Mapping[str, Any], base_url: str = DEFAULT_URL,
+                          searched_type: str | None = None) -> Candidate:
+    """One legacy-shaped record (a search hit or `GET /api/records/<id>`). Raises KeyError/TypeError if unusable.
+
+    `searched_type` is the resource type the search pass asked for, kept when the record does not state its own.
+    """
     metadata = hit.get("metadata") or {}
     record_id = str(hit["id"])
     title = metadata.get("title") or hit.get("title")
@@ -29,6 +41,8 @@ def candidate_from_record(hit: Mapping[str, Any], base_url: str = DEFAULT_URL) -
     licence = metadata.get("license")
     licence_id = licence.get("id") if isinstance(licence, Mapping) else licence
     links = hit.get("links") or {}
+    files = [f for f in as_list_of_dicts(hit.get("files")) if f.get("key")]
+    kind = metadata.get("resource_type") if isinstance(metadata.get("resource_type"), Mapping) else {}
     related = [
         str(item.get("identifier"))
         for item in as_list_of_dicts(metadata.get("related_identifiers"))
@@ -44,7 +58,9 @@ def candidate_from_record(hit: Mapping[str, Any], base_url: str = DEFAULT_URL) -
         keywords=as_str_list(metadata.get("keywords")),
         license_raw=as_str_list(licence_id),
         related=related,
-        file_names=[str(f.get("key")) for f in as_list_of_dicts(hit.get("files")) if f.get("key")],
+        file_names=[str(f["key"]) for f in files],
+        file_sizes={str(f["key"]): f["size"] for f in files if isinstance(f.get("size"), int)},
+        resource_type=resource_type_id(kind.get("type"), kind.get("subtype")) or searched_type,
     )
 
 
@@ -52,7 +68,7 @@ def as_list_of_dicts(value: object) -> list[Mapping[str, Any]]:
     return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
 
 
-def parse_search_page(payload: Any, url: str, base_url: str = DEFAULT_URL) -> Page:
+def parse_search_page(payload: Any, url: str, base_url: str = DEFAULT_URL, searched_type: str | None = None) -> Page:
     """Read one `/api/records` answer. Raises SourceResponseError if it is not the documented envelope."""
     hits = payload.get("hits") if isinstance(payload, Mapping) else None
     if not isinstance(hits, Mapping) or not isinstance(hits.get("hits"), list):
@@ -60,7 +76,7 @@ def parse_search_page(payload: Any, url: str, base_url: str = DEFAULT_URL) -> Pa
     page = Page([], next_page=(payload.get("links") or {}).get("next"), total=_int_or_none(hits.get("total")))
     for position, hit in enumerate(hits["hits"]):
         try:
-            page.candidates.append(candidate_from_record(hit, base_url))
+            page.candidates.append(candidate_from_record(hit, base_url, searched_type))
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             page.problems.append(f"zenodo: hit {position} of {url} skipped: missing or malformed field {exc}")
     return page
@@ -84,13 +100,14 @@ class ZenodoSource:
 
     def search(self, params: Mapping[str, Any], max_pages: int) -> Iterator[Page]:
         """Pages for one compiled query (`q`, `type`, ...), following `links.next` until absent or `max_pages`."""
+        searched_type = resource_type_id(params.get("type"), params.get("subtype"))
         url: str | None = f"{self.base_url}/api/records"
         query: dict[str, Any] | None = {**params, "size": self.page_size, "page": 1}
         for _ in range(max_pages):
             if url is None:
                 return
             answer = self.session.get_json(url, params=query)
-            page = parse_search_page(answer, url, self.base_url)
+            page = parse_search_page(answer, url, self.base_url, searched_type)
             yield page
             url, query = page.next_page, None  # links.next is absolute and carries every argument
 

@@ -18,12 +18,16 @@ ZENODO_PAGE = 2  # hits per replayed page, small so that a short search spans pa
 
 
 def zenodo_hit(base: str, record_id: int, title: str, licence: object, keywords: list[str], description: str,
-               files: list[str] = ("images.zip",), related: list[dict] | None = None) -> dict:
+               files: list[str] = ("images.zip",), related: list[dict] | None = None,
+               resource_type: dict | None = None, sizes: dict[str, int] | None = None) -> dict:
+    """One hit in the legacy shape. `resource_type` as the legacy serializer dumps it: the RDM id split into
+    `type` and `subtype` ({"type": "image", "subtype": "photo", "title": "Photo"})."""
     metadata = {
         "title": title, "doi": f"10.5281/zenodo.{record_id}", "publication_date": "2024-05-02",
         "description": f"<p>{description}</p>", "access_right": "open",
         "creators": [{"name": "Doe, Jane", "affiliation": "Example University"}],
-        "keywords": keywords, "version": "1.0", "resource_type": {"title": "Dataset", "type": "dataset"},
+        "keywords": keywords, "version": "1.0",
+        "resource_type": resource_type or {"title": "Dataset", "type": "dataset"},
         "communities": [{"id": "medical-imaging"}],
         "relations": {"version": [{"index": 0, "is_last": True, "parent": {"pid_type": "recid", "pid_value": str(record_id - 1)}}]},
     }
@@ -40,7 +44,7 @@ def zenodo_hit(base: str, record_id: int, title: str, licence: object, keywords:
                   "files": f"{base}/api/records/{record_id}/files", "preview_html": f"{base}/records/{record_id}?preview=1",
                   "self_iiif_manifest": f"{base}/api/iiif/record:{record_id}/manifest"},
         "updated": "2024-05-03T08:00:00.000000+00:00", "recid": str(record_id), "revision": 4,
-        "files": [{"id": f"uuid-{record_id}-{i}", "key": name, "size": 1000 + i, "checksum": "md5:7e479156b3545479cefae3e95c42ddbf",
+        "files": [{"id": f"uuid-{record_id}-{i}", "key": name, "size": (sizes or {}).get(name, 1000 + i), "checksum": "md5:7e479156b3545479cefae3e95c42ddbf",
                    "links": {"self": f"{base}/api/records/{record_id}/files/{name}/content"}} for i, name in enumerate(files)],
         "swh": {}, "owners": [{"id": "48746"}], "status": "published",
         "stats": {"downloads": 120, "unique_downloads": 80, "views": 900, "unique_views": 700},
@@ -64,6 +68,28 @@ def zenodo_records(base: str) -> list[dict]:
                    "Chest X-ray images with boxes around catheters, by radiologists."),
         zenodo_hit(base, 11020005, "Brightfield microscopy of stained tissue cores", {"id": "cc-nc"},
                    ["brightfield microscopy", "histology"], "Brightfield microscopy tiles annotated by pathologists."),
+        *zenodo_image_records(base),
+    ]
+
+
+FIGURE = {"title": "Figure", "type": "image", "subtype": "figure"}
+PHOTO = {"title": "Photo", "type": "image", "subtype": "photo"}
+
+
+def zenodo_image_records(base: str) -> list[dict]:
+    """Records uploaded as resource type image: a single figure, a 40-TIFF collection, a photo archive."""
+    return [
+        zenodo_hit(base, 11030001, "Chest radiograph of a tension pneumothorax (figure 2)", {"id": "cc-by-4.0"},
+                   ["chest radiograph", "case report"], "Figure 2 of our case report: a frontal chest radiograph.",
+                   files=["figure2.png"], resource_type=FIGURE),
+        zenodo_hit(base, 11030002, "Chest radiograph rib fracture collection", {"id": "cc-by-4.0"},
+                   ["chest radiograph", "rib fracture", "detection"],
+                   "Digitised chest radiographs with rib fractures boxed by two radiologists.",
+                   files=[f"rib_{i:03d}.tif" for i in range(1, 41)], resource_type=PHOTO),
+        zenodo_hit(base, 11030003, "Peripheral blood film photographs, brightfield microscopy", {"id": "cc-zero"},
+                   ["brightfield microscopy", "blood film"], "Brightfield microscopy photographs of blood films; "
+                   "cells outlined by haematologists.", files=["films.zip", "README.txt"], resource_type=PHOTO,
+                   sizes={"films.zip": 250_000_000}),
     ]
 
 
@@ -77,6 +103,17 @@ def _matches(record_text: str, query: str) -> bool:
     return bool(first) and first in record_text
 
 
+ZENODO_SEARCH_ARGS = {"q", "type", "subtype", "sort", "size", "page"}
+
+
+def _resource_type_matches(hit: dict, request: Request) -> bool:
+    """Zenodo's legacy `type`/`subtype` parameters: term filters on the record's resource type (`subtype` only
+    with `type`, as `{type}-{subtype}`; zenodo-rdm site/zenodo_rdm/params.py LegacyTypeSubtypeParam)."""
+    kind, subtype = request.arg("type"), request.arg("subtype")
+    record = hit["metadata"]["resource_type"]
+    return not kind or (record["type"] == kind and (not subtype or record.get("subtype") == subtype))
+
+
 def install_zenodo(server: LoopbackServer, throttle_first: bool = True) -> None:
     base = server.url
     state = {"throttled": not throttle_first}
@@ -87,12 +124,16 @@ def install_zenodo(server: LoopbackServer, throttle_first: bool = True) -> None:
             return Reply(429, "Request error 429: 30 per 1 minute",
                          {"Retry-After": "1", "Content-Type": "text/plain", "X-RateLimit-Limit": "30",
                           "X-RateLimit-Remaining": "0"})
+        unknown = sorted(set(request.query) - ZENODO_SEARCH_ARGS)
+        if unknown:  # stricter than Zenodo (which ignores them) so that a client sending a wrong shape fails here
+            return Reply(400, {"status": 400, "message": "A validation error occurred.",
+                               "errors": [{"field": name, "messages": ["Unknown field."]} for name in unknown]})
         if int(request.arg("size", "10")) > 25:
             return Reply(400, {"status": 400, "message": "A validation error occurred.", "errors": [{"field": "size",
                          "messages": ["Page size cannot be greater than 25. Please use authenticated requests to increase the limit to 100."]}]})
         query = _search_words(request, "q")
-        hits = [h for h in zenodo_records(base)
-                if _matches(" ".join([h["metadata"]["title"], *h["metadata"]["keywords"],
+        hits = [h for h in zenodo_records(base) if _resource_type_matches(h, request)
+                and _matches(" ".join([h["metadata"]["title"], *h["metadata"]["keywords"],
                                       h["metadata"]["description"]]).casefold(), query)]
         page = int(request.arg("page", "1"))
         chunk = hits[(page - 1) * ZENODO_PAGE: page * ZENODO_PAGE]
