@@ -14,7 +14,7 @@ from mmbu.curation.agent.gaps import count_accepted, find_gaps
 from mmbu.curation.agent.llm import LlmHelper
 from mmbu.curation.agent.queries import build_queries
 from mmbu.curation.agent.run import Discoverer
-from mmbu.curation.agent.settings import load_settings
+from mmbu.curation.agent.settings import SettingsError, load_settings
 from mmbu.curation.http import DEFAULT_POLICIES, HostPolicy, PoliteSession, write_text_atomic
 from mmbu.curation.sources.candidate import SOURCES
 from mmbu.curation.sources.huggingface import HuggingFaceSource
@@ -75,11 +75,11 @@ def discover(source_list: str, out: Path, taxonomy_path: Path | None, max_querie
         taxonomy = load_taxonomy(taxonomy_path)
         exclusions = ExclusionList.load()
         pwc = PwcIndex(pwc_index) if "paperswithcode" in names else None
+        settings = load_settings()
     except PwcIndexError as exc:
         raise InvalidInput(f"{exc} (or leave paperswithcode out of --sources)") from None
-    except (TaxonomyError, ExclusionListError) as exc:
+    except (TaxonomyError, ExclusionListError, SettingsError) as exc:
         raise InvalidInput(str(exc)) from None
-    settings = load_settings()
     cache_dir = cache_dir or Path(os.environ.get("MMBU_DATA", "data")) / "cache" / "discover"
     default_policy = HostPolicy(requests_per_second=rate) if rate else HostPolicy()
     session = PoliteSession(DEFAULT_POLICIES, cache_dir=cache_dir / "http", default_policy=default_policy)

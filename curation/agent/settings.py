@@ -4,10 +4,9 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from mmbu.curation.data import DISCOVERY_PATH
+from mmbu.curation.data import DISCOVERY_PATH, load_yaml_model
 from mmbu.curation.sources.zenodo import resource_type_id
 
 
@@ -77,6 +76,10 @@ class DiscoverySettings(BaseModel):
     )
 
 
+class SettingsError(ValueError):
+    """The discovery settings file is not valid (the message names the file and the field)."""
+
+
 @lru_cache(maxsize=4)
 def load_settings(path: Path = DISCOVERY_PATH) -> DiscoverySettings:
-    return DiscoverySettings.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return load_yaml_model(path, DiscoverySettings, SettingsError, "discovery settings")

@@ -52,4 +52,4 @@ def test_a_discovered_candidate_is_reviewed_and_promoted(apis, tmp_path, taxonom
     assert validate_files([manifest], load_taxonomy()).ok
 
     status = runner.invoke(cli, ["review", "status", *args])
-    assert status.exit_code == 0 and "0 → 9 → 1 → 1" in status.output  # 6 dataset + 3 image records; one made it
+    assert status.exit_code == 0 and "0 → 10 → 1 → 1" in status.output  # 6 dataset + 4 image records; one made it

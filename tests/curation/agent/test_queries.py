@@ -1,9 +1,12 @@
 """Gaps, deterministic queries, widening and the per-source dialects."""
 from collections import Counter
 
+import pytest
 import yaml
 
-from mmbu.curation.agent.dialects import to_huggingface, to_kaggle, to_paperswithcode, to_zenodo
+from mmbu.curation.agent.dialects import source_requests, to_huggingface, to_kaggle, to_paperswithcode, to_zenodo
+from mmbu.curation.agent.settings import SettingsError, ZenodoPass, load_settings
+from mmbu.curation.data import DISCOVERY_PATH
 from mmbu.curation.agent.gaps import count_accepted, find_gaps
 from mmbu.curation.agent.queries import MODALITY_ONLY, NO_SPECIMEN, build_queries, widen
 from mmbu.taxonomy.model import load_taxonomy
@@ -56,3 +59,30 @@ def test_dialects(taxonomy_path):
     assert to_huggingface(query) == {"search": "chest radiograph", "filter": ["modality:image"]}
     assert to_kaggle(query) == {"search": "chest radiograph human"}
     assert to_paperswithcode(query) == ["chest radiograph", "human"]
+
+
+def test_zenodo_sends_one_request_per_resource_type_pass_of_the_settings(taxonomy_path):
+    taxonomy = load_taxonomy(taxonomy_path)
+    query = build_queries(taxonomy, find_gaps(taxonomy, Counter(), 1), ["segmentation"])[0]
+    settings = load_settings()
+    requests = source_requests("zenodo", query, settings)
+    assert [(channel, compiled["type"]) for channel, compiled in requests] == [
+        ("zenodo (type=dataset)", "dataset"), ("zenodo (type=image)", "image")]
+    assert requests[0][1]["q"] == requests[1][1]["q"] == to_zenodo(query)["q"]
+    assert set(requests[1][1]) == {"q", "type", "sort"}  # no subtype: type=image alone finds every image sub-type
+
+    photos = settings.model_copy(update={"zenodo": settings.zenodo.model_copy(
+        update={"passes": [ZenodoPass(type="image", subtype="photo")]})})
+    [(channel, compiled)] = source_requests("zenodo", query, photos)
+    assert channel == "zenodo (type=image-photo)" and (compiled["type"], compiled["subtype"]) == ("image", "photo")
+    assert source_requests("kaggle", query, settings) == [("kaggle", to_kaggle(query))]
+
+
+def test_passes_are_data_and_a_bad_one_is_named(tmp_path):
+    document = yaml.safe_load(DISCOVERY_PATH.read_text())
+    assert [p["type"] for p in document["zenodo"]["passes"]] == ["dataset", "image"]
+    document["zenodo"]["passes"].append({"type": "Image Photo"})
+    bad = tmp_path / "discovery.yaml"
+    bad.write_text(yaml.safe_dump(document))
+    with pytest.raises(SettingsError, match=r"discovery.yaml: field zenodo\.passes\.2\.type: String should match"):
+        load_settings(bad)

@@ -97,3 +97,54 @@ def test_score_counts_taxonomy_terms_and_the_gap_bonus(taxonomy_path):
     assert score(on_topic, taxonomy, weights, {"chest_radiograph"}) > score(off_topic, taxonomy, weights) == 0
     assert on_topic.matched_terms["sub_modality"] == ["chest_radiograph"]
     assert on_topic.matched_terms["domain"] == ["radiology"]
+
+
+def image_record(files, sizes=None, kind="image-photo", **fields):
+    fields.setdefault("description", "Chest radiographs, boxes drawn by radiologists.")
+    return screened(make(id=fields.pop("id", "9"), license_raw=["cc-by-4.0"], resource_type=kind, file_names=files,
+                         file_sizes=sizes or {}, **fields))
+
+
+def test_an_image_record_with_one_png_is_screened_out_with_its_reason():
+    figure = image_record(["figure1.png"], {"figure1.png": 48_000}, kind="image-figure")
+    assert figure.excluded and figure.flags == ["too-few-images"]
+    assert figure.reasons == ["too-few-images: a Zenodo image-figure record listing 1 file(s), 1 image file "
+                              "(figure1.png): too few images to be a dataset (that takes 20 image files or an archive "
+                              "of at least 1 MiB)"]
+
+
+@pytest.mark.parametrize("files, sizes", [
+    (["images.zip"], {"images.zip": 734_003_200}),  # an archive of a useful size
+    (["images.zip"], {}),  # an archive whose size the host does not state
+    ([f"slide_{i:02d}.tiff" for i in range(40)], {}),  # 40 TIFFs
+    (["stack.h5", "README.md"], {"stack.h5": 5_000_000}),  # an array container
+])
+def test_an_image_record_with_many_images_or_an_archive_goes_on_to_review(files, sizes):
+    kept = image_record(files, sizes)
+    assert not kept.excluded and kept.flags == [], kept.reasons
+
+
+def test_a_tiny_archive_and_a_few_photos_are_not_a_dataset():
+    few = image_record(["a.jpg", "b.jpg", "c.jpg", "d.jpg", "thumbs.zip"], {"thumbs.zip": 40_960})
+    assert few.excluded and few.flags == ["too-few-images"]
+    assert "4 image files (a.jpg, b.jpg, c.jpg, ...)" in few.reasons[0] and "thumbs.zip is only 40 KiB" in few.reasons[0]
+    restricted = image_record([])  # restricted or metadata-only: nothing to count
+    assert restricted.excluded and "listing 0 file(s), 0 image files" in restricted.reasons[0]
+
+
+def test_a_description_that_counts_enough_images_keeps_a_few_file_record_for_a_reviewer():
+    stack = image_record(["stack.tif"], description="A stack of 1,500 confocal frames of a blood smear.")
+    assert not stack.excluded and stack.flags == ["image-count-unverified"]
+    assert "speaks of 1500 images" in stack.reasons[0]
+    caption = image_record(["fig.png"], description="Panel 3 of 12 images in figure 4.")  # 12 < 20: still a figure
+    assert caption.excluded and caption.flags == ["too-few-images"]
+
+
+@pytest.mark.parametrize("fields", [
+    {"resource_type": "dataset"},  # the dataset pass: judged by the other checks only
+    {"resource_type": None},  # older candidate files, other hosts
+    {"source": "huggingface", "resource_type": "image"},  # the image rule is about Zenodo's resource types
+])
+def test_the_image_record_rule_leaves_other_records_alone(fields):
+    candidate = screened(make(license_raw=["cc-by-4.0"], file_names=["figure1.png"], **fields))
+    assert "too-few-images" not in candidate.flags and not candidate.excluded

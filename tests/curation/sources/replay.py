@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from support.loopback import LoopbackServer, Reply, Request
@@ -77,7 +78,7 @@ PHOTO = {"title": "Photo", "type": "image", "subtype": "photo"}
 
 
 def zenodo_image_records(base: str) -> list[dict]:
-    """Records uploaded as resource type image: a single figure, a 40-TIFF collection, a photo archive."""
+    """Records uploaded as resource type image: one figure, a 40-TIFF collection, a photo archive, 3 photos."""
     return [
         zenodo_hit(base, 11030001, "Chest radiograph of a tension pneumothorax (figure 2)", {"id": "cc-by-4.0"},
                    ["chest radiograph", "case report"], "Figure 2 of our case report: a frontal chest radiograph.",
@@ -90,6 +91,9 @@ def zenodo_image_records(base: str) -> list[dict]:
                    ["brightfield microscopy", "blood film"], "Brightfield microscopy photographs of blood films; "
                    "cells outlined by haematologists.", files=["films.zip", "README.txt"], resource_type=PHOTO,
                    sizes={"films.zip": 250_000_000}),
+        zenodo_hit(base, 11030004, "Chest radiograph teaching photographs", {"id": "cc-by-4.0"},
+                   ["chest radiograph", "teaching"], "Three photographs of chest radiographs on a light box.",
+                   files=["light-box-1.jpg", "light-box-2.jpg", "light-box-3.jpg"], resource_type=PHOTO),
     ]
 
 
@@ -114,8 +118,8 @@ def _resource_type_matches(hit: dict, request: Request) -> bool:
     return not kind or (record["type"] == kind and (not subtype or record.get("subtype") == subtype))
 
 
-def install_zenodo(server: LoopbackServer, throttle_first: bool = True) -> None:
-    base = server.url
+def zenodo_search(base: str, throttle_first: bool = True, records=zenodo_records) -> Callable[[Request], Reply]:
+    """The `/api/records` handler: a 429 first (when asked), then `records(base)` filtered, paged, linked."""
     state = {"throttled": not throttle_first}
 
     def search(request: Request) -> Reply:
@@ -132,7 +136,7 @@ def install_zenodo(server: LoopbackServer, throttle_first: bool = True) -> None:
             return Reply(400, {"status": 400, "message": "A validation error occurred.", "errors": [{"field": "size",
                          "messages": ["Page size cannot be greater than 25. Please use authenticated requests to increase the limit to 100."]}]})
         query = _search_words(request, "q")
-        hits = [h for h in zenodo_records(base) if _resource_type_matches(h, request)
+        hits = [h for h in records(base) if _resource_type_matches(h, request)
                 and _matches(" ".join([h["metadata"]["title"], *h["metadata"]["keywords"],
                                       h["metadata"]["description"]]).casefold(), query)]
         page = int(request.arg("page", "1"))
@@ -147,6 +151,12 @@ def install_zenodo(server: LoopbackServer, throttle_first: bool = True) -> None:
                      {"X-RateLimit-Limit": "133", "X-RateLimit-Remaining": "120", "X-RateLimit-Reset": "0",
                       "ETag": '"abc"'})
 
+    return search
+
+
+def install_zenodo(server: LoopbackServer, throttle_first: bool = True) -> None:
+    base = server.url
+
     def record(request: Request) -> Reply:
         record_id = int(request.path.rsplit("/", 1)[1])
         for hit in zenodo_records(base):
@@ -154,7 +164,7 @@ def install_zenodo(server: LoopbackServer, throttle_first: bool = True) -> None:
                 return Reply(200, hit)
         return Reply(404, {"status": 404, "message": "The persistent identifier does not exist."})
 
-    server.add("GET", "/api/records", search)
+    server.add("GET", "/api/records", zenodo_search(base, throttle_first))
     server.add("GET", r"^/api/records/\d+$", record)
 
 
