@@ -66,8 +66,9 @@ def discover(source_list: str, out: Path, taxonomy_path: Path | None, max_querie
 
     Gaps are taxonomy leaves with fewer than --target accepted manifests. Queries are built from the
     taxonomy's synonyms × task words × specimens, compiled to each source's dialect, widened when thin.
-    Candidates are deduplicated, screened (licence, label provenance, image evidence, contamination list)
-    and scored. Base URLs: MMBU_ZENODO_URL, HF_ENDPOINT, MMBU_KAGGLE_URL; index: MMBU_PWC_INDEX.
+    Zenodo is searched once per resource-type pass of discovery.yaml (datasets, then records uploaded as
+    images). Candidates are deduplicated, screened (licence, label provenance, image evidence, image records
+    with too few image files, contamination list) and scored. Base URLs: MMBU_ZENODO_URL, HF_ENDPOINT, MMBU_KAGGLE_URL; index: MMBU_PWC_INDEX.
     Exit 0 when every request succeeded, 1 when some failed (listed on stderr), 2 on bad input.
     """
     names = _sources(source_list)
