@@ -37,13 +37,22 @@ def screen_labels(candidate: Candidate, settings: DiscoverySettings) -> None:
         candidate.flag("machine-labels", f"its title or tags say {marker!r}")
 
 
+def is_image_record(candidate: Candidate, settings: DiscoverySettings) -> bool:
+    """A Zenodo record whose resource type is one of `zenodo.image_records.resource_types` or their sub-types."""
+    kind = candidate.resource_type or ""
+    return candidate.source == "zenodo" and any(kind == t or kind.startswith(f"{t}-")
+                                                for t in settings.zenodo.image_records.resource_types)
+
+
 def screen_imaging(candidate: Candidate, settings: DiscoverySettings) -> None:
     evidence = settings.imaging_evidence
     tags = {keyword.casefold() for keyword in candidate.keywords}
     text = " ".join([candidate.title, candidate.description, *candidate.keywords]).casefold()
-    # Tags and files are strong evidence; words in free text are weak, and lose to a tabular/text tag.
+    # Tags, files and an image resource type are strong evidence; words in free text are weak, and lose to a
+    # tabular/text tag.
     strong = (any(tag.casefold() in tags for tag in evidence.tags)
-              or any(name.casefold().endswith(tuple(evidence.file_extensions)) for name in candidate.file_names))
+              or any(name.casefold().endswith(tuple(evidence.file_extensions)) for name in candidate.file_names)
+              or is_image_record(candidate, settings))
     weak = any(name_pattern(word).search(text) for word in evidence.words)
     negative = [tag for tag in evidence.negative_tags if tag.casefold() in tags]
     if strong:
@@ -69,10 +78,9 @@ def screen_image_record(candidate: Candidate, settings: DiscoverySettings) -> No
     useful size; with fewer image files but a description that speaks of enough images, it goes on flagged for a
     reviewer to check; otherwise it is excluded with the counts that decided it.
     """
-    rule = settings.zenodo.image_records
-    kind = candidate.resource_type or ""
-    if candidate.source != "zenodo" or not any(kind == t or kind.startswith(f"{t}-") for t in rule.resource_types):
+    if not is_image_record(candidate, settings):
         return
+    rule, kind = settings.zenodo.image_records, candidate.resource_type
     images = [name for name in candidate.file_names if name.casefold().endswith(tuple(rule.image_extensions))]
     bundles = [name for name in candidate.file_names if name.casefold().endswith(tuple(rule.bundle_extensions))]
     # a bundle whose size the host does not state gets the benefit of the doubt

@@ -124,6 +124,13 @@ def test_an_image_record_with_many_images_or_an_archive_goes_on_to_review(files,
     assert not kept.excluded and kept.flags == [], kept.reasons
 
 
+def test_an_image_resource_type_is_image_evidence_in_itself():
+    microscope = image_record([f"cell_{i:02d}.czi" for i in range(25)], description="Raw confocal acquisitions.")
+    assert not microscope.excluded and microscope.flags == []  # .czi is no generic image extension
+    plain = screened(make(license_raw=["cc-by-4.0"], title="Raw acquisitions", file_names=["cell_01.czi"]))
+    assert plain.flags == ["no-image-evidence"]
+
+
 def test_a_tiny_archive_and_a_few_photos_are_not_a_dataset():
     few = image_record(["a.jpg", "b.jpg", "c.jpg", "d.jpg", "thumbs.zip"], {"thumbs.zip": 40_960})
     assert few.excluded and few.flags == ["too-few-images"]
