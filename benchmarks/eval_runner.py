@@ -96,10 +96,11 @@ def runner_at(ref: str, scratch: Path) -> type[Runner]:
 
 
 def runner_throughput(url: str, concurrency: int, release: Path, runs: Path,
-                      runner_class: type[Runner] = Runner, workers: int = 1) -> tuple[float, float, int]:
+                      runner_class: type[Runner] = Runner, workers: int = 1,
+                      model: str = "Qwen/Qwen3-VL-8B-Instruct") -> tuple[float, float, int]:
     """(whole-run req/s, steady req/s, answers). *Whole run* includes start-up (reading the release,
     spawning workers); *steady* is answers / (last answer - first request sent), from the records."""
-    entry = default_registry().get("Qwen/Qwen3-VL-8B-Instruct")
+    entry = default_registry().get(model)
     config = RunConfig(release_dir=release, runs_dir=runs, entry=entry, tasks=("ungrounded_classification",),
                        forms=("closed", "open"), templates=("no_context", "modality", "full_context"),
                        concurrency=concurrency, max_tokens=8)
@@ -130,14 +131,20 @@ def main() -> None:
     parser.add_argument("--levels", default="16,64,256")
     parser.add_argument("--rounds", type=int, default=100, help="requests per level = rounds x concurrency")
     parser.add_argument("--server", choices=sorted(SERVERS), default="lean")
+    parser.add_argument("--image-size", default="64x48",
+                        help="WxH of the release images (64x48: the runner's own cost; larger: image preparation too)")
+    parser.add_argument("--model", default="Qwen/Qwen3-VL-8B-Instruct",
+                        help="registry entry: its image limits decide whether images are resized and re-encoded")
     parser.add_argument("--workers", default="1,2", help="runner processes to time, comma-separated (--workers of mmbu eval run)")
     parser.add_argument("--baseline-ref", help="also time the runner of this git ref (runner/core.py), alternately")
     args = parser.parse_args()
     process, url = start_server(args.latency, args.server)
     instant, instant_url = start_server(0.0, args.server)
     load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
-    print(f"{args.server} server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} cores, load average {load}")
+    print(f"{args.server} server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} cores, load average {load}; "
+          f"{args.model}, {args.image_size} images")
     worker_counts = [int(v) for v in args.workers.split(",")]
+    size = tuple(int(v) for v in args.image_size.lower().split("x"))
     print("| in flight | ideal req/s | CPU ceiling req/s | client req/s | client/ideal | runner workers | runner req/s "
           "(whole run) | whole/ideal | runner req/s (steady) | steady/ideal | requests |"
           + (" baseline runner req/s | baseline/ideal |" if args.baseline_ref else ""))
@@ -152,13 +159,13 @@ def main() -> None:
                 client = asyncio.run(client_throughput(url, level, total))
                 rows = -(-total // 6)
                 release = write_release(Path(scratch) / f"release-{level}", tasks=("ungrounded_classification",),
-                                        count=rows, size=(64, 48))
+                                        count=rows, size=size)
                 timed = [(f"w{n}", Runner, n) for n in worker_counts]
                 timed += [("base", baseline, 1)] if baseline is not None else []
                 if index % 2:  # the runner timed second in a pair gains a few points: swap the order each level
                     timed.reverse()
                 results = {tag: runner_throughput(url, level, release, Path(scratch) / f"{tag}-{level}", runner_class,
-                                                  workers) for tag, runner_class, workers in timed}
+                                                  workers, args.model) for tag, runner_class, workers in timed}
                 before = results["base"][1] if baseline is not None else None
                 extra = f" {before:.0f} | {before / ideal:.0%} |" if before is not None else ""
                 for workers in worker_counts:
