@@ -28,7 +28,7 @@ from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
-NOT_BENCHMARKS = {"__init__", "run"}
+NOT_BENCHMARKS = {"__init__", "run", "latency_server"}  # latency_server: a server the runner benchmark starts
 
 # Quick options per benchmark: small inputs and one run, for a check that each one still works.
 QUICK_OPTIONS: dict[str, list[str]] = {
