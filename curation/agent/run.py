@@ -1,4 +1,5 @@
-"""The discovery loop: queries → every source's dialect → pages → candidates → dedupe → screen → score.
+"""The discovery loop: queries → every source's dialect (Zenodo: one request per resource-type pass) → pages →
+candidates (one per record, however many passes return it) → dedupe → screen → score.
 
 Stops on the query budget; a compiled request that a source has already answered is not sent again;
 paging stops when a page adds nothing new; a query whose results are thin is widened. A failing source
