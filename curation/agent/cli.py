@@ -68,7 +68,8 @@ def discover(source_list: str, out: Path, taxonomy_path: Path | None, max_querie
     taxonomy's synonyms × task words × specimens, compiled to each source's dialect, widened when thin.
     Zenodo is searched once per resource-type pass of discovery.yaml (datasets, then records uploaded as
     images). Candidates are deduplicated, screened (licence, label provenance, image evidence, image records
-    with too few image files, contamination list) and scored. Base URLs: MMBU_ZENODO_URL, HF_ENDPOINT, MMBU_KAGGLE_URL; index: MMBU_PWC_INDEX.
+    with too few image files, contamination list) and scored. Base URLs: MMBU_ZENODO_URL, HF_ENDPOINT,
+    MMBU_KAGGLE_URL; index: MMBU_PWC_INDEX.
     Exit 0 when every request succeeded, 1 when some failed (listed on stderr), 2 on bad input.
     """
     names = _sources(source_list)
