@@ -4,18 +4,21 @@ A loopback OpenAI-compatible server runs in its own process and answers every re
 fixed latency (default 50 ms), so a perfect client with C requests in flight completes C / 0.05
 requests per second. The server is `benchmarks/latency_server.py` (httptools, almost no CPU per
 request: the stand-in for a model server on its own host); ``--server scripted`` uses the test
-suite's aiohttp server instead, which costs about as much CPU as the client. Timed per C:
+suite's aiohttp server instead (~0.2 ms of CPU per request taken from the client's share). Timed per C:
 
 * client: ``OpenAICompatClient.chat`` alone, C coroutines in a loop (the HTTP + limiter path);
 * runner: the whole ``mmbu eval run`` pipeline (release streaming, prompts, image preparation,
-  request hashing, records appended and fsynced) on a small generated release;
+  request hashing, records appended and fsynced) on a generated release, with 1 and 2 ``--workers``;
+  *whole run* counts from the call to its return (start-up included: reading the release,
+  spawning workers), *steady* is answers / (last answer - first request sent), from the records;
 * ceiling: the client against a second server with no latency at the same concurrency, i.e.
   what the machine's CPUs allow when client and server share them (2 cores here): above it no
   client can go, whatever the latency.
 
-Run by hand: ``.venv/bin/python benchmarks/eval_runner.py [--latency 0.05] [--levels 16,64,256] [--rounds 100]``.
-``--baseline-ref REF`` also times the runner of ``benchmark_eval/runner/core.py`` as it was at git REF,
-alternately with the current one, in the same conditions (before/after comparisons on a shared machine).
+Run by hand: ``.venv/bin/python benchmarks/eval_runner.py [--latency 0.05] [--levels 16,64,256] [--rounds 100]
+[--workers 1,2] [--image-size 64x48] [--model NAME] [--server lean|scripted]``.
+``--baseline-ref REF`` also times the single-process runner of ``benchmark_eval/runner/core.py`` as it
+was at git REF, alternately with the current one (before/after comparisons on a shared machine).
 """
 from __future__ import annotations
 
