@@ -1,12 +1,14 @@
 """Ask a model every selected question of a release and append one run record per answer.
 
-The pipeline: release rows stream in (images a Parquet batch at a time); for each row the
+The pipeline: release rows stream in (a worker thread reads them in chunks); for each row the
 prompts of every selected (form, template) are built and hashed; configurations whose key and
 request hash already have an ``ok`` record are skipped (that is the resume); the image is
-prepared once per row (resize, ROI, encode — in a worker thread) and shared by its requests;
-``concurrency`` askers send the ready requests; answers go to a single writer that appends and
-fsyncs them in groups at most four times a second. Nothing is dropped: a request that gets no
-usable answer becomes an ``error`` record with its reason.
+prepared once per row (resize, ROI, encode — in a worker thread unless it is a thumbnail) and
+shared by its requests; ``concurrency`` askers send the ready requests; each answer becomes a
+record, serialised at once, and a single writer appends and fsyncs them in groups at most four
+times a second. Nothing is dropped: a request that gets no usable answer becomes an ``error``
+record with its reason. `--workers` runs this in several processes (:mod:`.workers`): ``shard``
+selects a process's rows and :meth:`Runner._open_writer` where its records go.
 """
 from __future__ import annotations
 
