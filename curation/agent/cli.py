@@ -59,9 +59,11 @@ def _sources(value: str) -> list[str]:
 @click.option("--llm-model", default="gpt-4o-mini", show_default=True, help="Model name for --llm-base-url.")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
               help="Environment variable holding the LLM API key.")
+@click.option("--settings", "settings_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Discovery settings YAML (default: the bundled curation/data/discovery.yaml).")
 def discover(source_list: str, out: Path, taxonomy_path: Path | None, max_queries: int, target: int,
              accepted_dir: Path, cache_dir: Path | None, pwc_index: Path | None, rate: float | None,
-             llm_base_url: str | None, llm_model: str, api_key_env: str) -> None:
+             llm_base_url: str | None, llm_model: str, api_key_env: str, settings_path: Path | None) -> None:
     """Search Zenodo, Hugging Face, Kaggle and the Papers with Code index for datasets that fill the taxonomy's gaps.
 
     Gaps are taxonomy leaves with fewer than --target accepted manifests. Queries are built from the
@@ -77,7 +79,7 @@ def discover(source_list: str, out: Path, taxonomy_path: Path | None, max_querie
         taxonomy = load_taxonomy(taxonomy_path)
         exclusions = ExclusionList.load()
         pwc = PwcIndex(pwc_index) if "paperswithcode" in names else None
-        settings = load_settings()
+        settings = load_settings(settings_path) if settings_path else load_settings()
     except PwcIndexError as exc:
         raise InvalidInput(f"{exc} (or leave paperswithcode out of --sources)") from None
     except (TaxonomyError, ExclusionListError, SettingsError) as exc:

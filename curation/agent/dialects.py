@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from mmbu.curation.agent.queries import Query
 from mmbu.curation.agent.settings import DiscoverySettings
@@ -54,10 +54,19 @@ COMPILERS = {
 }
 
 
-def source_requests(name: str, query: Query, settings: DiscoverySettings) -> list[tuple[str, dict[str, Any]]]:
-    """Every request one query sends to a live source, as (channel, compiled): the channel names the request in
-    problems and counts its failures. Zenodo sends one per pass (`zenodo (type=image)`); the others one each."""
+class SourceRequest(NamedTuple):
+    """One request a query sends to a live source: `channel` names it in problems and counts its failures."""
+
+    channel: str
+    compiled: dict[str, Any]
+    max_pages: int
+
+
+def source_requests(name: str, query: Query, settings: DiscoverySettings) -> list[SourceRequest]:
+    """Every request one query sends to a live source. Zenodo sends one per pass (`zenodo (type=image)`),
+    each with its own page cap; the others one each, with `max_pages_per_query`."""
     if name == "zenodo":
-        return [(f"zenodo (type={search.resource_type})", to_zenodo(query, search.params))
+        return [SourceRequest(f"zenodo (type={search.resource_type})", to_zenodo(query, search.params),
+                              search.max_pages or settings.max_pages_per_query)
                 for search in settings.zenodo.passes]
-    return [(name, COMPILERS[name](query))]
+    return [SourceRequest(name, COMPILERS[name](query), settings.max_pages_per_query)]

@@ -107,10 +107,10 @@ class Discoverer:
         return kept is candidate
 
     def _search(self, name: str, query: Query) -> int:
-        return sum(self._search_channel(name, channel, compiled, query)
-                   for channel, compiled in source_requests(name, query, self.settings))
+        return sum(self._search_channel(name, request.channel, request.compiled, query, request.max_pages)
+                   for request in source_requests(name, query, self.settings))
 
-    def _search_channel(self, name: str, channel: str, compiled: dict[str, Any], query: Query) -> int:
+    def _search_channel(self, name: str, channel: str, compiled: dict[str, Any], query: Query, max_pages: int) -> int:
         """One compiled request of a source (Zenodo sends one per resource-type pass); new hits are counted.
 
         A blocked host stops all its channels; failures in a row are counted per channel, so a pass that keeps
@@ -126,7 +126,7 @@ class Discoverer:
         refs: list[str] = []
         new = 0
         try:
-            for page in self.hosts[name].search(compiled, self.settings.max_pages_per_query):
+            for page in self.hosts[name].search(compiled, max_pages):
                 self.problems.extend(page.problems)
                 added = 0
                 for candidate in page.candidates:

@@ -26,6 +26,7 @@ class ZenodoPass(BaseModel):
 
     type: str = Field(pattern=r"^[a-z]+$")
     subtype: str | None = Field(None, pattern=r"^[a-z]+$")
+    max_pages: int | None = Field(None, ge=1, description="Pages per query for this pass (default: max_pages_per_query).")
 
     @property
     def resource_type(self) -> str:

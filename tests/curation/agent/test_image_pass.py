@@ -96,3 +96,28 @@ def test_a_malformed_image_pass_page_is_reported_and_the_run_goes_on(apis, tmp_p
     image_queries = {r.arg("q") for r in searches(apis, type="image", page="1")}
     dataset_queries = {r.arg("q") for r in searches(apis, type="dataset", page="1")}
     assert image_queries < dataset_queries
+
+
+def test_a_pass_page_cap_from_a_settings_file_limits_its_requests(apis, tmp_path, taxonomy_path):
+    from mmbu.curation.data import DISCOVERY_PATH
+
+    settings = tmp_path / "discovery.yaml"
+    text = DISCOVERY_PATH.read_text()
+    assert "    - {type: image}\n" in text
+    settings.write_text(text.replace("    - {type: image}\n", "    - {type: image, max_pages: 1}\n"))
+    out = tmp_path / "candidates.jsonl"
+    result = CliRunner().invoke(cli, ["discover", "--sources", "zenodo", "--out", str(out), "--taxonomy",
+                                      str(taxonomy_path), "--max-queries", "12", "--accepted-dir", str(tmp_path / "none"),
+                                      "--cache", str(tmp_path / "cache"), "--rate", "200", "--settings", str(settings)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert searches(apis, type="image", page="1") and not searches(apis, type="image", page="2")
+    assert searches(apis, type="dataset", page="1")
+
+
+def test_a_broken_settings_file_is_bad_input_naming_it(tmp_path, taxonomy_path):
+    settings = tmp_path / "discovery.yaml"
+    settings.write_text("zenodo: {passes: [{type: image, max_pages: 0}]}\n")
+    result = CliRunner().invoke(cli, ["discover", "--sources", "zenodo", "--out", str(tmp_path / "c.jsonl"),
+                                      "--taxonomy", str(taxonomy_path), "--settings", str(settings)])
+    assert result.exit_code == 2 and str(settings) in result.output

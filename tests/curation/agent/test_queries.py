@@ -66,7 +66,7 @@ def test_zenodo_sends_one_request_per_resource_type_pass_of_the_settings(taxonom
     query = build_queries(taxonomy, find_gaps(taxonomy, Counter(), 1), ["segmentation"])[0]
     settings = load_settings()
     requests = source_requests("zenodo", query, settings)
-    assert [(channel, compiled["type"]) for channel, compiled in requests] == [
+    assert [(channel, compiled["type"]) for channel, compiled, _ in requests] == [
         ("zenodo (type=dataset)", "dataset"), ("zenodo (type=image)", "image")]
     assert requests[0][1] == to_zenodo(query)  # the dataset pass as before: older runs' cached answers still replay
     assert requests[1][1]["q"] == requests[0][1]["q"]
@@ -74,9 +74,21 @@ def test_zenodo_sends_one_request_per_resource_type_pass_of_the_settings(taxonom
 
     photos = settings.model_copy(update={"zenodo": settings.zenodo.model_copy(
         update={"passes": [ZenodoPass(type="image", subtype="photo")]})})
-    [(channel, compiled)] = source_requests("zenodo", query, photos)
+    [(channel, compiled, pages)] = source_requests("zenodo", query, photos)
     assert channel == "zenodo (type=image-photo)" and (compiled["type"], compiled["subtype"]) == ("image", "photo")
-    assert source_requests("kaggle", query, settings) == [("kaggle", to_kaggle(query))]
+    assert pages == settings.max_pages_per_query
+    assert source_requests("kaggle", query, settings) == [("kaggle", to_kaggle(query), settings.max_pages_per_query)]
+
+
+def test_a_zenodo_pass_can_read_fewer_pages_than_the_other_sources(taxonomy_path):
+    taxonomy = load_taxonomy(taxonomy_path)
+    query = build_queries(taxonomy, find_gaps(taxonomy, Counter(), 1), ["segmentation"])[0]
+    settings = load_settings()
+    capped = settings.model_copy(update={"max_pages_per_query": 3, "zenodo": settings.zenodo.model_copy(
+        update={"passes": [ZenodoPass(type="dataset"), ZenodoPass(type="image", max_pages=1)]})})
+    assert [r.max_pages for r in source_requests("zenodo", query, capped)] == [3, 1]
+    with pytest.raises(ValueError):
+        ZenodoPass(type="image", max_pages=0)
 
 
 def test_passes_are_data_and_a_bad_one_is_named(tmp_path):
