@@ -9,8 +9,6 @@ import importlib
 
 import click
 
-from mmbu import __version__
-
 # name -> (module:attribute, one-line help). The help text lives here so listing commands
 # does not import every stage.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -43,8 +41,18 @@ class StageGroup(click.Group):
             formatter.write_dl(rows)
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    import mmbu
+
+    click.echo(f"mmbu, version {mmbu.__version__}")
+    ctx.exit()
+
+
 @click.group(cls=StageGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="mmbu")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and exit.")
 def cli() -> None:
     """MMBU toolkit: rebuild the benchmark from public datasets and evaluate VLMs on it.
 
