@@ -189,3 +189,18 @@ def test_ctrl_c_stops_every_process_keeps_whole_answers_and_the_run_resumes(tmp_
         assert finished.returncode == 0, finished.stderr.decode()[-2000:]
     keys = Counter(r.key for r in read_records(predictions))
     assert len(keys) == 72 and max(keys.values()) == 1
+
+
+def test_a_run_resumes_with_another_number_of_workers(tmp_path):
+    release = write_release(tmp_path / "release", count=6, tasks=("ungrounded_classification",))
+    with OpenAIServer() as server:
+        args = ["--release", str(release), "--model", "Qwen3-VL-8B", "--base-url", server.url, "--out", str(tmp_path),
+                *FAST]
+        assert invoke(*args, "--workers", "2", "--limit", "3").exit_code == 0
+        assert len(server.calls) == 18
+        third = invoke(*args, "--workers", "3")
+        assert third.exit_code == 0 and len(server.calls) == 36     # only the 3 new rows x 6 configurations
+        assert "skipped 18" in third.output
+        assert invoke(*args).exit_code == 0 and len(server.calls) == 36  # one process: nothing left to ask
+    records = read_records(tmp_path / SLUG / "predictions.jsonl")
+    assert len(records) == 36 and max(Counter(r.key for r in records).values()) == 1
