@@ -38,7 +38,7 @@ from mmbu.taxonomy import Taxonomy, load_taxonomy
 # rows.parquet) changes shape: the package version alone does not change between development edits,
 # and a cached file in the old shape would otherwise be trusted (and fail the dataset). Converted
 # PNGs are keyed by the package version only, so a bump re-runs the steps but reuses the images.
-STEPS_FORMAT = 2
+STEPS_FORMAT = 3  # 3: a DICOM whole-slide series is one sample (with its companion files)
 
 
 @dataclass(frozen=True)
@@ -196,10 +196,18 @@ def convert_options(manifest: DatasetManifest, *, as_mask: bool = False, slice_m
                           square_pixels=spec.square_pixels)
 
 
-def _convert_cached(source: Path, output: Path, options: ConvertOptions, code: str) -> dict[str, Any]:
-    """Convert one file unless its PNG was already made from the same source and options (resume)."""
+def _convert_cached(source: Path, output: Path, options: ConvertOptions, code: str,
+                    companions: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """Convert one file unless its PNG was already made from the same source and options (resume).
+
+    `companions` are the other files the converter reads with `source` (the instances of a DICOM
+    whole-slide series, any of which may hold the level read): a change to one of them converts again.
+    """
     stat = source.stat()
-    key = hash_json([code, str(source), stat.st_size, stat.st_mtime_ns, repr(options)])
+    key_parts = [code, str(source), stat.st_size, stat.st_mtime_ns, repr(options)]
+    if companions:  # appended only when present, so the keys of every other PNG stay what they were
+        key_parts.append([(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in companions if p.exists()])
+    key = hash_json(key_parts)
     sidecar = output.with_suffix(".json")
     if output.exists() and sidecar.exists():
         try:
@@ -230,7 +238,7 @@ def convert_samples(samples: list[Sample], manifest: DatasetManifest, work: Path
         slice_mask = sample.mask_path if manifest.convert.slice == "mask_max_area" else None
         image_png = work / "images" / f"{sample.sample_id}.png"
         record = _convert_cached(Path(sample.image_path), image_png, convert_options(manifest, slice_mask=slice_mask),
-                                 code)
+                                 code, tuple(Path(p) for p in sample.companion_paths))
         if record["status"] != "ok":
             dropped.append(_convert_exclusion(sample, sample.source_path, record["error"]))
             continue

@@ -45,7 +45,12 @@ def read_samples(manifest: DatasetManifest, raw_dir: str | Path) -> tuple[list[S
         READERS[manifest.layout.kind](manifest.layout, ctx)
     except Exception as exc:  # noqa: BLE001 - a reader bug or an unreadable file must not stop the build
         ctx.exclude(str(raw_dir), f"the {manifest.layout.kind} layout stopped early ({type(exc).__name__}: {exc}); "
-                                  f"{len(ctx.samples)} sample(s) read before it are kept")
+                                  f"the samples read before it are kept")
+    try:
+        ctx.finish()  # DICOM whole-slide series listed file by file: one sample each
+    except Exception as exc:  # noqa: BLE001 - same rule: report, keep the rest
+        ctx.exclude(str(raw_dir), f"grouping the DICOM whole-slide series stopped early ({type(exc).__name__}: "
+                                  f"{exc}); the other samples are kept")
     if not ctx.samples and not ctx.exclusions:
         ctx.exclude(str(raw_dir), f"the {manifest.layout.kind} layout found no sample in the fetched files")
     return ctx.samples, ctx.exclusions

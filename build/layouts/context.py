@@ -5,6 +5,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mmbu.build.layouts.dicom_slides import SlideListing, SlideSeriesCollector
 from mmbu.build.layouts.files import header_metadata, image_size, is_dicom, is_nifti, relative
 from mmbu.build.layouts.sample import Exclusion, Region, Sample, make_sample_id
 from mmbu.curation.manifest import DatasetManifest
@@ -19,6 +20,10 @@ class LayoutContext:
     samples: list[Sample] = field(default_factory=list)
     exclusions: list[Exclusion] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set)
+    _slides: SlideSeriesCollector = field(init=False)  # whole-slide instances wait here for their series
+
+    def __post_init__(self) -> None:
+        self._slides = SlideSeriesCollector(self.raw_dir)
 
     @property
     def dataset_id(self) -> str:
@@ -54,13 +59,45 @@ class LayoutContext:
             size: tuple[int, int] | None = None, grounded: bool = False) -> Sample | None:
         """Record one sample; returns None (with an exclusion) when it cannot be used.
 
-        `grounded` says the sample exists for its regions, so losing all of them drops it.
+        `grounded` says the sample exists for its regions, so losing all of them drops it. An instance
+        of a DICOM whole-slide series (or the folder holding one series) also returns None: the series
+        becomes one sample in `finish()`, once the layout has listed all of its files.
         """
         source = self.rel(image)
         if not image.resolve().is_relative_to(self.raw_dir.resolve()):
             # ids are built from the path inside the dataset; a path outside it is neither stable nor safe
             self.exclude(source, "the labels point outside the dataset's folder")
             return None
+        listing = SlideListing(image, label, tuple(regions), mask_path, row_metadata or {}, grounded)
+        if self._slides.claim(listing):
+            return None
+        if image.is_dir():
+            self.exclude(source, f"the labels point to the folder {source}, and a folder is one sample only when "
+                                 "it holds the instances of exactly one DICOM whole-slide series")
+            return None
+        return self._add_file(image, label=listing.label, regions=listing.regions, mask_path=mask_path,
+                              row_metadata=listing.row_metadata, size=size, grounded=grounded)
+
+    def list_unannotated_slide_instance(self, image: Path) -> bool:
+        """Hand a DICOM whole-slide instance that has no annotation file of its own (a lower level, the
+        label image) to its series, whose regions come from the base level, instead of excluding it.
+        False for any other file, which the layout then reports as unannotated."""
+        return self._slides.claim(SlideListing(image, grounded=True))
+
+    def finish(self) -> None:
+        """Make the whole-slide series listed so far into one sample each (see `dicom_slides`)."""
+        series, problems = self._slides.resolve()
+        for problem in problems:
+            self.exclude(problem.item, problem.reason)
+        for slide in series:
+            self._add_file(slide.base.path, label=slide.label, regions=slide.regions, mask_path=slide.mask_path,
+                           row_metadata=slide.row_metadata, size=slide.base.size, grounded=slide.grounded,
+                           companions=slide.companions)
+
+    def _add_file(self, image: Path, *, label: str | None, regions: Iterable[Region], mask_path: Path | None,
+                  row_metadata: dict[str, str], size: tuple[int, int] | None, grounded: bool,
+                  companions: tuple[Path, ...] = ()) -> Sample | None:
+        source = self.rel(image)
         frame = self.frame_for(image)
         sample_id = make_sample_id(self.dataset_id, source, frame)
         if sample_id in self._seen:
@@ -87,7 +124,7 @@ class LayoutContext:
             sample_id=sample_id, dataset_id=self.dataset_id, source_path=source, image_path=image,
             frame=frame, label=label, regions=tuple(kept), mask_path=mask_path,
             image_size=size or image_size(image), file_metadata=header_metadata(image),
-            row_metadata=row_metadata or {},
+            row_metadata=row_metadata, companion_paths=companions,
         )
         self.samples.append(sample)
         self._seen.add(sample_id)

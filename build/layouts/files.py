@@ -48,7 +48,10 @@ def image_size(path: Path) -> tuple[int, int] | None:
         if is_dicom(path):
             import pydicom
 
-            ds = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=["Rows", "Columns"])
+            ds = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=[
+                "Rows", "Columns", "TotalPixelMatrixColumns", "TotalPixelMatrixRows"])
+            if ds.get("TotalPixelMatrixColumns") and ds.get("TotalPixelMatrixRows"):  # a slide level, not one tile
+                return int(ds.TotalPixelMatrixColumns), int(ds.TotalPixelMatrixRows)
             return int(ds.Columns), int(ds.Rows)
         if is_nifti(path):
             import nibabel

@@ -27,6 +27,8 @@ def read(layout: ImageMaskPairsLayout, ctx: LayoutContext) -> None:
         key = stem(image)
         mask = masks.get(key)
         if mask is None:
+            if ctx.list_unannotated_slide_instance(image):
+                continue
             ctx.exclude(ctx.rel(image), f"no mask matching {layout.masks!r} with stem {key + layout.mask_suffix!r}")
             continue
         used.add(key)

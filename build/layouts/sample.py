@@ -52,6 +52,9 @@ class Sample(BaseModel):
         default_factory=dict, description="Header values: dicom.Modality, slide.vendor, slide.mpp_x, ...")
     row_metadata: dict[str, str] = Field(
         default_factory=dict, description="Per-sample values of metadata fields found in a label table.")
+    companion_paths: tuple[Path, ...] = Field(
+        (), description="Other files the converter reads with `image_path` (every instance of a DICOM whole-slide "
+                        "series): a change to any of them converts the sample again.")
 
     def region_id(self, region: Region) -> str:
         """The stable id of a grounded row about `region` (dataset + path + frame + instance)."""

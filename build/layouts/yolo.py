@@ -29,6 +29,8 @@ def read(layout: YoloLayout, ctx: LayoutContext) -> None:
         label_file = (label_root / image.relative_to(image_base)).with_suffix(".txt")
         paired.add(label_file.resolve())
         if not label_file.is_file():
+            if ctx.list_unannotated_slide_instance(image):
+                continue
             ctx.exclude(ctx.rel(image), f"no YOLO label file {ctx.rel(label_file)} for this image")
             continue
         size = image_size(image)
