@@ -21,8 +21,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mmbu.build.convert.base import ConversionError
+
+if TYPE_CHECKING:
+    from pydicom import Dataset
 
 # SOP Class UID of DICOM whole-slide images: read through openslide, never as one DICOM frame
 VL_WHOLE_SLIDE_MICROSCOPY = "1.2.840.10008.5.1.4.1.1.77.1.6"
@@ -169,6 +173,20 @@ def dicom_slides_in_directory(directory: Path) -> list[DicomSlideSeries]:
 
 def _dicom_slide_instance(path: Path) -> tuple[str, int] | None:
     """(Series Instance UID, total pixel matrix area) of a DICOM whole-slide instance, else None."""
+    header = slide_instance_header(path, ["SeriesInstanceUID", "TotalPixelMatrixColumns", "TotalPixelMatrixRows"])
+    series_uid = str(header.get("SeriesInstanceUID", "")) if header is not None else ""
+    if not series_uid:
+        return None
+    area = int(header.get("TotalPixelMatrixColumns", 0) or 0) * int(header.get("TotalPixelMatrixRows", 0) or 0)
+    return series_uid, area
+
+
+def slide_instance_header(path: Path, tags: list[str]) -> Dataset | None:
+    """The header (only `tags`, pixels never read) of a Part-10 DICOM whole-slide instance, else None.
+
+    Only the file meta is parsed for other DICOM files; a damaged header is None too, so the file is
+    not a companion: it stays a source and gets its own error.
+    """
     try:
         with path.open("rb") as handle:
             if handle.read(132)[128:132] != b"DICM":
@@ -183,17 +201,9 @@ def _dicom_slide_instance(path: Path) -> tuple[str, int] | None:
             warnings.simplefilter("ignore")
             if str(read_file_meta_info(path).get("MediaStorageSOPClassUID", "")) != VL_WHOLE_SLIDE_MICROSCOPY:
                 return None
-            header = dcmread(
-                path, stop_before_pixels=True,
-                specific_tags=["SeriesInstanceUID", "TotalPixelMatrixColumns", "TotalPixelMatrixRows"],
-            )
-    except Exception:  # a damaged file is not a companion: it stays a source and gets its own error
+            return dcmread(path, stop_before_pixels=True, specific_tags=tags)
+    except Exception:  # noqa: BLE001 - see the docstring
         return None
-    series_uid = str(header.get("SeriesInstanceUID", ""))
-    if not series_uid:
-        return None
-    area = int(header.get("TotalPixelMatrixColumns", 0) or 0) * int(header.get("TotalPixelMatrixRows", 0) or 0)
-    return series_uid, area
 
 
 def is_slide_companion(path: Path) -> bool:

@@ -30,13 +30,12 @@ never read); non-slide DICOM such as CT or MR slices never gets here.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mmbu.build.convert.sniff import VL_WHOLE_SLIDE_MICROSCOPY
-from mmbu.build.layouts.files import is_dicom, relative
+from mmbu.build.convert.sniff import slide_instance_header
+from mmbu.build.layouts.files import relative
 from mmbu.build.layouts.sample import Region
 
 ASSOCIATED_IMAGE_TYPES = frozenset({"LABEL", "OVERVIEW", "THUMBNAIL"})
@@ -61,32 +60,24 @@ class SlideInstance:
 
 
 def read_slide_instance(path: Path) -> SlideInstance | None:
-    """The instance's header facts when `path` is a Part-10 DICOM whole-slide instance, else None.
-
-    Only the file meta is parsed for other DICOM files; a damaged header is None too, so the file
-    stays an ordinary source and the converter reports what is wrong with it.
-    """
-    if not path.is_file() or not is_dicom(path):
+    """The instance's header facts when `path` is a Part-10 DICOM whole-slide instance, else None
+    (also for a damaged header: the file stays an ordinary source and the converter names the damage)."""
+    header = slide_instance_header(path, HEADER_TAGS) if path.is_file() else None
+    if header is None or not header.get("SeriesInstanceUID"):
         return None
-    from pydicom import dcmread
-    from pydicom.filereader import read_file_meta_info
-
+    image_type = header.get("ImageType") or []
+    image_type = [image_type] if isinstance(image_type, str) else list(image_type)  # one value comes as a str
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if str(read_file_meta_info(path).get("MediaStorageSOPClassUID", "")) != VL_WHOLE_SLIDE_MICROSCOPY:
-                return None
-            header = dcmread(path, stop_before_pixels=True, specific_tags=HEADER_TAGS)
-        image_type = list(header.get("ImageType") or [])
-        return SlideInstance(
-            path=path,
-            series_uid=str(header.get("SeriesInstanceUID", "")),
-            study_uid=str(header.get("StudyInstanceUID", "")),
-            image_type=str(image_type[2]).strip().upper() if len(image_type) > 2 else "",
-            size=(int(header.get("TotalPixelMatrixColumns", 0) or 0), int(header.get("TotalPixelMatrixRows", 0) or 0)),
-        ) if header.get("SeriesInstanceUID") else None
-    except Exception:  # noqa: BLE001 - see the docstring: the converter names the damage
+        size = (int(header.get("TotalPixelMatrixColumns", 0) or 0), int(header.get("TotalPixelMatrixRows", 0) or 0))
+    except (TypeError, ValueError):
         return None
+    return SlideInstance(
+        path=path,
+        series_uid=str(header.SeriesInstanceUID),
+        study_uid=str(header.get("StudyInstanceUID", "")),
+        image_type=str(image_type[2]).strip().upper() if len(image_type) > 2 else "",
+        size=size,
+    )
 
 
 def is_uniform_downsample(base: tuple[int, int], level: tuple[int, int]) -> bool:
@@ -204,7 +195,9 @@ class SlideSeriesCollector:
                 f"({_listed(by_folder)}), but a slide is read from one folder; the series is left out")))
             return None
         folder = listings[0].folder
-        instances = self.series_in_folder(folder)[series_uid]
+        # the series as openslide will see it; a listed hidden file is not in that folder scan
+        instances = self.series_in_folder(folder).get(series_uid) or [
+            instance for listing in listings if (instance := self.instance(listing.path)) is not None]
         item = self._rel(folder)
         reason = self._inconsistency(series_uid, instances, listings)
         if reason:
