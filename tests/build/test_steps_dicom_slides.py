@@ -87,7 +87,8 @@ def test_each_slide_is_one_sample_converted_as_mmbu_convert_converts_its_folder(
 
     mmbu_convert = convert_paths([raw / "dense" / "slide-a", raw / "sparse" / "slide-b"], tmp_path / "convert",
                                  convert_options(load_manifest(manifest_path)))
-    for folder, record in zip(("dense/slide-a", "sparse/slide-b"), mmbu_convert):
+    scenes = (slide_scene(128, 96), slide_scene(128, 96)[::-1])
+    for folder, record, scene in zip(("dense/slide-a", "sparse/slide-b"), mmbu_convert, scenes):
         built = converted[f"{folder}/pyramid-2.dcm"]
         params = built["record"]["params"]
         assert built["record"]["format"] == "wsi" and params["vendor"] == "dicom"
@@ -96,6 +97,7 @@ def test_each_slide_is_one_sample_converted_as_mmbu_convert_converts_its_folder(
         assert params["level"] == 1 and params["output_size"] == [64, 48]  # the level nearest the 64-pixel output
         assert _pixels(built["png"]).shape == (48, 64, 3)
         np.testing.assert_array_equal(_pixels(built["png"]), _pixels(Path(record["output"])))
+        np.testing.assert_array_equal(_pixels(built["png"]), scene[::2, ::2])  # level 1 as written, pixel for pixel
     assert converted["sparse/ct/ct-0.dcm"]["record"]["format"] == "dicom"
 
     # nothing changed: no step runs

@@ -6,6 +6,7 @@ per file.
 """
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -172,14 +173,41 @@ def test_instances_that_disagree_on_key_attributes_are_named(tmp_path):
         "level dense/squashed/pyramid-1.dcm; the series is left out")
 
 
-def test_label_and_overview_images_alone_are_never_samples(tmp_path):
+def test_label_overview_and_thumbnail_images_alone_are_never_samples(tmp_path):
     raw = tmp_path / "raw"
-    write_slide_pyramid(raw / "dense" / "only-label", slide_scene(WIDTH, HEIGHT), levels=0)
+    write_slide_pyramid(raw / "dense" / "no-levels", slide_scene(WIDTH, HEIGHT), levels=0,
+                        associated=("LABEL", "OVERVIEW", "THUMBNAIL"))
     samples, exclusions = read_samples(_slide_manifest({"kind": "folder_per_class", "images": "**/*.dcm"}), raw)
     assert samples == []
-    assert [e.item for e in exclusions] == ["dense/only-label"]
-    assert exclusions[0].reason.endswith("holds only label, overview or thumbnail images (dense/only-label/label.dcm, "
-                                         "dense/only-label/overview.dcm), no pyramid level to convert")
+    assert [e.item for e in exclusions] == ["dense/no-levels"]
+    assert exclusions[0].reason.endswith(
+        "holds only label, overview or thumbnail images (dense/no-levels/label.dcm, dense/no-levels/overview.dcm, "
+        "dense/no-levels/thumbnail.dcm), no pyramid level to convert")
+
+
+def test_a_one_file_slide_keeps_the_id_it_had_as_a_file(tmp_path):
+    raw = tmp_path / "raw"
+    (raw / "dense").mkdir(parents=True)
+    shutil.copy(Path(__file__).parents[1] / "convert" / "fixtures" / "boxes_0.dcm", raw / "dense" / "one.dcm")
+    samples, exclusions = read_samples(_slide_manifest({"kind": "folder_per_class"}), raw)
+    assert exclusions == []
+    assert [(s.sample_id, s.image_size, s.companion_paths) for s in samples] == [
+        (make_sample_id("demo_marrow", "dense/one.dcm", "frame=middle"), (16, 16), (raw / "dense" / "one.dcm",))]
+
+
+def test_yolo_boxes_on_the_base_level_ground_the_slide_and_lower_levels_need_no_label_file(tmp_path):
+    raw = tmp_path / "raw"
+    write_slide_pyramid(raw / "images", slide_scene(WIDTH, HEIGHT))
+    (raw / "labels").mkdir()
+    (raw / "labels" / "pyramid-2.txt").write_text("0 0.5 0.5 0.25 0.5\n")
+    manifest = _slide_manifest({"kind": "yolo", "images": "images/*.dcm", "labels": "labels",
+                                "class_names": ["dense"]}, tasks=["object_detection"])
+
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert exclusions == []
+    assert [(s.source_path, [r.box for r in s.regions]) for s in samples] == [
+        ("images/pyramid-2.dcm", [(48.0, 24.0, 80.0, 72.0)])]  # normalised on the 128x96 base level
 
 
 def test_a_mask_on_the_base_level_grounds_the_slide_and_other_instances_need_none(tmp_path):
