@@ -5,8 +5,6 @@ import json
 import re
 import signal
 import subprocess
-import sys
-import time
 from collections import Counter
 
 import numpy as np
@@ -21,6 +19,7 @@ from mmbu.benchmark_eval.records import latest_by_key, read_records
 from mmbu.benchmark_eval.runner.cli import run
 from mmbu.benchmark_eval.tasks import PROMPT_VERSION, ROI_COLOUR
 from support.eval_release import SCHEMA_FIELDS, make_rows, png, write_release
+from support.eval_subprocess import eval_run_command, wait_for_records
 from support.openai_server import OpenAIServer
 
 FAMILIES = {"Qwen/Qwen2.5-VL-7B-Instruct": "qwen25", "Qwen/Qwen3-VL-8B-Instruct": "qwen3",
@@ -202,14 +201,9 @@ def test_kill_and_resume_in_a_subprocess(tmp_path):
     runs = tmp_path / "runs"
     predictions = runs / "Qwen__Qwen3-VL-8B-Instruct" / "predictions.jsonl"
     with OpenAIServer(latency_s=0.05) as server:
-        command = [sys.executable, "-c", "from mmbu.cli import main; main()", "eval", "run", "--release", str(release),
-                   "--model", "Qwen3-VL-8B", "--base-url", server.url, "--out", str(runs), "--concurrency", "4", *FAST]
+        command = eval_run_command(release, server.url, runs, "--concurrency", "4", *FAST)
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if predictions.exists() and predictions.read_bytes().count(b"\n") >= 30:
-                break
-            time.sleep(0.02)
+        wait_for_records(predictions, 30)
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
         written_before = predictions.read_bytes().count(b"\n")
