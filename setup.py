@@ -7,6 +7,7 @@ from setuptools import find_packages, setup
 
 STAGE_FOLDERS = {
     "mmbu": "mmbu",
+    "mmbu.core": "core",
     "mmbu.taxonomy": "taxonomy",
     "mmbu.curation": "curation",
     "mmbu.build": "build",

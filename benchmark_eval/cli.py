@@ -1,9 +1,9 @@
 """`mmbu eval`: run, judge, score and report. Sub-commands are imported on first use."""
 from __future__ import annotations
 
-import importlib
-
 import click
+
+from mmbu.core.cli import LazyGroup
 
 COMMANDS = {
     "run": ("mmbu.benchmark_eval.runner.cli:run", "Ask a model every selected question; append run records."),
@@ -13,22 +13,7 @@ COMMANDS = {
 }
 
 
-class _LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(COMMANDS)
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name not in COMMANDS:
-            return None
-        module_name, attribute = COMMANDS[name][0].split(":")
-        return getattr(importlib.import_module(module_name), attribute)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        with formatter.section("Commands"):
-            formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
-
-
-@click.group("eval", cls=_LazyGroup)
+@click.group("eval", cls=LazyGroup, lazy_commands=COMMANDS)
 def eval_group() -> None:
     """Evaluate a VLM on a built release: run -> judge -> score -> report.
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mmbu.curation.http import write_text_atomic
+from mmbu.core.files import write_json_atomic
 
 
 def hash_json(value: Any) -> str:
@@ -26,10 +26,6 @@ def hash_file(path: Path, chunk: int = 1 << 20) -> str:
         while block := handle.read(chunk):
             digest.update(block)
     return digest.hexdigest()
-
-
-def write_json_atomic(path: Path, value: Any) -> None:
-    write_text_atomic(path, json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
 
 
 class StepState:

@@ -12,11 +12,8 @@ from rich.table import Table
 from mmbu.build.executors import ExecutorError
 from mmbu.build.fetch import LockError
 from mmbu.build.pipeline import BuildConfig, BuildReport, run_build
+from mmbu.core.cli import InvalidInput
 from mmbu.taxonomy import TaxonomyError
-
-
-class InvalidInput(click.ClickException):
-    exit_code = 2
 
 
 @click.command("build")

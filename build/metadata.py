@@ -12,15 +12,16 @@ kept as written so that validation reports it (never silently replaced).
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
 import pandera.pandas as pa
 
-from mmbu.build.layouts.sample import Exclusion, Sample
+from mmbu.build.layouts.sample import Sample
 from mmbu.build.schemas import FIELD_FACETS, METADATA_COLUMNS, SUB_MODALITY_CHECK, metadata_schema
+from mmbu.core.exclusions import Exclusion
+from mmbu.core.files import atomic_path
 from mmbu.curation.manifest import METADATA_FIELDS, DatasetManifest
 from mmbu.taxonomy.model import Taxonomy
 
@@ -189,8 +190,6 @@ def failure_summary(failures: pd.DataFrame) -> pd.DataFrame:
 def write_failure_report(failures: pd.DataFrame, path: str | Path) -> Path:
     """The validation failures as CSV (one line per sample x field x check), written temp + replace."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.tmp")
-    failures.reindex(columns=list(FAILURE_COLUMNS)).to_csv(temp, index=False)
-    os.replace(temp, path)
+    with atomic_path(path) as temporary:
+        failures.reindex(columns=list(FAILURE_COLUMNS)).to_csv(temporary, index=False)
     return path

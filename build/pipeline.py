@@ -14,13 +14,15 @@ from typing import Any
 
 import pandas as pd
 
-from mmbu.build.cache import hash_file, hash_json, write_json_atomic
+from mmbu.build.cache import hash_file, hash_json
 from mmbu.build.executors import ExecutorName, run_all
 from mmbu.build.fetch import FetchResult, LockFile, fetch_all, repository_root
-from mmbu.build.layouts import EXCLUSION_COLUMNS
 from mmbu.build.steps import DatasetJob, DatasetOutcome, cached_taxonomy, process_dataset
+from mmbu.core.exclusions import EXCLUSION_COLUMNS
+from mmbu.core.files import write_json_atomic, write_text_atomic
+from mmbu.core.version import toolkit_version
+from mmbu.curation.http import PoliteSession
 from mmbu.curation.manifest import load_manifest
-from mmbu.curation.http import PoliteSession, toolkit_version, write_text_atomic
 from mmbu.curation.manifest.validate import validate_files
 
 LIST_COLUMNS = ("boxes", "other_boxes", "options", "answer_aliases")

@@ -19,18 +19,20 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from mmbu.build.cache import StepState, hash_file, hash_json, write_json_atomic
+from mmbu.build.cache import StepState, hash_file, hash_json
 from mmbu.build.convert.base import ConvertOptions
 from mmbu.build.convert.batch import convert_one
 from mmbu.build.fetch import COMPLETION_RECORD
-from mmbu.build.layouts import Exclusion, Sample, mask_png, read_samples
+from mmbu.build.layouts import Sample, mask_png, read_samples
 from mmbu.build.layouts.files import is_nifti
 from mmbu.build.layouts.grounding import ConvertedImage, place_items
 from mmbu.build.layouts.volumes import with_converted_mask
 from mmbu.build.metadata import failures_to_exclusions, normalise_metadata, validate_metadata
 from mmbu.build.questions import attach_metadata, format_lint_report, instantiate_questions, lint_questions, task_items
 from mmbu.build.questions.lint import drop_lint_failures
-from mmbu.curation.http import toolkit_version
+from mmbu.core.exclusions import Exclusion
+from mmbu.core.files import atomic_path, write_bytes_atomic, write_json_atomic, write_text_atomic
+from mmbu.core.version import toolkit_version
 from mmbu.curation.manifest import DatasetManifest, load_manifest
 from mmbu.taxonomy import Taxonomy, load_taxonomy
 
@@ -149,7 +151,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         rows, dropped, lint_report = build_rows(converted, conversions, manifest, taxonomy, work, job.seed)
         _write_parquet_atomic(rows, rows_path)
         write_json_atomic(rows_exclusions_path, [e.model_dump() for e in dropped])
-        report_path.write_text(lint_report, encoding="utf-8")
+        write_text_atomic(report_path, lint_report)
         roi_masks = [Path(p) for p in rows["mask"].dropna()]
         state.record("rows", rows_key, [rows_path, rows_exclusions_path, report_path, *roi_masks],
                      {"rows": len(rows), "per_task": _count_tasks(rows["task"])})
@@ -286,16 +288,9 @@ def _roi_file(roi: Any, sample_id: str, work: Path) -> str | None:
     """Store a mask-grounded row's binary ROI (an array from place_items) as the PNG the release embeds."""
     if not isinstance(roi, np.ndarray):
         return None
-    path = work / "roi" / f"{sample_id}.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(mask_png(roi))
-    tmp.replace(path)
-    return str(path)
+    return str(write_bytes_atomic(work / "roi" / f"{sample_id}.png", mask_png(roi)))
 
 
 def _write_parquet_atomic(frame: pd.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    frame.to_parquet(tmp, index=False)
-    tmp.replace(path)
+    with atomic_path(path) as temporary:
+        frame.to_parquet(temporary, index=False)

@@ -19,16 +19,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -37,15 +33,12 @@ import requests
 import tenacity
 from pydantic import BaseModel, ConfigDict, Field
 
+from mmbu.core.files import DIR_MODE, FILE_MODE  # noqa: F401  # re-export for work in flight
+from mmbu.core.files import write_text_atomic
+from mmbu.core.retry_after import retry_after_seconds
+from mmbu.core.version import toolkit_version
+
 log = logging.getLogger("mmbu.http")
-
-
-def toolkit_version() -> str:
-    """The installed mmbu version (for the User-Agent and provenance records)."""
-    try:
-        return metadata.version("mmbu")
-    except metadata.PackageNotFoundError:
-        return "0"
 
 
 USER_AGENT = f"mmbu/{toolkit_version()} (+https://github.com/mmbu-benchmark/mmbu)"
@@ -153,22 +146,6 @@ class _Retryable(Exception):
 
 # ---------------------------------------------------------------------------------------------------------------
 # Server wait hints
-
-def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a `Retry-After` value: delta-seconds or an HTTP date. None if absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
 
 def server_wait_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
     """The longest wait the server's rate-limit headers ask for (Retry-After, RateLimit t=, X-RateLimit-Reset)."""
@@ -556,28 +533,3 @@ class PoliteSession:
         }
         text = self._redact(json.dumps(entry, indent=1, sort_keys=True, default=str))
         write_text_atomic(path, text)
-
-
-def _read_umask() -> int:
-    mask = os.umask(0)  # the only way to read it; done once at import, before any worker threads
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()
-FILE_MODE = 0o666 & ~_UMASK  # what open() gives; mkstemp's private 0600 is wrong for shared data
-DIR_MODE = 0o777 & ~_UMASK  # what mkdir() gives; mkdtemp's private 0700 likewise
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` via a temp file in the same folder and os.replace (never half-written)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

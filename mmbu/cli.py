@@ -5,9 +5,9 @@ stack (say, a missing GPU library) cannot take down unrelated commands.
 """
 from __future__ import annotations
 
-import importlib
-
 import click
+
+from mmbu.core.cli import LazyGroup
 
 # name -> (module:attribute, one-line help). The help text lives here so listing commands
 # does not import every stage.
@@ -23,34 +23,19 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class StageGroup(click.Group):
-    """A group whose commands are imported on first use."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(SUBCOMMANDS)
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name not in SUBCOMMANDS:
-            return None
-        module_name, attribute = SUBCOMMANDS[name][0].split(":")
-        return getattr(importlib.import_module(module_name), attribute)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, help_text) for name, (_, help_text) in SUBCOMMANDS.items()]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
+StageGroup = LazyGroup  # re-export for work in flight
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    import mmbu
+    from mmbu.core.version import toolkit_version
 
-    click.echo(f"mmbu, version {mmbu.__version__}")
+    click.echo(f"mmbu, version {toolkit_version()}")
     ctx.exit()
 
 
-@click.group(cls=StageGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, lazy_commands=SUBCOMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and exit.")
 def cli() -> None:

@@ -7,6 +7,7 @@ import click
 from rich.console import Console
 from rich.tree import Tree
 
+from mmbu.core.cli import InvalidInput
 from mmbu.taxonomy.model import DEFAULT_TAXONOMY_PATH, Taxonomy, TaxonomyError, Term, load_taxonomy
 from mmbu.taxonomy.validation import validate_taxonomy
 
@@ -19,17 +20,14 @@ TAXONOMY_OPTION = click.option(
 )
 
 
-class InvalidTaxonomy(click.ClickException):
-    """Invalid or unreadable input file: exit code 2, message without traceback."""
-
-    exit_code = 2
+InvalidTaxonomy = InvalidInput  # re-export for work in flight
 
 
 def _load(path: Path | None) -> Taxonomy:
     try:
         return load_taxonomy(path)
     except TaxonomyError as exc:
-        raise InvalidTaxonomy(str(exc)) from None
+        raise InvalidInput(str(exc)) from None
 
 
 @click.group()
@@ -48,7 +46,7 @@ def validate(taxonomy_path: Path | None) -> None:
     problems = validate_taxonomy(loaded)
     if problems:
         lines = [f"{loaded.source}: {problem}" for problem in problems]
-        raise InvalidTaxonomy("\n".join([*lines, f"{len(problems)} problem(s) found."]))
+        raise InvalidInput("\n".join([*lines, f"{len(problems)} problem(s) found."]))
     counts = ", ".join(f"{len(facet.terms)} {name}" for name, facet in loaded.facets.items())
     click.echo(f"{loaded.source}: valid ({counts}).")
 

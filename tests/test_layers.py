@@ -7,6 +7,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # folder -> mmbu sub-packages it must never import
 FORBIDDEN = {
+    "core": ("mmbu.taxonomy", "mmbu.curation", "mmbu.build", "mmbu.benchmark_eval", "mmbu.cli"),
     "taxonomy": ("mmbu.curation", "mmbu.build", "mmbu.benchmark_eval", "mmbu.cli"),
     "curation": ("mmbu.build", "mmbu.benchmark_eval", "mmbu.cli"),
     "build": ("mmbu.benchmark_eval", "mmbu.cli"),

@@ -19,7 +19,6 @@ Base URLs follow the OpenAI SDK convention and include the version prefix:
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import os
 import re
 import time
@@ -33,6 +32,9 @@ import aiohttp
 import orjson
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_random_exponential
+
+from mmbu.core.retry_after import retry_after_seconds
+from mmbu.core.retry_after import retry_after_seconds as parse_retry_after  # noqa: F401  # re-export for work in flight
 
 from ..models.registry import ChatQuirks
 from .base import Backend, BackendError, ChatResult, ModelRequest, chat_messages
@@ -50,22 +52,6 @@ class _Attempt(Exception):
         super().__init__(message)
         self.reason, self.status_code, self.retry_after = reason, status_code, retry_after
         self.attempts = 1
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date); None if absent/bad."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 class _WaitHonouringRetryAfter:
@@ -273,11 +259,11 @@ class OpenAICompatClient:
                 self.counters["rate_limited"] += 1
                 self.limiter.on_rate_limited()
                 raise _Attempt("rate_limited", f"{url}: HTTP 429 rate limited", 429,
-                               parse_retry_after(response.headers.get("retry-after")))
+                               retry_after_seconds(response.headers.get("retry-after")))
             if response.status_code >= 500 or response.status_code == 408:
                 self.counters["server_error"] += 1
                 raise _Attempt("server_error", f"{url}: HTTP {response.status_code} {_error_text(response)}",
-                               response.status_code, parse_retry_after(response.headers.get("retry-after")))
+                               response.status_code, retry_after_seconds(response.headers.get("retry-after")))
             if response.status_code >= 400:
                 text = _error_text(response)
                 if response.status_code == 413:

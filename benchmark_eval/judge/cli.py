@@ -8,8 +8,9 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from mmbu.core.cli import ExitCode, InvalidInput
+
 from ..backends.openai_compat import DEFAULT_API_KEY_ENV, OpenAICompatClient
-from ..scoring.cli import InvalidRunInput
 from ..scoring.output import write_json
 from ..scoring.rundir import RunInputError, load_gold, open_run
 from .agreement import judge_agreement
@@ -78,7 +79,7 @@ def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str
         run = open_run(run_dir, release)
         items = open_items(run, load_gold(run.release_dir))
     except RunInputError as exc:
-        raise InvalidRunInput(str(exc)) from None
+        raise InvalidInput(str(exc)) from None
     if second_judge_model == judge_model:
         raise click.UsageError("--second-judge-model must differ from --judge-model")
     cache = VerdictCache(run.path / JUDGEMENTS_FILE)
@@ -100,4 +101,4 @@ def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str
         console.print(f"agreement over {agreement['n']} pairs: Cohen's kappa {kappa}, flip rate {flip} "
                       f"(written to {run.path / AGREEMENT_FILE})")
     if errors:
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.ITEMS_FAILED)

@@ -7,8 +7,11 @@ from pathlib import Path
 import click
 
 from ..models.registry import RegistryError, default_registry
-from ..scoring.cli import InvalidRunInput, problems, scored_with_progress, scoring_options, split_fields
-from ..scoring.output import write_atomic, write_csv, write_json, write_record_outcomes
+from mmbu.core.cli import ExitCode, InvalidInput
+from mmbu.core.files import write_text_atomic
+
+from ..scoring.cli import problems, scored_with_progress, scoring_options, split_fields
+from ..scoring.output import write_csv, write_json, write_record_outcomes
 from ..scoring.rundir import RunInputError
 from ..scoring.scores import ScoreOptions, ScoreReport
 from .plots import all_plots
@@ -52,7 +55,7 @@ def write_report(report: ScoreReport, out_dir: Path, run_dirs: tuple[Path, ...],
     clustering = "whole images (image_sha256)" if options.cluster_by_image else "questions"
     options_text = (f"Intervals: {options.resamples} percentile-bootstrap resamples of {clustering}, seed {options.seed}.")
     text = markdown_report(report, display_name, plots, judge_agreements(run_dirs), options_text)
-    written["report.md"] = write_atomic(out_dir / "report.md", text.encode("utf-8"))
+    written["report.md"] = write_text_atomic(out_dir / "report.md", text)
     return written
 
 
@@ -71,7 +74,7 @@ def report(run_dirs: tuple[Path, ...], out_dir: Path, release: Path | None, by: 
     try:
         scored = scored_with_progress(run_dirs, release, options, jobs)
     except RunInputError as exc:
-        raise InvalidRunInput(str(exc)) from None
+        raise InvalidInput(str(exc)) from None
     written = write_report(scored, out_dir, run_dirs, options, heatmap_field)
     for message in scored.warnings:
         click.echo(f"warning: {message}", err=True)
@@ -80,4 +83,4 @@ def report(run_dirs: tuple[Path, ...], out_dir: Path, release: Path | None, by: 
         click.echo(f"incomplete: {message}", err=True)
     click.echo(f"wrote {len(written)} files into {out_dir}: {', '.join(sorted(written))}", err=True)
     if issues:
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.ITEMS_FAILED)

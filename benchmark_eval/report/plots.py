@@ -13,9 +13,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from mmbu.core.files import write_bytes_atomic  # noqa: E402
+
 from ..release import TASKS  # noqa: E402
 from ..scoring.metrics import micro_f1  # noqa: E402
-from ..scoring.output import write_atomic  # noqa: E402
 from ..scoring.scores import TEMPLATES  # noqa: E402
 from .tables import TASK_TITLES, TEMPLATE_TITLES, random_baselines  # noqa: E402
 
@@ -26,7 +27,7 @@ def _save(figure: plt.Figure, path: Path) -> Path:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
     plt.close(figure)
-    return write_atomic(path, buffer.getvalue())
+    return write_bytes_atomic(path, buffer.getvalue())
 
 
 def heatmap_by_field(outcomes: pd.DataFrame, field: str, form: str, display: Callable[[str], str], path: Path,

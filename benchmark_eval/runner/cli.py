@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mmbu.core.cli import ExitCode, InvalidInput
+
 from ..backends.base import Backend
 from ..backends.openai_compat import DEFAULT_API_KEY_ENV, OpenAICompatBackend, OpenAICompatClient
 from ..models.box_format import BoxFormat
@@ -24,12 +26,6 @@ from ..tasks.spec import FORMS, TEMPLATES, parse_choice
 from .core import Progress, RunConfig, RunLocked, Runner, completeness, run_lock
 from .manifest import COMPLETENESS_FILE, RUN_FILE, build_manifest, read_previous, write_json_atomic
 from .workers import OpenAIBackendRecipe, WorkerFailed, run_sharded
-
-
-class InvalidInput(click.ClickException):
-    """Invalid input files (release, run file, registry): exit 2 with one clear sentence."""
-
-    exit_code = 2
 
 
 def resolve_model(name: str, box_format: str | None, registry_path: Path | None) -> ModelEntry:
@@ -190,7 +186,7 @@ def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_
     expected = sum(r["expected"] for r in rows)
     ok = sum(r["ok"] for r in rows)
     console.print(f"{ok}/{expected} ok; records in {config.predictions}")
-    sys.exit(0 if ok == expected else 1)
+    raise SystemExit(ExitCode.OK if ok == expected else ExitCode.ITEMS_FAILED)
 
 
 def _execute(config: RunConfig, backend: Backend, console: Console, recipe: OpenAIBackendRecipe | None = None,

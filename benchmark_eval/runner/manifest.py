@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..scoring.output import write_atomic
+from mmbu.core.files import write_json_atomic as _write_json
 
 RUN_FILE = "run.json"
 COMPLETENESS_FILE = "completeness.json"
@@ -26,8 +26,8 @@ _URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 
 
 def write_json_atomic(path: Path, payload: Any) -> None:
-    """JSON written atomically (temp file beside it, fsync, rename), via the package's one atomic writer."""
-    write_atomic(path, (json.dumps(payload, indent=2, default=str) + "\n").encode("utf-8"))
+    """JSON in the order it was built (not sorted: `run.json` reads top-down), written atomically."""
+    _write_json(path, payload, sort_keys=False)
 
 
 def redact_argv(argv: list[str]) -> list[str]:

@@ -9,15 +9,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mmbu.core.cli import ExitCode, InvalidInput
+
 from .output import write_json, write_record_outcomes
 from .rundir import RunInputError
 from .scores import ScoreOptions, ScoreReport, score_runs
 
 
-class InvalidRunInput(click.ClickException):
-    """A run directory, release or option that cannot be used (exit 2, one sentence, no traceback)."""
-
-    exit_code = 2
+InvalidRunInput = InvalidInput  # re-export for work in flight
 
 
 def side_files(out: Path) -> dict[str, Path]:
@@ -121,7 +120,7 @@ def score(run_dirs: tuple[Path, ...], out: Path, release: Path | None, by: tuple
     try:
         report = scored_with_progress(run_dirs, release, options, jobs)
     except RunInputError as exc:
-        raise InvalidRunInput(str(exc)) from None
+        raise InvalidInput(str(exc)) from None
     write_json(out, report.contract_records())
     paths = side_files(out)
     write_json(paths["breakdowns"], report.breakdowns)
@@ -141,4 +140,4 @@ def score(run_dirs: tuple[Path, ...], out: Path, release: Path | None, by: tuple
     click.echo(f"wrote {out} ({len(report.scores)} scores, {len(report.deltas)} deltas) and "
                f"{', '.join(p.name for p in paths.values())}", err=True)
     if issues:
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.ITEMS_FAILED)

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mmbu.core.boxes import iou
+
 IOU_THRESHOLD = 0.5
 CORRECT = (1, 0, 0)
 WRONG = (0, 1, 1)
@@ -58,17 +60,6 @@ def iou_matrix(predicted: Sequence[Sequence[float]], gold: Sequence[Sequence[flo
         return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
 
 
-def _iou(a: Sequence[float], b: Sequence[float]) -> float:
-    """IoU of two boxes in plain Python: a model answers with a handful of boxes, numpy would be overhead."""
-    iw = min(a[2], b[2]) - max(a[0], b[0])
-    ih = min(a[3], b[3]) - max(a[1], b[1])
-    if iw <= 0 or ih <= 0:
-        return 0.0
-    inter = iw * ih
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
 def greedy_match(
     predicted: Sequence[Sequence[float]], gold: Sequence[Sequence[float]], threshold: float = IOU_THRESHOLD
 ) -> list[tuple[int, int, float]]:
@@ -79,7 +70,7 @@ def greedy_match(
     """
     candidates = sorted(
         ((-value, i, j) for i, p in enumerate(predicted) for j, g in enumerate(gold)
-         if (value := _iou(p, g)) >= threshold)
+         if (value := iou(p, g)) >= threshold)
     )
     pairs: list[tuple[int, int, float]] = []
     used_p: set[int] = set()

@@ -1,15 +1,17 @@
-"""Atomic writers for score artefacts: a reader never sees half a file."""
+"""Score artefacts as JSON, CSV and Parquet, each written atomically (`mmbu.core.files`)."""
 from __future__ import annotations
 
 import io
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from mmbu.core.files import write_bytes_atomic
+
+write_atomic = write_bytes_atomic  # re-export for work in flight
 
 
 def _clean(value: Any) -> Any:
@@ -25,30 +27,13 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def write_atomic(path: str | Path, data: bytes) -> Path:
-    """Write `data` to a temporary file beside `path`, fsync it, then rename it over `path`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
-
-
 def write_json(path: str | Path, payload: Any) -> Path:
     text = json.dumps(_clean(payload), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    return write_atomic(path, text.encode("utf-8"))
+    return write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_csv(path: str | Path, records: list[dict]) -> Path:
-    return write_atomic(path, pd.DataFrame(records).to_csv(index=False).encode("utf-8"))
+    return write_bytes_atomic(path, pd.DataFrame(records).to_csv(index=False).encode("utf-8"))
 
 
 RECORD_OUTCOME_COLUMNS = ("model", "task", "form", "template", "sample_id", "prompt_version", "status", "scored",
@@ -60,4 +45,4 @@ def write_record_outcomes(path: str | Path, outcomes: pd.DataFrame) -> Path:
     columns = [c for c in RECORD_OUTCOME_COLUMNS if c in outcomes]
     buffer = io.BytesIO()
     outcomes[columns].to_parquet(buffer, index=False)
-    return write_atomic(path, buffer.getvalue())
+    return write_bytes_atomic(path, buffer.getvalue())

@@ -18,7 +18,8 @@ import numpy as np
 from mmbu.build.convert.base import ConversionError, ConvertOptions
 from mmbu.build.convert.dispatch import read_identified
 from mmbu.build.convert.sniff import dicom_slides_in_directory, identify, is_slide_companion, mrxs_in_directory
-from mmbu.build.convert.writer import atomic_file, plan_output_names, write_png
+from mmbu.build.convert.writer import plan_output_names, write_png
+from mmbu.core.files import atomic_file
 
 REPORT_NAME = "convert-report.jsonl"
 # Companion files that belong to another source in the same folder: (suffix, owner's suffix)

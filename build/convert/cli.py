@@ -8,12 +8,10 @@ import click
 
 from mmbu.build.convert.base import ConvertOptions
 from mmbu.build.convert.batch import REPORT_NAME, convert_paths
+from mmbu.core.cli import ExitCode, InvalidInput
 
 
-class NoSources(click.ClickException):
-    """The sources hold nothing to convert: invalid input, exit status 2."""
-
-    exit_code = 2
+NoSources = InvalidInput  # re-export for work in flight
 
 
 def _parse_frame(value: str) -> int | str:
@@ -88,7 +86,7 @@ def convert(sources, out_dir, report_path, as_mask, max_size, frame, slice_, axi
     )
     records = convert_paths(sources, out_dir, options, report_path, jobs=jobs, show_progress=sys.stderr.isatty())
     if not records:
-        raise NoSources(f"no files to convert were found in {', '.join(map(str, sources))}")
+        raise InvalidInput(f"no files to convert were found in {', '.join(map(str, sources))}")
     failed = [record for record in records if record["status"] != "ok"]
     report = report_path or out_dir / REPORT_NAME
     click.echo(f"converted {len(records) - len(failed)} of {len(records)} source(s) into {out_dir}; report: {report}")
@@ -96,4 +94,4 @@ def convert(sources, out_dir, report_path, as_mask, max_size, frame, slice_, axi
         click.echo(f"  failed: {record['error']}", err=True)
     if len(failed) > 10:
         click.echo(f"  ... and {len(failed) - 10} more failures, see {report}", err=True)
-    sys.exit(1 if failed else 0)
+    raise SystemExit(ExitCode.ITEMS_FAILED if failed else ExitCode.OK)

@@ -1,7 +1,8 @@
 """Writing PNGs safely: unique names from the source stem, atomic replace, 8-bit L or RGB only.
 
-A PNG appears under its final name only once it is complete (temp file in the same directory, then
-`os.replace`), so an interrupted batch never leaves a partial PNG a later step would trust.
+A PNG appears under its final name only once it is complete (`mmbu.core.files.atomic_file`: temp file in
+the same directory, then `os.replace`), so an interrupted batch never leaves a partial PNG a later step
+would trust.
 
 PNG encoding is lossless whatever the settings; they only trade encoding time for file size. Measured
 on the converter's own outputs (benchmarks/RESULTS.md, "PNG encoder settings for converter outputs"):
@@ -16,14 +17,14 @@ on the converter's own outputs (benchmarks/RESULTS.md, "PNG encoder settings for
 """
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Iterable
 from io import BytesIO
 from pathlib import Path
-from typing import IO
 
 import numpy as np
+
+from mmbu.core.files import atomic_file  # noqa: F401  # re-export for work in flight
+from mmbu.core.files import write_bytes_atomic
 
 COMPOUND_SUFFIXES = (".nii.gz", ".ome.tiff", ".ome.tif", ".tar.gz")
 GRAY_ZLIB_LEVEL = 4  # Pillow, adaptive row filters
@@ -86,43 +87,4 @@ def encode_png(pixels: np.ndarray) -> bytes:
 
 def write_png(pixels: np.ndarray, target: Path) -> None:
     """Write (H, W) or (H, W, 3) uint8 pixels as an 8-bit L or RGB PNG at `target`, atomically."""
-    data = encode_png(pixels)
-    with atomic_file(target, "wb") as stream:
-        stream.write(data)
-
-
-class atomic_file:  # noqa: N801 - used like open()
-    """`with atomic_file(target, mode) as stream:` writes a temp file beside `target` and moves it into
-    place only when the block ends without an exception; on an exception the temp file is removed.
-
-    The temp file is created with `os.open(..., 0o666)`, so the result has the permissions `open()`
-    would give (the user's umask), not `tempfile.mkstemp`'s private 0600.
-    """
-
-    def __init__(self, target: Path, mode: str = "wb", encoding: str | None = None) -> None:
-        self.target = Path(target)
-        self.mode = mode
-        self.encoding = encoding
-
-    def __enter__(self) -> IO:
-        self.target.parent.mkdir(parents=True, exist_ok=True)
-        while True:
-            self.temporary = self.target.with_name(f".{self.target.name}.{secrets.token_hex(4)}.tmp")
-            try:
-                handle = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-                break
-            except FileExistsError:
-                continue
-        self.stream = os.fdopen(handle, self.mode, encoding=self.encoding)
-        return self.stream
-
-    def __exit__(self, exc_type: object, *exc_info: object) -> None:
-        try:
-            if exc_type is None:
-                self.stream.flush()
-                os.fsync(self.stream.fileno())
-            self.stream.close()
-            if exc_type is None:
-                os.replace(self.temporary, self.target)
-        finally:
-            self.temporary.unlink(missing_ok=True)
+    write_bytes_atomic(target, encode_png(pixels))

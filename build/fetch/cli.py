@@ -1,7 +1,6 @@
 """`mmbu fetch`: get every manifest's files into $MMBU_DATA/raw/<id>/ (thin layer over fetch_all)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -11,11 +10,8 @@ from mmbu.build.fetch.fetcher import fetch_all, repository_root, write_report
 from mmbu.build.fetch.lockfile import LockError, LockFile
 from mmbu.build.fetch.model import FetchResult
 from mmbu.build.fetch.progress import RichFetchProgress
+from mmbu.core.cli import ExitCode, InvalidInput
 from mmbu.curation.http import PoliteSession, load_policies
-
-
-class InvalidInput(click.ClickException):
-    exit_code = 2
 
 
 def _manifest_paths(manifests: Path) -> list[Path]:
@@ -96,4 +92,4 @@ def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path 
     console.print(f"{len(results) - len(failed)} of {len(results)} datasets ready in {data_dir / 'raw'}; "
                   f"report: {report_path}", markup=False, highlight=False, soft_wrap=True)
     session.close()
-    sys.exit(1 if failed else 0)
+    raise SystemExit(ExitCode.ITEMS_FAILED if failed else ExitCode.OK)

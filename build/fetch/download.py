@@ -20,7 +20,8 @@ import requests
 import tenacity
 
 from mmbu.build.fetch.model import FetchError
-from mmbu.curation.http import HttpError, PoliteSession, redact_url, write_text_atomic
+from mmbu.core.files import write_text_atomic
+from mmbu.curation.http import HttpError, PoliteSession, redact_url
 
 CHUNK = 1 << 16  # small enough that a broken connection loses little of what arrived
 HASH_CHUNK = 1 << 20

@@ -33,7 +33,9 @@ from mmbu.build.fetch.model import (
 from mmbu.build.fetch.sources import ADAPTERS, FetchContext
 from mmbu.build.fetch.sources.context import tree_files
 from mmbu.build.fetch.sources.local import fetch_mirror
-from mmbu.curation.http import DIR_MODE, HttpError, PoliteSession, toolkit_version, write_text_atomic
+from mmbu.core.files import DIR_MODE, write_text_atomic
+from mmbu.core.version import toolkit_version
+from mmbu.curation.http import HttpError, PoliteSession
 from mmbu.curation.manifest import DatasetManifest, ManifestError, load_manifest
 
 

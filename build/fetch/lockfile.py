@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mmbu.curation.http import write_text_atomic
+from mmbu.core.files import write_text_atomic
 
 HEADER = ("# Pinned downloads of manifests/datasets/*.yaml, written by `mmbu fetch`.\n"
           "# A fetched file whose sha256 differs from its pin is rejected. Review changes like code.\n")

@@ -20,8 +20,10 @@ from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.frames import FrameMap, frame_map_from_record, map_boxes, map_mask
 from mmbu.build.layouts.grounding import ConvertedImage, place_items
 from mmbu.build.layouts.masks import MaskError, mask_box, mask_png, read_mask, region_mask, regions_from_mask
-from mmbu.build.layouts.sample import EXCLUSION_COLUMNS, Box, Exclusion, Region, Sample, make_sample_id
+from mmbu.build.layouts.sample import Region, Sample, make_sample_id
 from mmbu.build.layouts.volumes import with_converted_mask
+from mmbu.core.boxes import Box
+from mmbu.core.exclusions import EXCLUSION_COLUMNS, Exclusion
 from mmbu.curation.manifest import DatasetManifest
 
 # layout kind -> reader; a new layout is a new module plus one line here

@@ -1,7 +1,7 @@
 """Box helpers shared by the detection layouts: conversions from source conventions and sanity checks."""
 from __future__ import annotations
 
-from mmbu.build.layouts.sample import Box
+from mmbu.core.boxes import Box
 
 
 def xywh_to_xyxy(x: float, y: float, width: float, height: float) -> Box:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from mmbu.build.layouts.dicom_slides import SlideListing, SlideSeriesCollector
 from mmbu.build.layouts.files import header_metadata, image_size, is_dicom, is_nifti, relative
-from mmbu.build.layouts.sample import Exclusion, Region, Sample, make_sample_id
+from mmbu.build.layouts.sample import Region, Sample, make_sample_id
+from mmbu.core.exclusions import Exclusion
 from mmbu.curation.manifest import DatasetManifest
 
 

@@ -16,9 +16,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from mmbu.build.layouts.sample import Box
-
-PixelBox = tuple[int, int, int, int]
+from mmbu.core.boxes import Box, PixelBox
 
 
 @dataclass(frozen=True)

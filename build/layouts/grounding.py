@@ -16,7 +16,8 @@ import pandas as pd
 
 from mmbu.build.layouts.frames import FrameMap, frame_map_from_record, map_boxes, map_mask
 from mmbu.build.layouts.masks import MaskError, mask_box, read_mask, region_mask
-from mmbu.build.layouts.sample import Exclusion, Region, Sample
+from mmbu.build.layouts.sample import Region, Sample
+from mmbu.core.exclusions import Exclusion
 
 
 @dataclass(frozen=True)

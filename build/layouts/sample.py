@@ -1,4 +1,4 @@
-"""What a layout reads out of a dataset: samples, their regions, and the items it had to drop."""
+"""What a layout reads out of a dataset: samples and their regions (the items it drops are `mmbu.core.exclusions`)."""
 from __future__ import annotations
 
 import hashlib
@@ -6,8 +6,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Box = tuple[float, float, float, float]
-"""Pixel box `(x1, y1, x2, y2)` on pixel edges: x2/y2 are exclusive (a one-pixel object at (3, 4) is (3, 4, 4, 5))."""
+from mmbu.core.boxes import Box
+from mmbu.core.exclusions import EXCLUSION_COLUMNS, Exclusion  # noqa: F401  # re-export for work in flight
+
 
 
 def make_sample_id(dataset_id: str, source_path: str, frame: str | int | None = None,
@@ -59,18 +60,3 @@ class Sample(BaseModel):
     def region_id(self, region: Region) -> str:
         """The stable id of a grounded row about `region` (dataset + path + frame + instance)."""
         return make_sample_id(self.dataset_id, self.source_path, self.frame, region.instance)
-
-
-class Exclusion(BaseModel):
-    """An item dropped by some stage, with one readable sentence saying why."""
-
-    model_config = ConfigDict(frozen=True)
-
-    dataset_id: str
-    sample_id: str | None = None
-    item: str = Field(description="The file, row or object concerned (relative path where possible).")
-    stage: str = Field(description="layout, convert, metadata, questions, lint, release ...")
-    reason: str
-
-
-EXCLUSION_COLUMNS = ("dataset_id", "sample_id", "item", "stage", "reason")

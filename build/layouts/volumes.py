@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from mmbu.build.layouts.masks import regions_from_mask
-from mmbu.build.layouts.sample import Exclusion, Sample
+from mmbu.build.layouts.sample import Sample
+from mmbu.core.exclusions import Exclusion
 from mmbu.curation.manifest import DatasetManifest
 from mmbu.curation.manifest.layout import ImageMaskPairsLayout
 

@@ -19,8 +19,9 @@ from mmbu.build.questions.lint import (
     lint_labels,
     lint_questions,
 )
-from mmbu.build.questions.options import box_text, iou, rng_for
+from mmbu.build.questions.options import rng_for
 from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, TEMPLATES, Prototypes, load_prototypes
+from mmbu.core.boxes import box_text, iou
 
 __all__ = [
     "ITEM_COLUMNS", "LINT_COLUMNS", "QUESTION_COLUMNS", "TEMPLATES", "TEMPLATE_COLUMNS", "Prototypes",

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mmbu.build.layouts.sample import Exclusion
 from mmbu.build.questions.options import box_options, label_options, plan_options, rng_for
 from mmbu.build.questions.prototypes import load_prototypes
+from mmbu.core.exclusions import Exclusion
 from mmbu.curation.manifest import DatasetManifest
 from mmbu.taxonomy.model import Taxonomy
 

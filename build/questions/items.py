@@ -17,7 +17,8 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from mmbu.build.layouts.sample import Exclusion, Sample, make_sample_id
+from mmbu.build.layouts.sample import Sample, make_sample_id
+from mmbu.core.exclusions import Exclusion
 from mmbu.curation.manifest import DatasetManifest
 
 ITEM_COLUMNS = ("sample_id", "image_sample_id", "dataset_id", "task", "source_path", "image_path", "mask_path",

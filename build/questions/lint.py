@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from mmbu.build.layouts.sample import Exclusion
 from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, load_prototypes
+from mmbu.core.exclusions import Exclusion
 from mmbu.taxonomy.model import Taxonomy
 
 WORDS_PATH = Path(__file__).with_name("lint_words.yaml")

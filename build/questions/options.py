@@ -10,7 +10,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-PixelBox = tuple[int, int, int, int]
+from mmbu.core.boxes import PixelBox, box_text, iou
 
 
 def rng_for(sample_id: str, seed: int, purpose: str = "options") -> random.Random:
@@ -52,22 +52,6 @@ def label_options(gold: str, label_set: Sequence[str], plan: OptionPlan, rng: ra
     options = chosen + ([none_text] if plan.none_of_the_above else [])
     rng.shuffle(options)
     return options, answer
-
-
-def iou(a: Sequence[float], b: Sequence[float]) -> float:
-    """Intersection over union of two pixel-edge boxes."""
-    width = min(a[2], b[2]) - max(a[0], b[0])
-    height = min(a[3], b[3]) - max(a[1], b[1])
-    if width <= 0 or height <= 0:
-        return 0.0
-    inter = width * height
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
-def box_text(box: Sequence[float]) -> str:
-    """A box as the release writes it in `answer`/`options`: "[x1, y1, x2, y2]" in whole pixels."""
-    return "[" + ", ".join(str(int(round(v))) for v in box) + "]"
 
 
 def _shifted_box(box: PixelBox, size: tuple[int, int], rng: random.Random) -> PixelBox:

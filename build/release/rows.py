@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from mmbu.build.layouts.masks import mask_png
-from mmbu.build.layouts.sample import Exclusion
 from mmbu.build.release.features import RELEASE_COLUMNS
+from mmbu.core.exclusions import Exclusion
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REQUIRED = ("sample_id", "dataset_id", "image", "answer", "options", "question_no_context", "question_modality",

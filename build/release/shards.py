@@ -1,7 +1,6 @@
 """Parquet shards with embedded PNG bytes, at most `max_shard_bytes` each (HF's 500 MB default)."""
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from itertools import islice
@@ -12,6 +11,7 @@ import pyarrow.parquet as pq
 
 from mmbu.build.release.features import SPLIT, release_features
 from mmbu.build.release.rows import materialise
+from mmbu.core.files import atomic_path
 
 MAX_SHARD_BYTES = 500 * 1000 * 1000  # datasets.config.MAX_SHARD_SIZE ("500MB")
 MAX_ROW_GROUP_BYTES = 100 * 1000 * 1000  # datasets.config.MAX_ROW_GROUP_SIZE ("100MB")
@@ -91,13 +91,11 @@ def write_shards(records: Iterable[dict], weights: Sequence[int], config_dir: Pa
     first = 0
     for index, length in enumerate(shard_lengths):
         path = config_dir / shard_name(index, len(shard_lengths))
-        temp = path.with_name(f".{path.name}.tmp")
-        with pq.ParquetWriter(temp, schema, **options) as writer:
+        with atomic_path(path) as temporary, pq.ParquetWriter(temporary, schema, **options) as writer:
             for group_length in plan_groups(weights[first:first + length], max_row_group_bytes):
                 table = _row_group_table(records, group_length, schema)
                 writer.write_table(table, row_group_size=group_length)
                 del table  # before the next group is read
-        os.replace(temp, path)
         paths.append(path)
         first += length
     return paths

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -11,6 +10,8 @@ import matplotlib
 matplotlib.use("Agg")  # files only, never a display
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+
+from mmbu.core.files import atomic_path  # noqa: E402
 
 TASK_LABELS = {
     "ungrounded_classification": "Ungrounded classification",
@@ -79,10 +80,9 @@ def _style(ax: plt.Axes, title: str, xlabel: str, pad: float = 6) -> None:
 
 def _save(fig: plt.Figure, path: Path) -> None:
     fig.tight_layout()
-    temp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(temp, format="png")
+    with atomic_path(path) as temporary:
+        fig.savefig(temporary, format="png")
     plt.close(fig)
-    os.replace(temp, path)
 
 
 def write_statistics(rows_by_task: Mapping[str, pd.DataFrame], stats_dir: Path) -> dict:

@@ -9,23 +9,21 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from mmbu.core.cli import ExitCode, InvalidInput
+from mmbu.core.files import write_text_atomic
 from mmbu.curation.agent.contamination import ExclusionList, ExclusionListError
 from mmbu.curation.agent.gaps import count_accepted, find_gaps
 from mmbu.curation.agent.llm import LlmHelper
 from mmbu.curation.agent.queries import build_queries
 from mmbu.curation.agent.run import Discoverer
 from mmbu.curation.agent.settings import SettingsError, load_settings
-from mmbu.curation.http import DEFAULT_POLICIES, HostPolicy, PoliteSession, write_text_atomic
+from mmbu.curation.http import DEFAULT_POLICIES, HostPolicy, PoliteSession
 from mmbu.curation.sources.candidate import SOURCES
 from mmbu.curation.sources.huggingface import HuggingFaceSource
 from mmbu.curation.sources.kaggle import KaggleSource
 from mmbu.curation.sources.paperswithcode import PwcIndex, PwcIndexError
 from mmbu.curation.sources.zenodo import ZenodoSource
 from mmbu.taxonomy.model import TaxonomyError, load_taxonomy
-
-
-class InvalidInput(click.ClickException):
-    exit_code = 2
 
 
 def _sources(value: str) -> list[str]:
@@ -123,4 +121,4 @@ def discover(source_list: str, out: Path, taxonomy_path: Path | None, max_querie
         click.echo("by resource type: " + ", ".join(f"{kind} {counts['found']} ({counts['excluded']} excluded)"
                                                     for kind, counts in summary["by_resource_type"].items()))
     if report.problems:
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.ITEMS_FAILED)

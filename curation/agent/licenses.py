@@ -1,17 +1,14 @@
-"""Raw licence strings (Zenodo legacy ids, Kaggle free text, Hub ids) to SPDX ids, from the tables in
-`curation/data/licenses.yaml`; whatever is left is checked against the SPDX list by license-expression.
+"""A candidate's licence verdict from all the licence strings its record carries.
+
+Each string goes through the toolkit's one normaliser, `mmbu.core.licences.to_spdx` (the host tables in
+`core/licences.yaml`, then the SPDX list), the same that fetch uses to re-check a Zenodo record.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
-import yaml
-from license_expression import ExpressionError, get_spdx_licensing
-
-from mmbu.curation.data import LICENSES_PATH
+from mmbu.core.licences import load_licence_tables as load_license_tables  # noqa: F401  # re-export for work in flight
+from mmbu.core.licences import to_spdx
 
 
 @dataclass(frozen=True)
@@ -21,45 +18,6 @@ class LicenseVerdict:
     spdx: str | None
     reason: str | None = None
     conflict: bool = False
-
-
-def _fold(text: str) -> str:
-    return re.sub(r"\s+", " ", text.strip().casefold())
-
-
-@lru_cache(maxsize=4)
-def load_license_tables(path: Path = LICENSES_PATH) -> dict[str, dict[str, str | None]]:
-    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return {
-        source: {_fold(str(raw)): spdx for raw, spdx in (table or {}).items()}
-        for source, table in document.items()
-        if source != "schema_version"
-    }
-
-
-@lru_cache(maxsize=1)
-def _spdx_licensing():
-    return get_spdx_licensing()
-
-
-def to_spdx(raw: str, source: str, tables: dict[str, dict[str, str | None]] | None = None) -> tuple[bool, str | None]:
-    """(known, spdx) for one raw string: known=False means no table row and not an SPDX id either."""
-    tables = tables if tables is not None else load_license_tables()
-    key = _fold(raw)
-    table = tables.get(source, {})
-    if key in table:
-        return True, table[key]
-    licensing = _spdx_licensing()
-    try:
-        info = licensing.validate(raw.strip(), strict=True)
-    except ExpressionError:
-        return False, None
-    if info.errors or not info.normalized_expression:
-        return False, None
-    symbols = licensing.license_symbols(licensing.parse(info.normalized_expression))
-    if any(symbol.key.startswith("LicenseRef-") for symbol in symbols):
-        return False, None
-    return True, info.normalized_expression
 
 
 def normalise_license(raw_values: list[str], source: str) -> LicenseVerdict:

@@ -10,7 +10,8 @@ import json
 import re
 from pathlib import Path
 
-from mmbu.curation.http import HttpError, PoliteSession, write_text_atomic
+from mmbu.core.files import write_text_atomic
+from mmbu.curation.http import HttpError, PoliteSession
 from mmbu.curation.sources.candidate import Candidate
 
 SYNONYM_PROMPT = (

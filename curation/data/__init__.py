@@ -1,4 +1,7 @@
-"""Curation data tables (contamination exclusion list, licence maps, review rules) kept as YAML."""
+"""Curation data tables (contamination exclusion list, review rules, discovery settings) kept as YAML.
+
+The licence maps are the toolkit's, in `core/licences.yaml` (`mmbu.core.licences`).
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,11 +10,12 @@ from typing import TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from mmbu.core.licences import LICENCE_TABLES_PATH as LICENSES_PATH  # noqa: F401  # re-export for work in flight
+
 M = TypeVar("M", bound=BaseModel)
 
 DATA_DIR = Path(__file__).parent
 CONTAMINATION_PATH = DATA_DIR / "contamination.yaml"
-LICENSES_PATH = DATA_DIR / "licenses.yaml"
 REVIEW_RULES_PATH = DATA_DIR / "review_rules.yaml"
 DISCOVERY_PATH = DATA_DIR / "discovery.yaml"
 

@@ -6,19 +6,14 @@ from pathlib import Path
 
 import click
 
-from mmbu.curation.http import write_text_atomic
+from mmbu.core.cli import ExitCode, InvalidInput
+from mmbu.core.files import write_text_atomic
 from mmbu.curation.manifest.model import DatasetManifest
 from mmbu.curation.manifest.validate import find_manifest_files, validate_files
 from mmbu.taxonomy.model import TaxonomyError, load_taxonomy
 
 DEFAULT_MANIFEST_DIR = Path("manifests/datasets")
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-
-
-class InvalidInput(click.ClickException):
-    """Unreadable input or taxonomy: exit code 2, one sentence, no traceback."""
-
-    exit_code = 2
 
 
 @click.group()
@@ -52,7 +47,7 @@ def validate(paths: tuple[Path, ...], taxonomy_path: Path | None) -> None:
         click.echo(f"{summary}: all valid.")
         return
     click.echo(f"{summary}: {len(report.invalid_files)} invalid, {len(report.problems)} error(s).", err=True)
-    raise SystemExit(1)
+    raise SystemExit(ExitCode.ITEMS_FAILED)
 
 
 def manifest_json_schema() -> dict:

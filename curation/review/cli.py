@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from mmbu.core.cli import ExitCode, InvalidInput
 from mmbu.curation.review.agreement import agreement
 from mmbu.curation.review.checks import load_build_results
 from mmbu.curation.review.ledger import Ledger, load_ledger
@@ -17,10 +18,6 @@ from mmbu.curation.review.promotion import promote
 from mmbu.curation.review.rules import ReviewRules, RulesError, load_rules
 from mmbu.curation.review.trail import Trail, all_trails, funnel, write_audit
 from mmbu.taxonomy.model import TaxonomyError, load_taxonomy
-
-
-class InvalidInput(click.ClickException):
-    exit_code = 2
 
 
 @dataclass
@@ -79,7 +76,7 @@ def with_workspace(command: Callable) -> Callable:
             click.echo(f"warning: {problem}", err=True)
         command(space, **kwargs)
         if space.problems:
-            raise SystemExit(1)
+            raise SystemExit(ExitCode.ITEMS_FAILED)
 
     return wrapper
 

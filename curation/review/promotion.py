@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from mmbu.curation.http import write_text_atomic
+from mmbu.core.files import write_text_atomic
 from mmbu.curation.manifest import CurationHistory, DatasetManifest
 from mmbu.curation.manifest.model import CurationEvent
 from mmbu.curation.manifest.validate import check_manifest

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from mmbu.curation.http import write_text_atomic
+from mmbu.core.files import write_text_atomic
 from mmbu.curation.manifest import DatasetManifest
 from mmbu.curation.review.checks import DEFAULT_CHECKS, Check, CheckContext, CheckOutcome
 from mmbu.curation.review.consensus import round_outcome

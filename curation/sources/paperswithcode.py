@@ -14,12 +14,12 @@ import json
 import os
 import re
 import sqlite3
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from mmbu.core.files import atomic_file
 from mmbu.curation.sources.candidate import Lead, SourceRef, as_str_list
 
 INDEX_KIND = "mmbu-pwc-index"
@@ -99,12 +99,9 @@ def build_index(dump: Path, out: Path, revision: str, source: str = "pwc-archive
     header = {"kind": INDEX_KIND, "source": source, "revision": revision, "dump_file": dump.name,
               "sha256": digest, "built": time.strftime("%Y-%m-%d", time.gmtime()), "records": len(records),
               "skipped": skipped, "license": "CC-BY-SA-4.0", "attribution": ATTRIBUTION}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+    with atomic_file(out, "w", encoding="utf-8") as handle:
         for entry in (header, *records):
             handle.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
-    os.replace(tmp, out)
     return len(records)
 
 

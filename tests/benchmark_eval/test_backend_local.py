@@ -18,6 +18,7 @@ from mmbu.benchmark_eval.backends.transformers_local import (TransformersBackend
 from mmbu.benchmark_eval.backends.vllm_offline import VLLMOfflineBackend, conversations, engine_kwargs, sampling_kwargs
 from mmbu.benchmark_eval.models import default_registry
 from mmbu.benchmark_eval.tasks import prepare_image
+from mmbu.core.boxes import iou
 from support.eval_release import object_image, png
 
 REGISTRY = default_registry()
@@ -117,13 +118,6 @@ def _detection_request(entry_name: str) -> tuple[ModelRequest, object]:
                         image_url=prepared.data_url), prepared.frames
 
 
-def _iou(a, b) -> float:
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
-
-
 @pytest.mark.gpu
 @pytest.mark.skipif(not _gpu_ready("vllm"), reason="needs vLLM, a CUDA GPU and the test model in the HF cache")
 def test_vllm_box_convention_self_test_on_gpu():
@@ -139,7 +133,7 @@ def test_vllm_box_convention_self_test_on_gpu():
     assert not isinstance(answer, BackendError), answer
     numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", answer.text.split("Answer:")[-1])][:4]
     box = from_model_convention(numbers, entry.box_format, frames.image_size, frames.content_size, frames.sent_size)
-    assert _iou(box, (120, 90, 300, 230)) >= 0.5, answer.text
+    assert iou(box, (120, 90, 300, 230)) >= 0.5, answer.text
 
 
 @pytest.mark.gpu

@@ -26,6 +26,7 @@ def test_wheel_maps_every_stage_and_leaves_build_folder_alone(tmp_path):
     wheel = next((tmp_path / "dist").glob("mmbu-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for expected in ("mmbu/cli.py", "mmbu/taxonomy/taxonomy.yaml", "mmbu/curation/manifest/model.py",
-                     "mmbu/build/pipeline.py", "mmbu/build/convert/dicom.py", "mmbu/benchmark_eval/cli.py"):
+                     "mmbu/build/pipeline.py", "mmbu/build/convert/dicom.py", "mmbu/benchmark_eval/cli.py",
+                     "mmbu/core/files.py", "mmbu/core/licences.yaml"):
         assert expected in names, expected
-    assert not any(name.startswith(("build/", "taxonomy/", "tests/")) for name in names)
+    assert not any(name.startswith(("build/", "taxonomy/", "core/", "tests/")) for name in names)

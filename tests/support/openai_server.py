@@ -33,6 +33,8 @@ import numpy as np
 from aiohttp import web
 from PIL import Image
 
+from mmbu.core.boxes import iou
+
 # family -> how it writes answers. `box` is (scale, order, template); scale is one of
 # pixel (of the image as received), norm1000, norm1.
 FAMILIES: dict[str, dict[str, Any]] = {
@@ -145,14 +147,6 @@ def _parse_box_text(text: str) -> list[float] | None:
     return [float(n) for n in numbers[:4]] if len(numbers) >= 4 else None
 
 
-def _iou(a: list[float], b: list[float]) -> float:
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
 def scripted_answer(call: ChatCall, family: str) -> str:
     """What a model of `family` would say to this request (deterministic)."""
     style = FAMILIES[family]
@@ -173,7 +167,7 @@ def scripted_answer(call: ChatCall, family: str) -> str:
         if found is not None and _are_boxes(options):
             # Detection closed: pick the listed box that best matches what the model "sees".
             mine = convert_box(found, call.image().size, scale, order)
-            letter = max(letters, key=lambda k: _iou(_parse_box_text(options[k]) or [0, 0, 0, 0], mine))
+            letter = max(letters, key=lambda k: iou(_parse_box_text(options[k]) or [0, 0, 0, 0], mine))
         return style["letter"].format(letter=letter, text=options[letter])
     if family == "refuser":
         return style["letter"]

@@ -1,13 +1,14 @@
-"""Zenodo version records: `GET {MMBU_ZENODO_URL}/api/records/<id>`, licence re-checked, md5 verified."""
+"""Zenodo version records: `GET {MMBU_ZENODO_URL}/api/records/<id>`, licence re-checked (with discovery's
+licence table, `mmbu.core.licences`), md5 verified."""
 from __future__ import annotations
 
 import os
 from urllib.parse import quote
 
 from mmbu.build.fetch.download import DownloadRequest
-from mmbu.build.fetch.licences import same_licence, zenodo_to_spdx
 from mmbu.build.fetch.model import FetchedFile, FetchError
 from mmbu.build.fetch.sources.context import FetchContext
+from mmbu.core.licences import same_licence, to_spdx
 from mmbu.curation.manifest.source import ZenodoSource
 
 DEFAULT_URL = "https://zenodo.org"
@@ -24,10 +25,14 @@ def check_licence(record: dict, source: ZenodoSource, manifest_licence: str) -> 
     if not zenodo_id:
         raise FetchError(f"licence changed: Zenodo record {source.record} no longer states a licence "
                          f"(the manifest says {manifest_licence}); review the dataset before fetching")
-    if not same_licence(zenodo_to_spdx(zenodo_id), manifest_licence):
+    known, spdx = to_spdx(zenodo_id, "zenodo")  # the table discovery screened the record with
+    if spdx is None:
+        why = "not a clear licence" if known else "not a known licence"
+        raise FetchError(f"licence changed: Zenodo record {source.record} is now {zenodo_id!r} ({why}), "
+                         f"the manifest says {manifest_licence}; review the dataset before fetching")
+    if not same_licence(spdx, manifest_licence):
         raise FetchError(f"licence changed: Zenodo record {source.record} is now {zenodo_id!r} "
-                         f"({zenodo_to_spdx(zenodo_id)}), the manifest says {manifest_licence}; "
-                         "review the dataset before fetching")
+                         f"({spdx}), the manifest says {manifest_licence}; review the dataset before fetching")
 
 
 def fetch_zenodo(source: ZenodoSource, context: FetchContext) -> list[FetchedFile]:

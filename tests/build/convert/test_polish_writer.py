@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmbu.build.convert.writer import atomic_file, encode_png, write_png
+from mmbu.build.convert.writer import encode_png, write_png
+from mmbu.core.files import atomic_file
 
 
 def textured_rgb(height: int = 123, width: int = 77) -> np.ndarray:

@@ -4,10 +4,15 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+import yaml
 from support.fetch_hosts import make_zip, md5, serve_zenodo_record, sha256
 from support.loopback import Reply
 
 from mmbu.build.fetch import COMPLETION_RECORD, fetch_dataset
+from mmbu.core.licences import LICENCE_TABLES_PATH
+from mmbu.curation.agent.screening import screen_license
+from mmbu.curation.sources.zenodo import candidate_from_record
 
 IMAGES = make_zip({"monocyte/cell_001.png": b"\x89PNG fake 1", "lymphocyte/cell_002.png": b"\x89PNG fake 2"})
 LABELS = b"file,label\ncell_001.png,monocyte\n"
@@ -133,3 +138,31 @@ def test_leftovers_of_a_killed_run_are_cleared(loopback, monkeypatch, write_mani
     assert fetch_dataset(write_manifest("killed", {"kind": "zenodo", "record": 16}), data_dir,
                          session=session).status == "fetched"
     assert not stale.exists() and sorted(p.name for p in (data_dir / "raw").iterdir()) == ["killed"]
+
+
+ZENODO_IDS = [raw for raw, spdx in yaml.safe_load(LICENCE_TABLES_PATH.read_text(encoding="utf-8"))["zenodo"].items()
+              if spdx] + ["cc-by-4.0", "cc-by-nc-sa-4.0", "mit"]
+
+
+@pytest.mark.parametrize("zenodo_id", ZENODO_IDS)
+def test_a_licence_discovery_accepts_is_accepted_by_fetch(zenodo_id, loopback, monkeypatch, write_manifest, data_dir,
+                                                          session):
+    """Discovery screens the record and writes its SPDX id into the manifest; fetch re-checks the same record
+    against it. Both read one table (core/licences.yaml): `cc-by-nc`/`cc-by-nd` once failed here."""
+    monkeypatch.setenv("MMBU_ZENODO_URL", loopback.url)
+    serve_zenodo_record(loopback, 21, {"labels.csv": LABELS}, licence=zenodo_id)
+    candidate = candidate_from_record(session.get_json(f"{loopback.url}/api/records/21", use_cache=False))
+    screen_license(candidate)
+    assert candidate.license, candidate.flags
+    manifest = write_manifest("screened", {"kind": "zenodo", "record": 21}, licence=candidate.license)
+    result = fetch_dataset(manifest, data_dir, session=session)
+    assert result.status == "fetched", result.error
+
+
+def test_a_record_whose_licence_is_not_clear_is_refused_with_the_reason(loopback, monkeypatch, write_manifest,
+                                                                         data_dir, session):
+    monkeypatch.setenv("MMBU_ZENODO_URL", loopback.url)
+    serve_zenodo_record(loopback, 22, {"labels.csv": LABELS}, licence="other-open")
+    result = fetch_dataset(write_manifest("vague", {"kind": "zenodo", "record": 22}), data_dir, session=session)
+    assert result.status == "error"
+    assert "licence changed" in result.error and "'other-open' (not a clear licence)" in result.error

@@ -1,0 +1,14 @@
+"""The floor beneath every stage: contracts and small helpers that more than one stage needs.
+
+`mmbu.taxonomy`, `mmbu.curation`, `mmbu.build` and `mmbu.benchmark_eval` may import it; it imports none of
+them (the import-linter contracts in `.importlinter` hold both rules). One module per thing, imported by
+its full name (`from mmbu.core.files import write_text_atomic`), so that importing one costs only that one:
+
+    files       atomic writes (temp file beside the target, fsync, rename) and the umask-honouring modes
+    version     the installed toolkit version
+    cli         the exit codes, the exit-2 `InvalidInput` exception and the lazily importing command group
+    retry_after seconds to wait from an HTTP `Retry-After` header
+    licences    raw licence strings of each host (Zenodo, Hugging Face, Kaggle) to SPDX ids: one table
+    boxes       `Box` / `PixelBox`, IoU and the release's spelling of a box
+    exclusions  `Exclusion`: an item some stage dropped, and the columns of `exclusions.csv`
+"""

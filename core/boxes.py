@@ -1,0 +1,30 @@
+"""Boxes as every stage speaks of them: `(x1, y1, x2, y2)` in image pixels on pixel edges.
+
+x2/y2 are exclusive: a one-pixel object at (3, 4) is (3, 4, 4, 5), and a box's area is `(x2-x1)·(y2-y1)`.
+The release writes a box as the text `[x1, y1, x2, y2]` in whole pixels (`box_text`), in a detection row's
+`answer` and `options` (DESIGN §3.4).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+Box = tuple[float, float, float, float]
+"""A pixel-edge box `(x1, y1, x2, y2)`, possibly fractional (a source frame, a model's answer)."""
+PixelBox = tuple[int, int, int, int]
+"""A box in whole pixels of a released image."""
+
+
+def iou(a: Sequence[float], b: Sequence[float]) -> float:
+    """Intersection over union of two boxes, in plain Python (a handful of boxes: numpy would be overhead)."""
+    width = min(a[2], b[2]) - max(a[0], b[0])
+    height = min(a[3], b[3]) - max(a[1], b[1])
+    if width <= 0 or height <= 0:
+        return 0.0
+    inter = width * height
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def box_text(box: Sequence[float]) -> str:
+    """A box as the release writes it in `answer`/`options`: "[x1, y1, x2, y2]" in whole pixels."""
+    return "[" + ", ".join(str(int(round(v))) for v in box) + "]"

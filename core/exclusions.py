@@ -1,0 +1,20 @@
+"""An item that some stage dropped, with the one sentence that says why (`release/exclusions.csv`)."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Exclusion(BaseModel):
+    """An item dropped by some stage, with one readable sentence saying why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dataset_id: str
+    sample_id: str | None = None
+    item: str = Field(description="The file, row or object concerned (relative path where possible).")
+    stage: str = Field(description="layout, convert, metadata, questions, lint, release ...")
+    reason: str
+
+
+EXCLUSION_COLUMNS = ("dataset_id", "sample_id", "item", "stage", "reason")
+"""The columns of `exclusions.csv`, in order: the fields of `Exclusion`."""

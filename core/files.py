@@ -1,0 +1,103 @@
+"""Atomic file writing: a reader (or a later build step) never sees half a file.
+
+Every writer in the toolkit goes through `atomic_file`: the bytes go to a hidden temporary file beside
+the target, are flushed and fsynced, and the temporary file is renamed over the target (`os.replace`,
+atomic on POSIX and Windows) only when the block ends without an exception; otherwise it is removed.
+The temporary file is created with `os.open(..., 0o666)`, so the result has the permissions `open()`
+would give under the user's umask, not `tempfile.mkstemp`'s private 0600.
+
+    with atomic_file(path, "w", encoding="utf-8") as stream:   # a stream
+        stream.write(text)
+    with atomic_path(path) as temporary:                      # for writers that want a path
+        table.to_parquet(temporary)
+    write_text_atomic(path, text); write_bytes_atomic(path, data); write_json_atomic(path, value)
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+
+def _read_umask() -> int:
+    mask = os.umask(0)  # the only way to read it; done once at import, before any worker threads
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+FILE_MODE = 0o666 & ~_UMASK  # what open() gives
+DIR_MODE = 0o777 & ~_UMASK  # what mkdir() gives; mkdtemp's private 0700 is wrong for shared data
+
+
+def _create_temporary(target: Path) -> tuple[Path, int]:
+    """A new hidden file beside `target` (never one that exists), opened for writing."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return temporary, os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+
+
+class atomic_file:  # noqa: N801 - used like open()
+    """`with atomic_file(target, mode, encoding) as stream:` writes `target` atomically (module docstring)."""
+
+    def __init__(self, target: str | Path, mode: str = "wb", encoding: str | None = None) -> None:
+        self.target = Path(target)
+        self.mode = mode
+        self.encoding = encoding
+
+    def __enter__(self) -> IO:
+        self.temporary, handle = _create_temporary(self.target)
+        self.stream = os.fdopen(handle, self.mode, encoding=self.encoding)
+        return self.stream
+
+    def __exit__(self, exc_type: object, *exc_info: object) -> None:
+        try:
+            if exc_type is None:
+                self.stream.flush()
+                os.fsync(self.stream.fileno())
+            self.stream.close()
+            if exc_type is None:
+                os.replace(self.temporary, self.target)
+        finally:
+            self.temporary.unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_path(target: str | Path) -> Iterator[Path]:
+    """A temporary path beside `target` for writers that open files themselves (Parquet, CSV, figures);
+    it becomes `target` when the block ends without an exception, and is removed otherwise."""
+    target = Path(target)
+    temporary, handle = _create_temporary(target)
+    os.close(handle)
+    try:
+        yield temporary
+        with open(temporary, "rb") as written:
+            os.fsync(written.fileno())
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
+    """Write `data` to `path` atomically; returns the path."""
+    with atomic_file(path, "wb") as stream:
+        stream.write(data)
+    return Path(path)
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Write UTF-8 `text` to `path` atomically; returns the path."""
+    return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_json_atomic(path: str | Path, value: Any, *, sort_keys: bool = True) -> Path:
+    """`value` as indented JSON (paths and other objects as strings) plus a newline, written atomically."""
+    return write_text_atomic(path, json.dumps(value, indent=2, sort_keys=sort_keys, default=str) + "\n")

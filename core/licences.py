@@ -1,0 +1,84 @@
+"""Raw licence strings of each host (Zenodo's legacy ids, Hugging Face ids, Kaggle's free text) to SPDX ids.
+
+One table (`licences.yaml` beside this file) and one normaliser for every stage: discovery screens a
+candidate's licence with it, fetch re-checks a Zenodo record's licence against the manifest with it.
+Strings in no table are tried as SPDX ids through license-expression's SPDX licensing ("cc-by-4.0",
+"apache-2.0", "MIT" need no row); a private `LicenseRef-` or anything else unknown is not a licence.
+"""
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+from typing import TYPE_CHECKING
+
+import yaml
+
+if TYPE_CHECKING:
+    from license_expression import Licensing
+
+LICENCE_TABLES_PATH = Path(__file__).with_name("licences.yaml")
+
+LicenceTables = dict[str, dict[str, str | None]]
+"""host ("zenodo", "huggingface", "kaggle") -> folded raw string -> SPDX id, or None for "not a clear licence"."""
+
+
+def fold(text: str) -> str:
+    """How raw strings are compared: case folded, runs of white space as one space."""
+    return re.sub(r"\s+", " ", text.strip().casefold())
+
+
+@cache
+def load_licence_tables(path: Path = LICENCE_TABLES_PATH) -> LicenceTables:
+    document = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    return {
+        source: {fold(str(raw)): spdx for raw, spdx in (table or {}).items()}
+        for source, table in document.items()
+        if source != "schema_version"
+    }
+
+
+@cache
+def _spdx_licensing() -> Licensing:
+    from license_expression import get_spdx_licensing  # imported when first needed: ~10 ms to build
+
+    return get_spdx_licensing()
+
+
+def to_spdx(raw: str, source: str, tables: LicenceTables | None = None) -> tuple[bool, str | None]:
+    """`(known, spdx)` for one raw string of `source`'s: `known=False` means no table row and not an SPDX id
+    either; `(True, None)` is a string the table knows as no clear licence (Zenodo's `other-open`)."""
+    tables = tables if tables is not None else load_licence_tables()
+    key = fold(raw)
+    table = tables.get(source, {})
+    if key in table:
+        return True, table[key]
+    from license_expression import ExpressionError
+
+    licensing = _spdx_licensing()
+    try:
+        info = licensing.validate(raw.strip(), strict=True)
+    except ExpressionError:
+        return False, None
+    if info.errors or not info.normalized_expression:
+        return False, None
+    symbols = licensing.license_symbols(licensing.parse(info.normalized_expression))
+    if any(symbol.key.startswith("LicenseRef-") for symbol in symbols):
+        return False, None
+    return True, info.normalized_expression
+
+
+def canonical_spdx(licence: str) -> str:
+    """The SPDX expression in its canonical spelling, or the input unchanged if it is not SPDX."""
+    from license_expression import ExpressionError
+
+    try:
+        return _spdx_licensing().parse(licence, validate=True, strict=True).render()
+    except ExpressionError:
+        return licence
+
+
+def same_licence(a: str, b: str) -> bool:
+    """Whether two SPDX expressions name the same licence, whatever their spelling."""
+    return canonical_spdx(a).lower() == canonical_spdx(b).lower()
