@@ -1,11 +1,14 @@
-"""A CSV/TSV table with one row per image (and optional per-sample metadata columns)."""
+"""A CSV/TSV table with one row per image: one label column, a `|`-joined column or one-hot columns."""
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import pandas as pd
 
 from mmbu.build.layouts.context import LayoutContext
+from mmbu.build.layouts.single_label import one_hot_label, one_label, split_labels
+from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout import LabelTableLayout
 
 
@@ -18,28 +21,83 @@ def _delimiter(sample: str, given: str | None) -> str:
         return ","
 
 
-def read(layout: LabelTableLayout, ctx: LayoutContext) -> None:
-    table_path = ctx.path(layout.table)
+def read_table(ctx: LayoutContext, name: str, delimiter: str | None = None) -> pd.DataFrame | None:
+    """A CSV/TSV of text cells (nothing parsed as numbers or NaN), or None with an exclusion."""
+    path = ctx.path(name)
     try:
-        head = table_path.read_text(encoding="utf-8-sig")[:8192]
-        table = pd.read_csv(table_path, sep=_delimiter(head, layout.delimiter), dtype=str,
-                            keep_default_na=False, encoding="utf-8-sig")
+        head = path.read_text(encoding="utf-8-sig")[:8192]
+        return pd.read_csv(path, sep=_delimiter(head, delimiter), dtype=str, keep_default_na=False,
+                           encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        ctx.exclude(layout.table, f"the label table cannot be read ({exc})")
-        return
-    wanted = [layout.image_column, layout.label_column, *layout.metadata_columns.values()]
-    missing = [c for c in wanted if c not in table.columns]
+        ctx.exclude(name, f"the table cannot be read ({exc})")
+        return None
+
+
+def missing_columns(ctx: LayoutContext, name: str, table: pd.DataFrame, wanted: list[str]) -> bool:
+    """Exclude the table (True) when a column the layout names is not in it, with the closest names."""
+    missing = [c for c in dict.fromkeys(wanted) if c not in table.columns]
     if missing:
-        ctx.exclude(layout.table, f"the label table has no column(s) {', '.join(map(repr, missing))} "
-                                  f"(columns: {', '.join(map(str, table.columns))})")
+        ctx.exclude(name, "; ".join(f"the table has no column {c!r}{did_you_mean(c, table.columns)}" for c in missing))
+        return True
+    return False
+
+
+class ImageFinder:
+    """Image paths from a table's values: under one folder, or found by file name under a glob of folders."""
+
+    def __init__(self, ctx: LayoutContext, image_root: str) -> None:
+        self.root = ctx.path(image_root)
+        self._by_name: dict[str, list[Path]] | None = None
+        if any(ch in image_root for ch in "*?["):
+            self._by_name = {}
+            for folder in sorted(ctx.raw_dir.glob(image_root)):
+                for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+                    self._by_name.setdefault(path.relative_to(folder).as_posix(), []).append(path)
+
+    def find(self, name: str) -> tuple[Path, str | None]:
+        """The path for `name` and, when found in several folders, why it is ambiguous."""
+        if self._by_name is None:
+            return self.root / name, None
+        found = self._by_name.get(name, [])
+        if len(found) > 1:
+            return found[0], f"{name!r} is in {len(found)} of the image folders; the image is ambiguous"
+        return (found[0], None) if found else (self.root / name, None)
+
+
+def read(layout: LabelTableLayout, ctx: LayoutContext) -> None:
+    table = read_table(ctx, layout.table, layout.delimiter)
+    if table is None:
         return
-    image_root = ctx.path(layout.image_root)
+    label_columns = layout.label_columns or [layout.label_column]
+    if missing_columns(ctx, layout.table, table, [layout.image_column, *label_columns,
+                                                  *layout.metadata_columns.values()]):
+        return
+    images = ImageFinder(ctx, layout.image_root)
     for number, row in enumerate(table.itertuples(index=False, name=None), start=2):  # line 1 is the header
         record = dict(zip(table.columns, row))
-        name, label = record[layout.image_column].strip(), record[layout.label_column].strip()
+        name = record[layout.image_column].strip()
         if not name:
             ctx.exclude(f"{layout.table}:{number}", "the row has an empty image column")
             continue
+        path, ambiguous = images.find(f"{name}{layout.image_suffix}")
+        if ambiguous:
+            ctx.exclude(f"{layout.table}:{number}", ambiguous)
+            continue
+        label, problem = row_label(layout, record)
+        if problem:
+            ctx.exclude(ctx.rel(path) if path.exists() else f"{layout.table}:{number}", problem)
+            continue
         row_metadata = {field: record[column].strip() for field, column in layout.metadata_columns.items()
                         if record[column].strip()}
-        ctx.add(image_root / f"{name}{layout.image_suffix}", label=label, row_metadata=row_metadata)
+        ctx.add(path, label=label, row_metadata=row_metadata)
+
+
+def row_label(layout: LabelTableLayout, record: dict[str, str]) -> tuple[str | None, str | None]:
+    """The row's one raw label, or the reason it has none."""
+    if layout.label_columns:
+        return one_hot_label([(c, record[c].strip()) for c in layout.label_columns], layout.positive_values,
+                             layout.negative_values, layout.no_finding)
+    cell = record[layout.label_column].strip()
+    if layout.label_separator:
+        return one_label(split_labels(cell, layout.label_separator), layout.no_finding)
+    return one_label([cell] if cell else [], layout.no_finding)

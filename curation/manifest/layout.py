@@ -6,39 +6,123 @@ else becomes an exclusion record, never an error that stops the dataset.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from mmbu.curation.manifest.templates import parse_template
 
 # metadata field -> column of a label table holding a per-sample value for it
 MetadataColumns = dict[str, str]
 
 
+CLASSIFY = frozenset({"ungrounded_classification"})
+BOXES = frozenset({"box_grounded_classification", "object_detection"})
+MASKS = frozenset({"mask_grounded_classification"})
+
+
 class _Layout(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    def feeds(self) -> frozenset[str]:
+        """The tasks this layout can feed (the validator rejects a manifest asking for others)."""
+        raise NotImplementedError
+
+    def declared_labels(self) -> Iterator[tuple[str, str]]:
+        """(field path, raw label) for every raw label written in the layout itself; each must be in `labels`."""
+        return iter(())
+
 
 class FolderPerClassLayout(_Layout):
-    """<root>/<label>/<file>: the name of the folder directly under `root` is the raw label."""
+    """<root>/<label>/<file>: the name of a class folder is the raw label.
+
+    By default the class folders sit directly under `root`. `folders` places them deeper, as a
+    template of named parts (see `templates.py`) in which `{label}` marks the class folder, e.g.
+    Kermany's OCT2017 `CellData/OCT/{split}/{label}` (`train/`, `test/` above `CNV/`, `DME/`, ...);
+    `splits` then keeps only some values of `{split}`.
+    """
 
     kind: Literal["folder_per_class"]
     root: str = "."
     images: str = Field("*", description="Glob for image files inside each class folder (`**/*.png` recurses).")
+    folders: str = Field("{label}", description="Template of the folder levels below `root`; `{label}` is the class "
+                                                "folder, other parts (e.g. `{split}`) and `*` are further levels.")
+    splits: list[str] | None = Field(None, min_length=1,
+                                     description="Keep only these values of the `{split}` part of `folders`.")
+
+    @field_validator("folders")
+    @classmethod
+    def _folders_name_the_label(cls, value: str) -> str:
+        if "label" not in parse_template(value).names:
+            raise ValueError(f"{value!r} must contain {{label}}, the class folder")
+        return value
+
+    @model_validator(mode="after")
+    def _splits_need_a_split_part(self) -> "FolderPerClassLayout":
+        if self.splits and "split" not in parse_template(self.folders).names:
+            raise ValueError(f"splits filters the {{split}} part of folders, and {self.folders!r} has none "
+                             "(write e.g. folders: '{split}/{label}')")
+        return self
+
+    def feeds(self) -> frozenset[str]:
+        return CLASSIFY
 
 
 class LabelTableLayout(_Layout):
-    """A CSV/TSV table with one row per image; extra columns may carry per-sample metadata."""
+    """A CSV/TSV table with one row per image; extra columns may carry per-sample metadata.
+
+    The raw label is found in one of three ways: `label_column` (one value per row); `label_column`
+    with `label_separator` (several labels joined in one cell, ChestX-ray14's `Finding Labels`
+    `Effusion|Mass`); or `label_columns`, one column per label holding a positive or negative value
+    (ISIC 2018's one-hot `MEL,NV,BCC,...`, where the column name is the raw label). A closed question
+    has one right option, so a row with more than one positive label is excluded with that reason,
+    and a row with none is excluded unless `no_finding` names the raw label it stands for.
+    """
 
     kind: Literal["label_table"]
     table: str
     image_column: str
-    label_column: str
-    image_root: str = "."
+    label_column: str | None = Field(None, description="Column holding the raw label (or several, see label_separator).")
+    label_columns: list[str] | None = Field(
+        None, min_length=2, description="One-hot columns, one per raw label (the column name is the raw label).")
+    label_separator: str | None = Field(
+        None, min_length=1, description="Separator of several labels in label_column, e.g. '|'.")
+    positive_values: list[str] = Field(["1", "1.0", "true", "True", "TRUE"],
+                                       description="Cell values of a one-hot column that mean 'this label'.")
+    negative_values: list[str] = Field(["0", "0.0", "false", "False", "FALSE", ""],
+                                       description="Cell values that mean 'not this label'; anything else (e.g. "
+                                                   "CheXpert's -1.0, uncertain) excludes the row.")
+    no_finding: str | None = Field(
+        None, description="Raw label for a row with no positive label (a one-hot row of negatives, an empty cell); "
+                          "without it such rows are excluded. Must be in `labels`.")
+    image_root: str = Field(".", description="Folder of the images; may hold a glob (`images_*/images`) when the "
+                                             "images are spread over several folders, then found by file name.")
     delimiter: str | None = Field(None, description="Sniffed from the file (comma or tab) when omitted.")
     image_suffix: str = Field("", description="Appended to the image column's value, e.g. '.jpg' for bare ids.")
     metadata_columns: MetadataColumns = Field(
         default_factory=dict, description="Metadata field -> table column with a per-sample value (e.g. institution)."
     )
+
+    @model_validator(mode="after")
+    def _one_way_to_the_label(self) -> "LabelTableLayout":
+        if (self.label_column is None) == (self.label_columns is None):
+            raise ValueError("give exactly one of label_column (one column) and label_columns (one-hot columns)")
+        if self.label_separator and self.label_column is None:
+            raise ValueError("label_separator splits label_column; one-hot label_columns need none")
+        if set(self.positive_values) & set(self.negative_values):
+            raise ValueError(f"a value cannot be both positive and negative: "
+                             f"{sorted(set(self.positive_values) & set(self.negative_values))}")
+        return self
+
+    def feeds(self) -> frozenset[str]:
+        return CLASSIFY
+
+    def declared_labels(self) -> Iterator[tuple[str, str]]:
+        for index, column in enumerate(self.label_columns or []):
+            yield f"layout.label_columns.{index}", column
+        if self.no_finding:
+            yield "layout.no_finding", self.no_finding
 
 
 class CocoLayout(_Layout):
@@ -47,6 +131,9 @@ class CocoLayout(_Layout):
     kind: Literal["coco"]
     annotations: str
     image_root: str = "."
+
+    def feeds(self) -> frozenset[str]:
+        return BOXES
 
 
 class YoloLayout(_Layout):
@@ -60,6 +147,13 @@ class YoloLayout(_Layout):
     labels: str = Field(description="Folder holding the .txt files (mirrors the image folder tree).")
     class_names: list[str] | None = Field(None, description="Class index -> raw label; the index itself when omitted.")
 
+    def feeds(self) -> frozenset[str]:
+        return BOXES
+
+    def declared_labels(self) -> Iterator[tuple[str, str]]:
+        for index, raw in enumerate(self.class_names or []):
+            yield f"layout.class_names.{index}", raw
+
 
 class VocLayout(_Layout):
     """Pascal VOC XML files (`<filename>`, `<size>`, `<object><name><bndbox>`)."""
@@ -67,6 +161,9 @@ class VocLayout(_Layout):
     kind: Literal["voc"]
     annotations: str = Field(description="Glob for the XML files.")
     image_root: str = "."
+
+    def feeds(self) -> frozenset[str]:
+        return BOXES
 
 
 class ImageMaskPairsLayout(_Layout):
@@ -100,6 +197,16 @@ class ImageMaskPairsLayout(_Layout):
         if self.instances == "ids" and not self.instance_label:
             raise ValueError("instances: ids needs instance_label (the raw label of every object)")
         return self
+
+    def feeds(self) -> frozenset[str]:
+        # boxes need separate objects: connected components or instance ids
+        return MASKS if self.instances == "none" else MASKS | BOXES
+
+    def declared_labels(self) -> Iterator[tuple[str, str]]:
+        for value, raw in self.mask_values.items():
+            yield f"layout.mask_values.{value}", raw
+        if self.instance_label:
+            yield "layout.instance_label", self.instance_label
 
 
 Layout = Annotated[

@@ -7,6 +7,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from mmbu.curation.manifest.hints import pydantic_hint
 from mmbu.curation.manifest.layout import Layout
 from mmbu.curation.manifest.source import Source
 
@@ -171,7 +172,8 @@ def load_manifest(path: str | Path) -> DatasetManifest:
     try:
         return DatasetManifest.model_validate(document)
     except ValidationError as exc:
-        raise ManifestError(path, [(field_path(document, err["loc"]), err["msg"]) for err in exc.errors()]) from None
+        raise ManifestError(path, [(field_path(document, err["loc"]), err["msg"] + pydantic_hint(err, DatasetManifest))
+                                   for err in exc.errors()]) from None
 
 
 def field_path(document: object, loc: tuple) -> str:

@@ -13,21 +13,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mmbu.curation.manifest.hints import closest_name
 from mmbu.curation.manifest.licences import spdx_problem
 from mmbu.curation.manifest.model import METADATA_FACETS, DatasetManifest, ManifestError, load_manifest
 from mmbu.taxonomy.model import Taxonomy
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 
-# layout kind -> tasks it can feed. image_mask_pairs feeds box tasks only when it separates instances.
-LAYOUT_TASKS: dict[str, frozenset[str]] = {
-    "folder_per_class": frozenset({"ungrounded_classification"}),
-    "label_table": frozenset({"ungrounded_classification"}),
-    "coco": frozenset({"box_grounded_classification", "object_detection"}),
-    "yolo": frozenset({"box_grounded_classification", "object_detection"}),
-    "voc": frozenset({"box_grounded_classification", "object_detection"}),
-    "image_mask_pairs": frozenset({"mask_grounded_classification"}),
-}
 INSTANCE_TASKS = frozenset({"box_grounded_classification", "object_detection"})
 CLASSIFICATION_TASKS = frozenset({"ungrounded_classification", "box_grounded_classification", "mask_grounded_classification"})
 
@@ -131,11 +123,8 @@ def _taxonomy_problems(manifest: DatasetManifest, taxonomy: Taxonomy) -> Iterato
 
 
 def layout_tasks(manifest: DatasetManifest) -> frozenset[str]:
-    """The tasks this manifest's layout can feed."""
-    tasks = LAYOUT_TASKS.get(manifest.layout.kind, frozenset())
-    if manifest.layout.kind == "image_mask_pairs" and getattr(manifest.layout, "instances", False) not in (False, None, "none"):
-        tasks = tasks | INSTANCE_TASKS
-    return tasks
+    """The tasks this manifest's layout can feed (each layout model says so in `feeds()`)."""
+    return manifest.layout.feeds()
 
 
 def _task_problems(manifest: DatasetManifest) -> Iterator[tuple[str, str]]:
@@ -180,7 +169,7 @@ def _label_problems(manifest: DatasetManifest, taxonomy: Taxonomy) -> Iterator[t
             yield f"questions.{name}", f"{text!r} uses the abbreviation(s) {', '.join(found)}; write them out in full"
     for where, raw in _layout_raw_labels(manifest):
         if raw not in manifest.labels:
-            yield where, f"raw label {raw!r} is not in labels (add it with its display name)"
+            yield where, f"raw label {raw!r} is not in labels (add it with its display name){_label_hint(raw, manifest)}"
     if CLASSIFICATION_TASKS.intersection(manifest.tasks):
         available = len(display_names) + (1 if hints.none_of_the_above else 0)
         if hints.n_options > available:
@@ -193,14 +182,12 @@ def _label_problems(manifest: DatasetManifest, taxonomy: Taxonomy) -> Iterator[t
 
 def _layout_raw_labels(manifest: DatasetManifest) -> Iterator[tuple[str, str]]:
     """Raw labels the layout itself declares (the others are only known once the files are read)."""
-    layout = manifest.layout
-    for value, raw in (getattr(layout, "mask_values", None) or {}).items():
-        yield f"layout.mask_values.{value}", raw
-    for index, raw in enumerate(getattr(layout, "class_names", None) or []):
-        yield f"layout.class_names.{index}", raw
-    instance_label = getattr(layout, "instance_label", None)
-    if instance_label:
-        yield "layout.instance_label", instance_label
+    return manifest.layout.declared_labels()
+
+
+def _label_hint(raw: str, manifest: DatasetManifest) -> str:
+    suggestion = closest_name(raw, manifest.labels)
+    return f"; did you mean {suggestion!r}?" if suggestion else ""
 
 
 def _other_problems(manifest: DatasetManifest) -> Iterator[tuple[str, str]]:

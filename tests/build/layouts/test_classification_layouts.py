@@ -82,7 +82,7 @@ def test_label_table_with_a_wrong_column_names_the_column(tmp_path):
                               "label_column": "label"})
     samples, exclusions = read_samples(manifest, raw)
     assert samples == []
-    assert "no column(s) 'file'" in exclusions[0].reason and exclusions[0].item == "labels.csv"
+    assert exclusions[0].reason == "the table has no column 'file' (found: 'image', 'label')" and exclusions[0].item == "labels.csv"
 
 
 def test_unfetched_dataset_is_an_exclusion_not_an_error(tmp_path):

@@ -186,3 +186,17 @@ def test_mask_max_area_needs_masks_and_urls_must_be_urls(tmp_path):
         ("metadata.url", "'example.org/data' is not an http(s) URL"),
         ("homepage", "'ftp://example.org' is not an http(s) URL"),
     ]
+
+
+def test_misspelt_layout_fields_kinds_and_raw_labels_get_a_did_you_mean(tmp_path):
+    table = {"kind": "label_table", "table": "labels.csv", "image_colum": "file", "label_column": "dx"}
+    found = problems_of(tmp_path, manifest_dict(layout=table))
+    assert sorted(found) == [("blood_cells.yaml", "layout.image_colum",
+                              "Extra inputs are not permitted; did you mean 'image_column'?"),
+                             ("blood_cells.yaml", "layout.image_column", "Field required")]
+    found = problems_of(tmp_path, manifest_dict(layout={"kind": "folder_per_clas"}))
+    assert len(found) == 1 and found[0][2].endswith("did you mean 'folder_per_class'?")
+    masks = {"kind": "image_mask_pairs", "images": "images/*.png", "masks": "masks/*.png",
+             "mask_values": {1: "Neutrophil"}}
+    found = problems_of(tmp_path, manifest_dict(layout=masks, tasks=["mask_grounded_classification"]))
+    assert found[0][2].endswith("; did you mean 'neutrophil'?")

@@ -1,0 +1,129 @@
+"""label_table beyond one column: one-hot columns and `|`-joined multi-label cells, one answer per image."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+from pydantic import ValidationError
+from support.build_manifests import make_manifest
+
+from mmbu.build.layouts import read_samples
+
+ISIC_LABELS = {"MEL": "melanocytic lesion, melanoma", "NV": "melanocytic nevus", "BCC": "basal cell lesion",
+               "AKIEC": "actinic keratosis", "BKL": "benign keratosis-like lesion", "DF": "dermatofibroma",
+               "VASC": "vascular lesion"}
+
+
+def write_image(path, value, size=(20, 16), suffix="JPEG"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.full((size[1], size[0], 3), value, np.uint8)).save(path, format=suffix)
+
+
+def isic_2018_task3(raw):
+    """ISIC 2018 task 3 as its two zips unpack (isic-challenge-data.s3.amazonaws.com/2018/
+    ISIC2018_Task3_Training_Input.zip and ..._GroundTruth.zip; columns as in
+    /work/shared/reference/catalogue-sources.md): `ISIC2018_Task3_Training_Input/ISIC_<7 digits>.jpg` and a
+    one-hot `ISIC2018_Task3_Training_GroundTruth/ISIC2018_Task3_Training_GroundTruth.csv`."""
+    for number, value in ((24306, 10), (24307, 20), (24308, 30), (24309, 40), (24310, 50)):
+        write_image(raw / "ISIC2018_Task3_Training_Input" / f"ISIC_00{number}.jpg", value)
+    table = raw / "ISIC2018_Task3_Training_GroundTruth" / "ISIC2018_Task3_Training_GroundTruth.csv"
+    table.parent.mkdir(parents=True)
+    table.write_text("image,MEL,NV,BCC,AKIEC,BKL,DF,VASC\n"
+                     "ISIC_0024306,0.0,1.0,0.0,0.0,0.0,0.0,0.0\n"
+                     "ISIC_0024307,1.0,0.0,0.0,0.0,0.0,0.0,0.0\n"
+                     "ISIC_0024308,1.0,1.0,0.0,0.0,0.0,0.0,0.0\n"    # two positives: no single answer
+                     "ISIC_0024309,0.0,0.0,0.0,0.0,0.0,0.0,0.0\n"    # none
+                     "ISIC_0024310,0.0,0.0,0.0,0.0,-1.0,0.0,0.0\n",  # neither positive nor negative
+                     encoding="utf-8")
+
+
+def isic_layout(**extra):
+    return {"kind": "label_table", "table": "ISIC2018_Task3_Training_GroundTruth/ISIC2018_Task3_Training_GroundTruth.csv",
+            "image_column": "image", "label_columns": list(ISIC_LABELS), "image_root": "ISIC2018_Task3_Training_Input",
+            "image_suffix": ".jpg", **extra}
+
+
+def test_one_hot_columns_give_one_label_and_exclude_rows_without_a_single_answer(tmp_path):
+    raw = tmp_path / "raw"
+    isic_2018_task3(raw)
+    samples, exclusions = read_samples(make_manifest(isic_layout(), labels=ISIC_LABELS), raw)
+
+    assert [(s.source_path, s.label) for s in samples] == [
+        ("ISIC2018_Task3_Training_Input/ISIC_0024306.jpg", "NV"), ("ISIC2018_Task3_Training_Input/ISIC_0024307.jpg", "MEL")]
+    assert np.asarray(Image.open(samples[1].image_path))[0, 0, 0] in range(18, 23)
+    reasons = {e.item.rsplit("/", 1)[-1]: e.reason for e in exclusions}
+    assert reasons["ISIC_0024308.jpg"] == ("2 labels are marked for this image (MEL, NV); a closed question has one "
+                                           "right option, so images with more than one label are left out")
+    assert reasons["ISIC_0024309.jpg"].startswith("no label is marked for this image")
+    assert reasons["ISIC_0024310.jpg"].startswith("the label value(s) BKL='-1.0' are neither positive")
+
+
+def test_a_named_no_finding_label_takes_rows_without_a_positive(tmp_path):
+    raw = tmp_path / "raw"
+    isic_2018_task3(raw)
+    labels = {**ISIC_LABELS, "none": "no visible lesion"}
+    samples, _ = read_samples(make_manifest(isic_layout(no_finding="none"), labels=labels), raw)
+    assert [s.label for s in samples] == ["NV", "MEL", "none"]
+
+
+def chestxray14(raw, images_root="images"):
+    """NIH ChestX-ray14: `Data_Entry_2017.csv` with `Image Index` and `Finding Labels` joined by `|`
+    ("No Finding" when none; mlmed/torchxrayvision@f4087a0b0d0cdc6a5877fb5456965b6d29adb1e5:
+    torchxrayvision/datasets.py NIH_Dataset), images `images/00000001_000.png` as the NIH box archives unpack."""
+    (raw).mkdir(parents=True, exist_ok=True)
+    (raw / "Data_Entry_2017.csv").write_text(
+        "Image Index,Finding Labels,Follow-up #,Patient ID,Patient Age,Patient Gender,View Position,"
+        "OriginalImage[Width,Height],OriginalImagePixelSpacing[x,y],\n"
+        "00000001_000.png,Cardiomegaly,0,1,58,M,PA,2682,2749,0.143,0.143,\n"
+        "00000001_001.png,Cardiomegaly|Emphysema,1,1,58,M,PA,2894,2729,0.143,0.143,\n"
+        "00000002_000.png,No Finding,0,2,81,M,PA,2500,2048,0.171,0.171,\n"
+        "00000003_000.png,,0,3,81,F,PA,2582,2991,0.143,0.143,\n", encoding="utf-8")
+    for index, name in enumerate(("00000001_000.png", "00000001_001.png", "00000002_000.png", "00000003_000.png")):
+        folder = raw / images_root.replace("*", f"{index // 2 + 1:03d}")
+        write_image(folder / name, 60 + index, suffix="PNG")
+
+
+NIH_LABELS = {"Cardiomegaly": "enlarged heart", "Emphysema": "emphysema", "No Finding": "no visible abnormality"}
+
+
+def nih_layout(**extra):
+    return {"kind": "label_table", "table": "Data_Entry_2017.csv", "image_column": "Image Index",
+            "label_column": "Finding Labels", "label_separator": "|", "image_root": "images", **extra}
+
+
+def test_separator_joined_labels_keep_single_finding_rows_only(tmp_path):
+    raw = tmp_path / "raw"
+    chestxray14(raw)
+    samples, exclusions = read_samples(make_manifest(nih_layout(), labels=NIH_LABELS), raw)
+    assert [(s.source_path, s.label) for s in samples] == [
+        ("images/00000001_000.png", "Cardiomegaly"), ("images/00000002_000.png", "No Finding")]
+    assert [e.item for e in exclusions] == ["images/00000001_001.png", "images/00000003_000.png"]
+    assert "(Cardiomegaly, Emphysema)" in exclusions[0].reason
+
+
+def test_images_spread_over_several_folders_are_found_by_name(tmp_path):
+    """The Kaggle copy (nih-chest-xrays/data) spreads them as `images_001/images/00000001_000.png`, ..."""
+    raw = tmp_path / "raw"
+    chestxray14(raw, images_root="images_*/images")
+    samples, _ = read_samples(make_manifest(nih_layout(image_root="images_*/images"), labels=NIH_LABELS), raw)
+    assert [s.source_path for s in samples] == ["images_001/images/00000001_000.png",
+                                                "images_002/images/00000002_000.png"]
+
+
+def test_a_misspelt_column_is_named_with_the_closest_one(tmp_path):
+    raw = tmp_path / "raw"
+    chestxray14(raw)
+    samples, exclusions = read_samples(make_manifest(nih_layout(label_column="Finding Label"), labels=NIH_LABELS), raw)
+    assert samples == []
+    assert exclusions[0].reason == "the table has no column 'Finding Label'; did you mean 'Finding Labels'?"
+
+
+@pytest.mark.parametrize("layout, message", [
+    ({"label_column": "dx", "label_columns": ["MEL", "NV"]}, "exactly one of label_column"),
+    ({}, "exactly one of label_column"),
+    ({"label_columns": ["MEL", "NV"], "label_separator": "|"}, "need none"),
+    ({"label_column": "dx", "positive_values": ["1"], "negative_values": ["1", "0"]}, "both positive and negative"),
+])
+def test_label_table_fields_are_checked(layout, message):
+    with pytest.raises(ValidationError, match=message):
+        make_manifest({"kind": "label_table", "table": "t.csv", "image_column": "image", **layout}, labels=ISIC_LABELS)
