@@ -67,12 +67,13 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
 
 def _print_summary(report: BuildReport, console: Console) -> None:
     table = Table(title="datasets", show_lines=False)
-    for column in ("dataset", "steps run", "steps skipped", "rows", "excluded", "status"):
+    for column in ("dataset", "evidence", "steps run", "steps skipped", "rows", "excluded", "status"):
         table.add_column(column)
     for outcome in report.datasets:
         rows = ", ".join(f"{task.split('_')[0]} {n}" for task, n in outcome.rows_per_task.items())
-        table.add_row(outcome.dataset_id, ",".join(outcome.ran) or "-", ",".join(outcome.skipped) or "-", rows,
-                      str(len(outcome.exclusions)), "ok" if outcome.ok else "[red]failed")
+        table.add_row(outcome.dataset_id, outcome.evidence, ",".join(outcome.ran) or "-",
+                      ",".join(outcome.skipped) or "-", rows, str(len(outcome.exclusions)),
+                      "ok" if outcome.ok else "[red]failed")
     console.print(table)
     for message in report.failed:
         console.print(f"[red]failed:[/] {message}")

@@ -68,6 +68,7 @@ class DatasetOutcome:
     started_at: float = 0.0  # epoch seconds; with `seconds`, shows how busy the workers were (build-report.json)
     seconds: float = 0.0
     manifest_hash: str = ""  # of the parsed manifest, so the release check need not parse it again
+    evidence: str = "none"  # weakest level of the host, licence and layout evidence (printed by `mmbu build`)
 
 
 @lru_cache(maxsize=4)
@@ -81,7 +82,8 @@ def process_dataset(job: DatasetJob) -> DatasetOutcome:
     started = time.perf_counter()
     manifest = load_manifest(job.manifest_path)
     outcome = DatasetOutcome(dataset_id=manifest.id, manifest_path=str(job.manifest_path), ok=False,
-                             started_at=time.time(), manifest_hash=hash_json(manifest.model_dump(mode="json")))
+                             started_at=time.time(), manifest_hash=hash_json(manifest.model_dump(mode="json")),
+                             evidence=manifest.evidence.weakest_required() if manifest.evidence else "none")
     try:
         _process(job, manifest, outcome)
         outcome.ok = True

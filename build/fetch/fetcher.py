@@ -59,10 +59,13 @@ def read_completion(raw_dir: Path) -> CompletionRecord | None:
         return None
 
 
-def is_complete(raw_dir: Path, manifest: DatasetManifest, pins: dict[str, PinnedFile]) -> CompletionRecord | None:
+def is_complete(raw_dir: Path, manifest: DatasetManifest, pins: dict[str, PinnedFile],
+                pinned: dict | None = None) -> CompletionRecord | None:
     """The completion record if `raw_dir` holds exactly this source's verified files, else None (no network)."""
     record = read_completion(raw_dir)
     if record is None or record.source != source_identity(manifest) or record.licence != manifest.license:
+        return None
+    if pinned and record.resolved != pinned:  # fetched at another revision/version than the lock pins
         return None
     if pins and {f.name: f.sha256 for f in record.files} != {name: pin.sha256 for name, pin in pins.items()}:
         return None
@@ -137,14 +140,16 @@ def fetch_dataset(
     raw_dir = data_dir / "raw" / manifest.id
     identity = source_identity(manifest)
     pins = lock.pins_for(manifest.id, identity) if lock else {}
+    pinned = lock.resolved_for(manifest.id, identity) if lock else {}
     result = FetchResult(dataset_id=manifest.id, status="error", source=manifest.source.kind)
 
-    if (record := is_complete(raw_dir, manifest, pins)) is not None:
+    if (record := is_complete(raw_dir, manifest, pins, pinned)) is not None:
         if lock and not pins:  # the lock lost its entry (deleted, new checkout): restore it from the record
-            lock.record(manifest.id, identity, {f.name: PinnedFile(sha256=f.sha256, size=f.size) for f in record.files})
+            lock.record(manifest.id, identity, {f.name: PinnedFile(sha256=f.sha256, size=f.size) for f in record.files},
+                        record.resolved)
         return result.model_copy(update={"status": "up_to_date", "fetched_from": record.fetched_from,
                                          "files": record.files, "bytes": sum(f.size for f in record.files),
-                                         "seconds": time.monotonic() - started})
+                                         "resolved": record.resolved, "seconds": time.monotonic() - started})
 
     raw_dir.parent.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(raw_dir)
@@ -153,7 +158,7 @@ def fetch_dataset(
     context = FetchContext(
         dataset_id=manifest.id, licence=manifest.license, session=session or PoliteSession(),
         staging=staging, downloads=data_dir / "downloads" / manifest.id, data_dir=data_dir,
-        repo_root=Path(repo_root or Path.cwd()), pins=pins, progress=progress or NoProgress(),
+        repo_root=Path(repo_root or Path.cwd()), pins=pins, progress=progress or NoProgress(), pinned=pinned,
     )
     mirror_dir = Path(mirror) / manifest.id if mirror else None
     try:
@@ -161,13 +166,14 @@ def fetch_dataset(
             fetched_from, files = "mirror", fetch_mirror(mirror_dir, context)
         else:
             fetched_from, files = manifest.source.kind, ADAPTERS[manifest.source.kind](manifest.source, context)
+        context.resolved = {**pinned, **context.resolved}  # a mirror copy resolves nothing: keep the lock's pins
         _check_pins(files, pins, staging)
         _extract_all(files, staging, limits or ExtractLimits())
         stored = [StoredFile(path=name, size=(staging / name).stat().st_size) for name in tree_files(staging)]
         record = CompletionRecord(
             dataset_id=manifest.id, source=identity, licence=manifest.license, fetched_from=fetched_from,
             fetched_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), toolkit_version=toolkit_version(),
-            files=files, stored=stored,
+            files=files, stored=stored, resolved=context.resolved,
         )
         write_text_atomic(staging / COMPLETION_RECORD, record.model_dump_json(indent=1))
         _swap_into_place(staging, raw_dir)
@@ -179,10 +185,12 @@ def fetch_dataset(
         shutil.rmtree(staging, ignore_errors=True)
 
     if lock:
-        lock.record(manifest.id, identity, {f.name: PinnedFile(sha256=f.sha256, size=f.size) for f in files})
+        lock.record(manifest.id, identity, {f.name: PinnedFile(sha256=f.sha256, size=f.size) for f in files},
+                    context.resolved)
     shutil.rmtree(context.downloads, ignore_errors=True)
     return result.model_copy(update={
         "status": "fetched", "fetched_from": fetched_from, "files": files, "bytes": sum(f.size for f in files),
+        "resolved": context.resolved,
         "pinned": sorted(f.name for f in files if f.name not in pins), "seconds": time.monotonic() - started,
     })
 

@@ -8,6 +8,11 @@ Format (YAML, sorted, reviewed in pull requests like code):
         source: {kind: zenodo, record: 11012345}    # the manifest source the pins belong to
         files:
           images.zip: {sha256: <64 hex>, size: 734003200}
+        resolved: {revision: <40 hex>}              # what the first fetch resolved (see below)
+
+A manifest leaves out what no source states (a Hugging Face `revision`, a Kaggle `version`): the first fetch
+resolves it (the default branch's commit, the current version), records it under `resolved` and every later
+fetch uses the recorded value, so the files cannot move under a pinned sha256.
 
 When a manifest's `source` changes (a new Zenodo version, another HF revision), its old pins no longer
 apply and the next fetch pins the new files; the lock diff shows the change to reviewers.
@@ -39,6 +44,8 @@ class PinnedDataset(BaseModel):
 
     source: dict[str, Any]
     files: dict[str, PinnedFile] = Field(default_factory=dict)
+    resolved: dict[str, Any] = Field(
+        default_factory=dict, description="Source fields the manifest leaves out, as the first fetch resolved them.")
 
 
 class LockDocument(BaseModel):
@@ -82,10 +89,22 @@ class LockFile:
             return {}
         return dict(entry.files)
 
-    def record(self, dataset_id: str, source: dict[str, Any], files: dict[str, PinnedFile]) -> None:
+    def resolved_for(self, dataset_id: str, source: dict[str, Any]) -> dict[str, Any]:
+        """The revision/version pinned for this dataset's current source (none if the source changed)."""
+        entry = self.document.datasets.get(dataset_id)
+        if entry is None or entry.source != source:
+            return {}
+        return dict(entry.resolved)
+
+    def record(self, dataset_id: str, source: dict[str, Any], files: dict[str, PinnedFile],
+               resolved: dict[str, Any] | None = None) -> None:
         """Replace the dataset's pins and write the lock file atomically."""
         with self._mutex:
-            self.document.datasets[dataset_id] = PinnedDataset(source=source, files=files)
+            self.document.datasets[dataset_id] = PinnedDataset(source=source, files=files, resolved=resolved or {})
             self.document.datasets = dict(sorted(self.document.datasets.items()))
-            body = yaml.safe_dump(self.document.model_dump(mode="json"), sort_keys=True, allow_unicode=True)
+            document = self.document.model_dump(mode="json")
+            for entry in document["datasets"].values():
+                if not entry["resolved"]:
+                    del entry["resolved"]  # most sources are pinned in their manifest; keep their entries short
+            body = yaml.safe_dump(document, sort_keys=True, allow_unicode=True)
             write_text_atomic(self.path, HEADER + body)

@@ -46,6 +46,7 @@ class CompletionRecord(BaseModel):
     toolkit_version: str
     files: list[FetchedFile]
     stored: list[StoredFile]
+    resolved: dict[str, Any] = Field(default_factory=dict, description="Revision/version resolved for an unpinned source.")
 
 
 class FetchResult(BaseModel):
@@ -59,6 +60,8 @@ class FetchResult(BaseModel):
     files: list[FetchedFile] = Field(default_factory=list)
     bytes: int = 0
     pinned: list[str] = Field(default_factory=list, description="Files whose sha256 was pinned by this fetch.")
+    resolved: dict[str, Any] = Field(default_factory=dict,
+                                     description="Revision/version the fetch used for a source field the manifest leaves out.")
     seconds: float = 0.0
     error: str | None = None
 

@@ -7,6 +7,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from mmbu.curation.manifest.evidence import Evidence
 from mmbu.curation.manifest.hints import pydantic_hint
 from mmbu.curation.manifest.layout import Layout
 from mmbu.curation.manifest.source import Source
@@ -137,6 +138,9 @@ class DatasetManifest(_Strict):
     labels: dict[str, str | LabelSpec] = Field(min_length=1, description="Raw label -> display name.")
     questions: QuestionHints
     curation: CurationHistory
+    evidence: Evidence | None = Field(
+        None, description="Where host, licence, layout, label provenance and sample count were read, with a level "
+                          "each; `mmbu manifests validate` requires it (the build only prints its level).")
 
     @field_validator("labels", mode="before")
     @classmethod

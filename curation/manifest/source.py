@@ -21,16 +21,25 @@ class ZenodoSource(_Strict):
 
 
 class HuggingFaceSource(_Strict):
+    """A dataset repo at a commit. Leave `revision` out when no source states one: the first `mmbu fetch`
+    resolves the default branch to its commit sha, pins it in manifests.lock and fetches that commit after."""
+
     kind: Literal["huggingface"]
     repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$")
-    revision: str = Field(pattern=HEX40, description="Pinned commit sha; branch names are not reproducible.")
+    revision: str | None = Field(
+        None, pattern=HEX40,
+        description="Commit sha (40 hex) read from a source; branch names are not reproducible. "
+                    "Omitted: pinned in manifests.lock on first fetch.")
     patterns: list[str] | None = Field(None, description="allow_patterns for the snapshot; everything when omitted.")
 
 
 class KaggleSource(_Strict):
+    """A Kaggle dataset at a version. Leave `version` out when no source states one: the first `mmbu fetch`
+    asks Kaggle for the current version, pins it in manifests.lock and fetches that version after."""
+
     kind: Literal["kaggle"]
     dataset: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/slug")
-    version: int = Field(gt=0)
+    version: int | None = Field(None, gt=0, description="Version number read from a source; omitted: pinned on first fetch.")
     files: list[str] | None = None
 
 

@@ -3,8 +3,9 @@
 Structure (types, required fields) comes from the pydantic models. On top of it a manifest must:
 have an `id` equal to its file stem and unique across the checked files; carry a current SPDX licence;
 name taxonomy terms in its metadata (a sub-modality under the stated modality); ask only for tasks its
-layout can provide; and have a label vocabulary that questions can show (no abbreviations, enough labels
-for the requested number of options).
+layout can provide; have a label vocabulary that questions can show (no abbreviations, enough labels
+for the requested number of options); and record where its host, licence and layout were read, at
+`secondary` level or better, with labels not made by a model or mined from reports (`evidence.py`).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mmbu.curation.manifest.evidence import evidence_problems
 from mmbu.curation.manifest.hints import closest_name
 from mmbu.curation.manifest.licences import spdx_problem
 from mmbu.curation.manifest.model import METADATA_FACETS, DatasetManifest, ManifestError, load_manifest
@@ -69,8 +71,12 @@ def find_manifest_files(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
-def validate_files(files: Iterable[Path], taxonomy: Taxonomy) -> ValidationReport:
-    """Load and check every file; one file's problems never stop the others being checked."""
+def validate_files(files: Iterable[Path], taxonomy: Taxonomy, *, require_evidence: bool = True) -> ValidationReport:
+    """Load and check every file; one file's problems never stop the others being checked.
+
+    `require_evidence=False` (the build) accepts a manifest without a sufficient `evidence:` block; the
+    catalogue's check (`mmbu manifests validate`, CI) keeps the default.
+    """
     report = ValidationReport()
     ids: dict[str, Path] = {}
     for path in files:
@@ -80,14 +86,16 @@ def validate_files(files: Iterable[Path], taxonomy: Taxonomy) -> ValidationRepor
         except ManifestError as exc:
             report.problems += [ManifestProblem(path, where, reason) for where, reason in exc.problems]
             continue
-        report.problems += [ManifestProblem(path, where, reason) for where, reason in check_manifest(manifest, path, taxonomy)]
+        found = check_manifest(manifest, path, taxonomy, require_evidence=require_evidence)
+        report.problems += [ManifestProblem(path, where, reason) for where, reason in found]
         if manifest.id in ids:
             report.problems.append(ManifestProblem(path, "id", f"{manifest.id!r} is already the id of {ids[manifest.id]}"))
         ids.setdefault(manifest.id, path)
     return report
 
 
-def check_manifest(manifest: DatasetManifest, path: Path | None, taxonomy: Taxonomy) -> list[tuple[str, str]]:
+def check_manifest(manifest: DatasetManifest, path: Path | None, taxonomy: Taxonomy, *,
+                   require_evidence: bool = True) -> list[tuple[str, str]]:
     """Every (field path, reason) problem of one parsed manifest beyond its structure."""
     problems: list[tuple[str, str]] = []
     if path is not None and manifest.id != path.stem:
@@ -99,6 +107,8 @@ def check_manifest(manifest: DatasetManifest, path: Path | None, taxonomy: Taxon
     problems += list(_task_problems(manifest))
     problems += list(_label_problems(manifest, taxonomy))
     problems += list(_other_problems(manifest))
+    if require_evidence:
+        problems += evidence_problems(manifest.evidence)
     return problems
 
 

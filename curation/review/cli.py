@@ -16,7 +16,7 @@ from mmbu.curation.review.checks import load_build_results
 from mmbu.curation.review.ledger import Ledger, load_ledger
 from mmbu.curation.review.promotion import promote
 from mmbu.curation.review.rules import ReviewRules, RulesError, load_rules
-from mmbu.curation.review.trail import Trail, all_trails, funnel, write_audit
+from mmbu.curation.review.trail import Trail, all_trails, funnel, stops, write_audit
 from mmbu.taxonomy.model import TaxonomyError, load_taxonomy
 
 
@@ -161,12 +161,19 @@ def audit(space: Workspace, audit_file: Path | None) -> None:
 @review.command()
 @with_workspace
 def status(space: Workspace) -> None:
-    """The funnel: nominated → candidates → after round 2 → after round 3 → promoted."""
+    """The funnel: nominated → candidates → after round 2 → after round 3 → promoted, then where the rest stopped."""
     rows = funnel(space.trails, space.ledger)
     table = Table("stage", "datasets")
     for stage, count in rows:
         table.add_row(stage, str(count))
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    stopped = stops(space.trails)
+    if stopped:
+        why = Table("stopped at", "why", "datasets", title="not promoted: where each stopped and why")
+        for stage, reason, count in stopped:
+            why.add_row(stage, reason, str(count))
+        console.print(why)
     # the paper's own shorthand: nominated → candidates → after round 2 → after round 3
     picked = dict(rows)
     click.echo(" → ".join(str(picked[name]) for name in ("nominated (round 1)", "candidates (nominated + discovered)",

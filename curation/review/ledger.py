@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mmbu.curation.review.catalogue import CATALOGUE_DIR, TrailFile, load_trail_files
 from mmbu.curation.review.model import NOMINATIONS_FILE, Nomination, Review, ReviewFileError, load_nominations, load_review
 from mmbu.curation.review.rules import ReviewRules
 
@@ -21,6 +22,7 @@ class Ledger:
     nominations: dict[str, Nomination] = field(default_factory=dict)
     reviews: list[Review] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    trail_files: dict[str, TrailFile] = field(default_factory=dict)  # ref -> its per-dataset trail file
 
     def refs(self) -> list[str]:
         """Every dataset ever considered, nominations first, then candidates, then refs only reviews name."""
@@ -59,17 +61,28 @@ def load_ledger(reviews_dir: Path, candidates_dir: Path, rules: ReviewRules) -> 
             ledger.nominations = {n.ref: n for n in load_nominations(nominations)}
         except ReviewFileError as exc:
             ledger.problems.append(str(exc))
+    trail_files, problems = load_trail_files(reviews_dir, rules)
+    ledger.problems += problems
+    for trail in trail_files:
+        if trail.ref in ledger.nominations:
+            ledger.problems.append(f"{trail.path}: {trail.ref} is also nominated in {NOMINATIONS_FILE}; keep one")
+        ledger.trail_files[trail.ref] = trail
+        ledger.nominations.setdefault(trail.ref, Nomination(ref=trail.ref, title=trail.title, url=trail.url or "",
+                                                            nominated_by=trail.nominated_by, note=trail.note))
     by_key: dict[tuple[str, int, str], Review] = {}
     conflicts: set[tuple[str, int, str]] = set()
     files = sorted(p for p in reviews_dir.rglob("*.y*ml") if p.name != NOMINATIONS_FILE) if reviews_dir.is_dir() else []
+    loaded: list[Review] = [review for trail in trail_files for review in trail.as_reviews()]
     for path in files:
-        if path.suffix not in (".yaml", ".yml") or "drafts" in path.relative_to(reviews_dir).parts:
+        parts = path.relative_to(reviews_dir).parts
+        if path.suffix not in (".yaml", ".yml") or "drafts" in parts or parts[0] == CATALOGUE_DIR:
             continue
         try:
-            review = load_review(path, rules.criteria)
+            loaded.append(load_review(path, rules.criteria))
         except ReviewFileError as exc:
             ledger.problems.append(str(exc))
-            continue
+    for review in loaded:
+        path = review.path
         earlier = by_key.get(review.key)
         if earlier is None:
             by_key[review.key] = review

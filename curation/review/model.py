@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 Verdict = Literal["pass", "fail", "unsure"]
 NOMINATIONS_FILE = "nominations.yaml"
+REF_PATTERN = r"^(zenodo|huggingface|kaggle|paperswithcode|nominated):\S+$"
 
 
 class ReviewFileError(ValueError):
@@ -33,7 +34,7 @@ class Review(BaseModel):
     reviewer: str = Field(min_length=1)
     role: Literal["annotator", "expert"] = "annotator"
     round: Literal[2, 3]
-    candidate: str = Field(pattern=r"^(zenodo|huggingface|kaggle|paperswithcode|nominated):\S+$")
+    candidate: str = Field(pattern=REF_PATTERN)
     verdicts: dict[str, Verdict]
     decision: Literal["accept", "reject"]
     note: str | None = None
@@ -55,7 +56,7 @@ class Review(BaseModel):
 class Nomination(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    ref: str = Field(pattern=r"^(zenodo|huggingface|kaggle|paperswithcode|nominated):\S+$",
+    ref: str = Field(pattern=REF_PATTERN,
                      description="source:id of the dataset, or nominated:<slug> for one at no searched host.")
     title: str
     url: str
@@ -75,7 +76,7 @@ def _first_error(path: Path, exc: ValidationError) -> ReviewFileError:
     return ReviewFileError(f"{path}: field {where}: {first['msg']}")
 
 
-def _read_yaml(path: Path) -> object:
+def read_yaml(path: Path) -> object:
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -87,7 +88,7 @@ def _read_yaml(path: Path) -> object:
 def load_review(path: Path, criteria: dict[str, str]) -> Review:
     """Parse one reviewer file; every verdict must name a known criterion and every criterion needs a verdict."""
     try:
-        review = Review.model_validate(_read_yaml(path))
+        review = Review.model_validate(read_yaml(path))
     except ValidationError as exc:
         raise _first_error(path, exc) from None
     unknown = sorted(set(review.verdicts) - set(criteria))
@@ -102,6 +103,6 @@ def load_review(path: Path, criteria: dict[str, str]) -> Review:
 
 def load_nominations(path: Path) -> list[Nomination]:
     try:
-        return NominationsFile.model_validate(_read_yaml(path) or {}).nominations
+        return NominationsFile.model_validate(read_yaml(path) or {}).nominations
     except ValidationError as exc:
         raise _first_error(path, exc) from None

@@ -6,6 +6,7 @@ from the reviewer files; `write_audit` saves it as JSONL for the record.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ class Trail:
     checks: dict[str, dict[str, object]] = field(default_factory=dict)
     draft: str | None = None
     manifest: str | None = None
+    rejection: str | None = None  # the trail file's rejection reason (a key of rules.rejection_reasons)
 
     def passed(self, stage: str) -> bool:
         """True when the dataset got past `stage` (used by the funnel)."""
@@ -69,6 +71,13 @@ def trail_for(ref: str, ledger: Ledger, rules: ReviewRules, checks: Mapping[str,
     origin = [name for name, present in (("nominated", ref in ledger.nominations), ("discovered", record is not None))
               if present]
     trail = Trail(ref, ledger.title(ref), origin or ["review only"], "screening", "accepted", "")
+    trail_file = ledger.trail_files.get(ref)
+    if trail_file is not None:
+        trail.origin = [trail_file.origin, *trail.origin]
+        if trail_file.manifest and (datasets_dir / f"{trail_file.manifest}.yaml").is_file():
+            trail.manifest = str(datasets_dir / f"{trail_file.manifest}.yaml")
+        if trail_file.rejection is not None:
+            return _rejected(trail, trail_file.rejection, ledger, rules)
     if record is not None and record.get("excluded") and ref not in ledger.nominations:
         trail.status, trail.reason = "excluded", "; ".join(record.get("reasons") or record.get("flags") or ["excluded"])
         return trail
@@ -80,6 +89,23 @@ def trail_for(ref: str, ledger: Ledger, rules: ReviewRules, checks: Mapping[str,
         if outcome.status != "accepted":
             return trail
     return _round3_requirements(trail, ledger, rules, checks, build_results, datasets_dir, record)
+
+
+STAGE_OF_ROUND = {1: "screening", 2: "round 2", 3: "round 3"}
+
+
+def _rejected(trail: Trail, rejection, ledger: Ledger, rules: ReviewRules) -> Trail:
+    """A trail file's rejection (reason, quote, source) decides: the trail stops at the reason's round."""
+    reason = rules.rejection_reasons[rejection.reason]
+    trail.stage = STAGE_OF_ROUND[reason.round]
+    trail.status = "excluded" if reason.round == 1 else "rejected"
+    trail.rejection = rejection.reason
+    trail.reason = f"{rejection.reason}: \u201c{rejection.quote}\u201d ({rejection.source})"
+    for number in (2, 3):
+        names = sorted(review.reviewer for review in ledger.reviews_for(trail.ref, number))
+        if names:
+            trail.reviewers[STAGE_OF_ROUND[number]] = names
+    return trail
 
 
 def _round3_requirements(trail: Trail, ledger: Ledger, rules: ReviewRules, checks: Mapping[str, Check],
@@ -135,4 +161,26 @@ def funnel(trails: list[Trail], ledger: Ledger) -> list[tuple[str, int]]:
         ("after round 2", sum(t.passed("round 2") for t in trails)),
         ("after round 3", sum(t.passed("round 3") for t in trails)),
         ("promoted to manifests/datasets", sum(t.status == "promoted" for t in trails)),
+        ("in manifests/datasets (promoted or named by a trail file)", sum(t.manifest is not None for t in trails)),
     ]
+
+
+def stops(trails: list[Trail]) -> list[tuple[str, str, int]]:
+    """Where the trails that are not promoted stopped and why: (stage, reason, count), most frequent first.
+
+    Rejections count by their reason (licence-not-a-licence, credentialed-access, ...); pending trails by what
+    they wait for (a second annotator, an expert, the build-side checks).
+    """
+    counts: dict[tuple[str, str], int] = {}
+    for trail in trails:
+        if trail.status == "promoted":
+            continue
+        if trail.rejection:
+            why = trail.rejection
+        elif trail.status == "pending":
+            why = "waiting: " + re.sub(r"\d+ of (\d+) reviewers", r"fewer than \1 reviewers", trail.reason.split(": ")[0])
+        else:
+            why = f"{trail.status}: {trail.reason}" if trail.status != "accepted" else "accepted, not yet promoted"
+        key = (trail.stage, why)
+        counts[key] = counts.get(key, 0) + 1
+    return sorted(((stage, why, n) for (stage, why), n in counts.items()), key=lambda row: (-row[2], row[0], row[1]))

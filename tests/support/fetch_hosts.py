@@ -79,5 +79,5 @@ def serve_hf_dataset(server: LoopbackServer, repo: str, revision: str, files: di
         return Reply(200, data, {"X-Repo-Commit": revision, "ETag": f'"{hashlib.sha1(data).hexdigest()}"',
                                  "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"})
 
-    server.add("HEAD", f"^/datasets/{repo}/resolve/", resolve)
-    server.add("GET", f"^/datasets/{repo}/resolve/", resolve)
+    server.add("HEAD", f"^/datasets/{repo}/resolve/{revision}/", resolve)
+    server.add("GET", f"^/datasets/{repo}/resolve/{revision}/", resolve)

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import fnmatch
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mmbu.build.fetch.download import ByteProgress, DownloadRequest, NoProgress, download, file_digests
 from mmbu.build.fetch.lockfile import PinnedFile
@@ -23,6 +25,20 @@ class FetchContext:
     repo_root: Path
     pins: dict[str, PinnedFile] = field(default_factory=dict)
     progress: ByteProgress = field(default_factory=NoProgress)
+    # Source fields the manifest leaves out (HF revision, Kaggle version): `pinned` as manifests.lock holds them;
+    # an adapter that had to resolve one (first fetch) puts the value it used in `resolved`.
+    pinned: dict[str, Any] = field(default_factory=dict)
+    resolved: dict[str, Any] = field(default_factory=dict)
+
+    def pinned_or_resolved(self, name: str, stated: Any, resolve: Callable[[], Any]) -> Any:
+        """The manifest's value if it states one, else the lock's pin, else `resolve()` (recorded for the lock)."""
+        if stated is not None:
+            return stated
+        value = self.pinned.get(name)
+        if value is None:
+            value = resolve()
+        self.resolved[name] = value
+        return value
 
     def pinned_sha256(self, name: str) -> str | None:
         pin = self.pins.get(name)

@@ -3,7 +3,8 @@
 huggingface_hub reads HF_ENDPOINT when it is imported; we read it at call time and pass it explicitly,
 so the variable works however the process started. Downloads land in `$MMBU_DATA/downloads/<id>/huggingface`
 (huggingface_hub's cache layout: it resumes interrupted files itself) and are copied into staging; the folder
-goes once the dataset is complete. HF_TOKEN is picked up by huggingface_hub from the environment. The host is
+goes once the dataset is complete. A manifest without `revision` is fetched at the commit manifests.lock pins,
+or on the first fetch at the default branch's current commit (then pinned). HF_TOKEN is picked up by huggingface_hub from the environment. The host is
 reserved in the PoliteSession for the duration (one worker, rate cap, breaker); retries and 429 handling inside
 are huggingface_hub's own (`http_backoff`).
 """
@@ -19,16 +20,21 @@ from mmbu.curation.manifest.source import HuggingFaceSource
 
 
 def fetch_huggingface(source: HuggingFaceSource, context: FetchContext) -> list[FetchedFile]:
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import HfApi, snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     endpoint = os.environ.get("HF_ENDPOINT") or None
+    shown = f"{source.repo}@{source.revision[:12]}" if source.revision else source.repo
     try:
         with context.session.reserve_host(endpoint or "https://huggingface.co"):
+            # No revision in the manifest: the lock's pin, or (first fetch) the default branch's current commit.
+            revision = context.pinned_or_resolved("revision", source.revision, lambda: HfApi(
+                endpoint=endpoint, user_agent=USER_AGENT).dataset_info(source.repo).sha)
+            shown = f"{source.repo}@{revision[:12]}"
             folder = snapshot_download(
                 repo_id=source.repo,
                 repo_type="dataset",
-                revision=source.revision,
+                revision=revision,
                 allow_patterns=source.patterns,
                 cache_dir=context.downloads / "huggingface",  # removed with downloads/<id>/ once complete
                 endpoint=endpoint,
@@ -39,11 +45,9 @@ def fetch_huggingface(source: HuggingFaceSource, context: FetchContext) -> list[
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         # e.g. "404 Client Error. Repository Not Found for url: ..."
         summary = " ".join(lines[:2]) or type(exc).__name__
-        raise FetchError(f"Hugging Face dataset {source.repo}@{source.revision[:12]}: {summary}") from None
+        raise FetchError(f"Hugging Face dataset {shown}: {summary}") from None
     root = Path(folder)
     names = tree_files(root, follow_links=True)
     if not names:
-        raise FetchError(f"Hugging Face dataset {source.repo}@{source.revision[:12]} has no files matching "
-                         f"{source.patterns or '*'}")
-    return [context.copy_in(root, name, origin=f"hf://datasets/{source.repo}@{source.revision}/{name}")
-            for name in names]
+        raise FetchError(f"Hugging Face dataset {shown} has no files matching {source.patterns or '*'}")
+    return [context.copy_in(root, name, origin=f"hf://datasets/{source.repo}@{revision}/{name}") for name in names]

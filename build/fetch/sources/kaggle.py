@@ -3,7 +3,9 @@
 `POST {MMBU_KAGGLE_URL}/v1/datasets.DatasetApiService/DownloadDataset` with a camelCase JSON body and
 HTTP Basic `username:key` answers with a redirect to the file; the redirect drops our credentials when it
 leaves the API host (requests does that), and a resume re-sends the POST with a Range header. Kaggle
-publishes no checksums, so the sha256 pinned in manifests.lock is the only guard. The `kaggle` package is
+publishes no checksums, so the sha256 pinned in manifests.lock is the only guard. A manifest without `version`
+is fetched at the version manifests.lock pins, or on the first fetch at `GetDataset`'s currentVersionNumber
+(then pinned). The `kaggle` package is
 not imported: it authenticates and prints at import time.
 """
 from __future__ import annotations
@@ -45,13 +47,28 @@ def kaggle_credentials() -> tuple[tuple[str, str] | None, dict[str, str]]:
                      "in ~/.kaggle (see https://www.kaggle.com/docs/api)")
 
 
+def current_version(owner: str, slug: str, auth, headers: dict[str, str], context: FetchContext) -> int:
+    """The dataset's current version number (`DatasetApiService/GetDataset`, field currentVersionNumber)."""
+    answer = context.session.post_json(f"{kaggle_base_url()}/v1/datasets.DatasetApiService/GetDataset",
+                                       json={"ownerSlug": owner, "datasetSlug": slug}, auth=auth,
+                                       headers=headers, use_cache=False)
+    version = answer.get("currentVersionNumber") if isinstance(answer, dict) else None
+    if not isinstance(version, int) or version < 1:
+        raise FetchError(f"Kaggle dataset {owner}/{slug}: GetDataset gave no currentVersionNumber, so the version "
+                         "cannot be pinned; write `version:` in the manifest")
+    return version
+
+
 def fetch_kaggle(source: KaggleSource, context: FetchContext) -> list[FetchedFile]:
     auth, headers = kaggle_credentials()
     owner, slug = source.dataset.split("/", 1)
+    # No version in the manifest: the lock's pin, or (first fetch) the current version, then pinned.
+    version = context.pinned_or_resolved("version", source.version,
+                                         lambda: current_version(owner, slug, auth, dict(headers), context))
     url = f"{kaggle_base_url()}/v1/datasets.DatasetApiService/DownloadDataset"
     fetched = []
     for file_name in source.files or [None]:
-        body = {"ownerSlug": owner, "datasetSlug": slug, "datasetVersionNumber": source.version}
+        body = {"ownerSlug": owner, "datasetSlug": slug, "datasetVersionNumber": version}
         if file_name:
             body["fileName"] = file_name
         fetched.append(context.download(DownloadRequest(

@@ -31,6 +31,16 @@ BASE_MANIFEST = {
                "eosinophil": "eosinophil", "basophil": {"name": "basophil", "synonyms": ["basophilic granulocyte"]}},
     "questions": {"options_name": "blood cell type", "n_options": 5},
     "curation": {"round": 3, "reviewers": ["reviewer-a", "reviewer-b"]},
+    "evidence": {
+        "host": {"source": "https://zenodo.org/records/3835", "level": "primary"},
+        "licence": [{"source": "https://zenodo.org/records/3835", "level": "primary",
+                     "quote": "Creative Commons Attribution 4.0 International"}],
+        "layout": {"source": "someorg/loaders@0123abc:datasets/blood.py", "level": "secondary",
+                   "quote": "images/<class>/*.jpg"},
+        "labels": {"provenance": "experts", "cites": {"source": "https://doi.org/10.1016/j.dib.2020.105474",
+                                                      "level": "primary"}},
+        "samples": {"count": 17092, "cites": {"source": "https://zenodo.org/records/3835", "level": "primary"}},
+    },
 }
 
 

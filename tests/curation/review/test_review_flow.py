@@ -70,7 +70,8 @@ def test_round_2_then_round_3_promotes_a_valid_manifest(tree, tmp_path, write_re
     status = review(tree, "status", checks=checks)
     assert funnel_rows(status.stdout) == {
         "nominated (round 1)": 2, "candidates (nominated + discovered)": 5, "after screening": 4,
-        "after round 2": 1, "after round 3": 1, "promoted to manifests/datasets": 1}
+        "after round 2": 1, "after round 3": 1, "promoted to manifests/datasets": 1,
+        "in manifests/datasets (promoted or named by a trail file)": 1}
     assert "2 → 5 → 1 → 1" in status.stdout
 
 
