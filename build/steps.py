@@ -40,7 +40,7 @@ from mmbu.taxonomy import Taxonomy, load_taxonomy
 # rows.parquet) changes shape: the package version alone does not change between development edits,
 # and a cached file in the old shape would otherwise be trusted (and fail the dataset). Converted
 # PNGs are keyed by the package version only, so a bump re-runs the steps but reuses the images.
-STEPS_FORMAT = 3  # 3: a DICOM whole-slide series is one sample (with its companion files)
+STEPS_FORMAT = 4  # 3: a DICOM whole-slide series is one sample (with its companion files); 4: Sample.provenance
 
 
 @dataclass(frozen=True)
@@ -112,10 +112,12 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         outcome.skipped.append("layout")
     else:
         state.forget_from(["convert", "rows"])
-        samples, exclusions = read_samples(manifest, raw_dir)
+        samples, exclusions = read_samples(manifest, raw_dir, work / "layout-cache")
         write_json_atomic(samples_path, [s.model_dump(mode="json") for s in samples])
         write_json_atomic(layout_exclusions_path, [e.model_dump() for e in exclusions])
-        state.record("layout", layout_key, [samples_path, layout_exclusions_path], {"samples": len(samples)})
+        derived = [Path(p) for s in samples for p in (s.image_path, s.mask_path)
+                   if p is not None and Path(p).is_relative_to(work / "layout-cache")]  # gone: read the layout again
+        state.record("layout", layout_key, [samples_path, layout_exclusions_path, *derived], {"samples": len(samples)})
         outcome.ran.append("layout")
     exclusions = _read_exclusions(layout_exclusions_path)
 

@@ -1,7 +1,7 @@
 """Read samples out of a fetched dataset as its manifest's layout describes.
 
 Public face:
-    read_samples(manifest, raw_dir) -> (list[Sample], list[Exclusion])
+    read_samples(manifest, raw_dir, cache_dir) -> (list[Sample], list[Exclusion])
     Sample, Region, Exclusion, make_sample_id
     regions_from_mask, region_mask, read_mask, mask_box, mask_png (masks -> regions -> ROI PNG + box)
     FrameMap, frame_map_from_record, map_boxes, map_mask          (source frame -> PNG frame)
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmbu.build.layouts import coco, folder_per_class, label_table, mask_pairs, voc, yolo
+from mmbu.build.layouts import arrays, coco, folder_per_class, label_table, mask_files, mask_pairs, voc, yolo
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.frames import FrameMap, frame_map_from_record, map_boxes, map_mask
 from mmbu.build.layouts.grounding import ConvertedImage, place_items
@@ -34,12 +34,19 @@ READERS = {
     "yolo": yolo.read,
     "voc": voc.read,
     "image_mask_pairs": mask_pairs.read,
+    "mask_files": mask_files.read,
+    "arrays": arrays.read,
 }
 
 
-def read_samples(manifest: DatasetManifest, raw_dir: str | Path) -> tuple[list[Sample], list[Exclusion]]:
-    """All usable samples of one fetched dataset (`$MMBU_DATA/raw/<id>/`) and the items dropped on the way."""
-    ctx = LayoutContext(manifest=manifest, raw_dir=Path(raw_dir))
+def read_samples(manifest: DatasetManifest, raw_dir: str | Path, cache_dir: str | Path | None = None
+                 ) -> tuple[list[Sample], list[Exclusion]]:
+    """All usable samples of one fetched dataset (`$MMBU_DATA/raw/<id>/`) and the items dropped on the way.
+
+    `cache_dir` receives the images and masks a layout derives (array slices, table cells, assembled
+    masks; see `derived`); the build passes `$MMBU_DATA/work/<id>/layout-cache`.
+    """
+    ctx = LayoutContext(manifest=manifest, raw_dir=Path(raw_dir), cache_dir=Path(cache_dir) if cache_dir else None)
     if not ctx.raw_dir.is_dir():
         ctx.exclude(str(raw_dir), "the dataset has not been fetched: its raw folder does not exist")
         return [], ctx.exclusions

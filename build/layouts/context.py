@@ -1,10 +1,13 @@
 """The shared bookkeeping of every layout reader: ids, vocabulary checks and exclusions."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
+from mmbu.build.layouts.derived import DerivedFiles, DerivedImageError, source_identity
 from mmbu.build.layouts.dicom_slides import SlideListing, SlideSeriesCollector
 from mmbu.build.layouts.files import header_metadata, image_size, is_dicom, is_nifti, relative
 from mmbu.build.layouts.sample import Region, Sample, make_sample_id
@@ -18,6 +21,7 @@ class LayoutContext:
 
     manifest: DatasetManifest
     raw_dir: Path
+    cache_dir: Path | None = None  # derived images and masks (see `derived`); beside raw_dir when not given
     samples: list[Sample] = field(default_factory=list)
     exclusions: list[Exclusion] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set)
@@ -25,6 +29,9 @@ class LayoutContext:
 
     def __post_init__(self) -> None:
         self._slides = SlideSeriesCollector(self.raw_dir)
+        if self.cache_dir is None:
+            self.cache_dir = self.raw_dir.with_name(f"{self.raw_dir.name}.layout-cache")
+        self.derived = DerivedFiles(self.cache_dir)
 
     @property
     def dataset_id(self) -> str:
@@ -57,7 +64,8 @@ class LayoutContext:
 
     def add(self, image: Path, *, label: str | None = None, regions: Iterable[Region] = (),
             mask_path: Path | None = None, row_metadata: dict[str, str] | None = None,
-            size: tuple[int, int] | None = None, grounded: bool = False) -> Sample | None:
+            size: tuple[int, int] | None = None, grounded: bool = False,
+            provenance: dict[str, str] | None = None) -> Sample | None:
         """Record one sample; returns None (with an exclusion) when it cannot be used.
 
         `grounded` says the sample exists for its regions, so losing all of them drops it. An instance
@@ -77,7 +85,76 @@ class LayoutContext:
                                  "it holds the instances of exactly one DICOM whole-slide series")
             return None
         return self._add_file(image, label=listing.label, regions=listing.regions, mask_path=mask_path,
-                              row_metadata=listing.row_metadata, size=size, grounded=grounded)
+                              row_metadata=listing.row_metadata, size=size, grounded=grounded,
+                              provenance=provenance or {})
+
+    def add_derived(self, source: Path, frame: str, image: Callable[[], np.ndarray | bytes], *,
+                    label: str | None = None, regions: Iterable[Region] = (), mask: np.ndarray | None = None,
+                    row_metadata: dict[str, str] | None = None, grounded: bool = False,
+                    provenance: dict[str, str] | None = None) -> Sample | None:
+        """Record a sample that is a part of `source` (an array slice, a table cell): `frame` says which
+        part (`key=train_images;index=12`) and with the source's path makes the stable sample id.
+
+        `image()` returns the pixels (an array) or encoded image bytes; it is called only when the cached
+        file is missing or stale. `mask` is the sample's label mask (its regions' `mask_value`s), stored
+        beside it. Returns None (with an exclusion) when the sample cannot be used.
+        """
+        source_path = self.rel(source)
+        sample_id = make_sample_id(self.dataset_id, source_path, frame)
+        if sample_id in self._seen:
+            self.exclude(f"{source_path}#{frame}", "the item is listed more than once; the first listing is kept",
+                         sample_id)
+            return None
+        if label is not None and not self.known_label(label):
+            self.exclude(f"{source_path}#{frame}", f"label {label!r} is not in the manifest's label vocabulary",
+                         sample_id)
+            return None
+        kept = self._known_regions(regions, source_path, frame)
+        if grounded and not kept:
+            self.exclude(f"{source_path}#{frame}", "no annotated object with a known label is left in this image",
+                         sample_id)
+            return None
+        identity = source_identity(source, frame=frame)
+        try:
+            image_path, notes = (self.derived.cached("images", sample_id, identity)
+                                 or self.derived.write("images", sample_id, identity, image()))
+            mask_path = None
+            if mask is not None:
+                mask_path, _ = (self.derived.cached("masks", sample_id, identity)
+                                or self.derived.write("masks", sample_id, identity, mask, is_mask=True))
+        except DerivedImageError as exc:
+            self.exclude(f"{source_path}#{frame}", str(exc), sample_id)
+            return None
+        height, width = (mask.shape[:2] if mask is not None else (None, None))
+        size = (int(width), int(height)) if mask is not None else image_size(image_path)
+        sample = Sample(
+            sample_id=sample_id, dataset_id=self.dataset_id, source_path=source_path, image_path=image_path,
+            frame=frame, label=label, regions=tuple(kept), mask_path=mask_path, image_size=size,
+            row_metadata=row_metadata or {}, provenance={**(provenance or {}), **notes},
+        )
+        self.samples.append(sample)
+        self._seen.add(sample_id)
+        return sample
+
+    def store_mask(self, image: Path, mask: np.ndarray, sources: Iterable[Path]) -> Path:
+        """Write the label mask assembled for the dataset file `image` (from per-object files, polygons,
+        thresholded JPEG) into the layout cache, keyed by the sample id `add(image)` gives and by the
+        identity of the annotation files it was made from; returns the path to pass as `mask_path`."""
+        sample_id = make_sample_id(self.dataset_id, self.rel(image), self.frame_for(image))
+        identity = {"sources": [source_identity(p) for p in sources], "shape": list(mask.shape)}
+        found = self.derived.cached("masks", sample_id, identity)
+        return (found or self.derived.write("masks", sample_id, identity, mask, is_mask=True))[0]
+
+    def _known_regions(self, regions: Iterable[Region], source_path: str, frame: str | None) -> list[Region]:
+        kept: list[Region] = []
+        for region in regions:
+            if self.known_label(region.label):
+                kept.append(region)
+            else:
+                self.exclude(f"{source_path}#{region.instance}",
+                             f"object label {region.label!r} is not in the manifest's label vocabulary",
+                             make_sample_id(self.dataset_id, source_path, frame, region.instance))
+        return kept
 
     def list_unannotated_slide_instance(self, image: Path) -> bool:
         """Hand a DICOM whole-slide instance that has no annotation file of its own (a lower level, the
@@ -97,7 +174,7 @@ class LayoutContext:
 
     def _add_file(self, image: Path, *, label: str | None, regions: Iterable[Region], mask_path: Path | None,
                   row_metadata: dict[str, str], size: tuple[int, int] | None, grounded: bool,
-                  companions: tuple[Path, ...] = ()) -> Sample | None:
+                  companions: tuple[Path, ...] = (), provenance: dict[str, str] | None = None) -> Sample | None:
         source = self.rel(image)
         frame = self.frame_for(image)
         sample_id = make_sample_id(self.dataset_id, source, frame)
@@ -110,14 +187,7 @@ class LayoutContext:
         if label is not None and not self.known_label(label):
             self.exclude(source, f"label {label!r} is not in the manifest's label vocabulary", sample_id)
             return None
-        kept: list[Region] = []
-        for region in regions:
-            if self.known_label(region.label):
-                kept.append(region)
-            else:
-                self.exclude(f"{source}#{region.instance}",
-                             f"object label {region.label!r} is not in the manifest's label vocabulary",
-                             make_sample_id(self.dataset_id, source, frame, region.instance))
+        kept = self._known_regions(regions, source, frame)
         if grounded and not kept:
             self.exclude(source, "no annotated object with a known label is left in this image", sample_id)
             return None
@@ -125,7 +195,7 @@ class LayoutContext:
             sample_id=sample_id, dataset_id=self.dataset_id, source_path=source, image_path=image,
             frame=frame, label=label, regions=tuple(kept), mask_path=mask_path,
             image_size=size or image_size(image), file_metadata=header_metadata(image),
-            row_metadata=row_metadata, companion_paths=companions,
+            row_metadata=row_metadata, companion_paths=companions, provenance=provenance or {},
         )
         self.samples.append(sample)
         self._seen.add(sample_id)

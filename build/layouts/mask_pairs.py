@@ -7,7 +7,7 @@ import numpy as np
 
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import glob_files, image_size, is_nifti, stem
-from mmbu.build.layouts.masks import MaskError, read_mask, regions_from_mask
+from mmbu.build.layouts.masks import MaskError, MaskRules, read_mask, regions_from_mask
 from mmbu.build.layouts.sample import Region
 from mmbu.curation.manifest.layout import ImageMaskPairsLayout
 
@@ -33,7 +33,7 @@ def read(layout: ImageMaskPairsLayout, ctx: LayoutContext) -> None:
             continue
         used.add(key)
         if is_nifti(image) or is_nifti(mask):
-            _read_volume_pair(layout, ctx, image, mask)
+            read_volume_pair(ctx, image, mask, MaskRules.of(layout))
         else:
             _read_flat_pair(layout, ctx, image, mask)
     for key in sorted(set(masks) - used):
@@ -54,7 +54,7 @@ def _read_flat_pair(layout: ImageMaskPairsLayout, ctx: LayoutContext, image: Pat
     ctx.add(image, regions=regions_from_mask(mask, layout), mask_path=mask_path, size=size, grounded=True)
 
 
-def _read_volume_pair(layout: ImageMaskPairsLayout, ctx: LayoutContext, image: Path, mask_path: Path) -> None:
+def read_volume_pair(ctx: LayoutContext, image: Path, mask_path: Path, rules: MaskRules) -> None:
     """Volumes: check the grids agree and list the values present; boxes come from the converted slice."""
     import nibabel
 
@@ -69,8 +69,8 @@ def _read_volume_pair(layout: ImageMaskPairsLayout, ctx: LayoutContext, image: P
                                         f"is {'x'.join(map(str, image_shape))}")
         return
     regions = []
-    for value in (int(v) for v in np.unique(volume) if int(v) != layout.background):
-        label = layout.instance_label if layout.instances == "ids" else layout.mask_values.get(value, str(value))
+    for value in (int(v) for v in np.unique(volume) if int(v) != rules.background):
+        label = rules.instance_label if rules.instances == "ids" else rules.label_of(value)
         regions.append(Region(label=label or str(value), instance=f"v{value}", mask_value=value))
     ctx.add(image, regions=regions, mask_path=mask_path, size=(int(image_shape[0]), int(image_shape[1])),
             grounded=True)

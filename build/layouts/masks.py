@@ -7,6 +7,7 @@ functions to a converted (resized or re-sliced) mask as the layout applies to th
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from scipy import ndimage
 
 from mmbu.build.layouts.files import is_nifti
 from mmbu.build.layouts.sample import Region
-from mmbu.curation.manifest.layout import ImageMaskPairsLayout
+from mmbu.curation.manifest.layout import ImageMaskPairsLayout, MaskFilesLayout
 
 
 class MaskError(ValueError):
@@ -55,32 +56,62 @@ def _box(slices: tuple[slice, slice]) -> tuple[float, float, float, float]:
     return (float(cols.start), float(rows.start), float(cols.stop), float(rows.stop))
 
 
-def regions_from_mask(mask: np.ndarray, layout: ImageMaskPairsLayout) -> list[Region]:
+@dataclass(frozen=True)
+class MaskRules:
+    """How a label mask's values become regions: `instances` `none` (one region per value),
+    `components` (each connected component of a value) or `ids` (each value one object of
+    `instance_label`); `labels` maps values to raw labels, `default_label` takes the others (the
+    value itself, as text, when None, so the vocabulary check reports it)."""
+
+    labels: dict[int, str] = field(default_factory=dict)
+    background: int = 0
+    instances: str = "none"
+    instance_label: str | None = None
+    default_label: str | None = None
+    min_region_pixels: int = 1
+
+    @classmethod
+    def of(cls, layout: ImageMaskPairsLayout | MaskFilesLayout, default_label: str | None = None) -> "MaskRules":
+        """The rules a mask layout declares (`image_mask_pairs`, or `mask_files` with value masks)."""
+        if isinstance(layout, MaskFilesLayout):
+            instances = {"values": "none", "components": "components", "ids": "ids"}.get(layout.objects, "none")
+            return cls(labels=dict(layout.mask_values), background=layout.background, instances=instances,
+                       instance_label=layout.label or default_label, default_label=default_label,
+                       min_region_pixels=layout.min_region_pixels)
+        return cls(labels=dict(layout.mask_values), background=layout.background, instances=layout.instances,
+                   instance_label=layout.instance_label, min_region_pixels=layout.min_region_pixels)
+
+    def label_of(self, value: int) -> str:
+        return self.labels.get(value, self.default_label if self.default_label is not None else str(value))
+
+
+def regions_from_mask(mask: np.ndarray, rules: MaskRules | ImageMaskPairsLayout) -> list[Region]:
     """Regions of a 2-D label mask with their pixel-edge boxes, in a stable order.
 
-    Labels come from `layout.mask_values` (the value itself, as text, when unmapped, so that the
-    vocabulary check reports it); regions under `min_region_pixels` are dropped as specks.
+    Regions under `min_region_pixels` are dropped as specks.
     """
+    if not isinstance(rules, MaskRules):
+        rules = MaskRules.of(rules)
     regions: list[Region] = []
-    values = [int(v) for v in np.unique(mask) if int(v) != layout.background]
+    values = [int(v) for v in np.unique(mask) if int(v) != rules.background]
     for value in values:
         where = mask == value
-        if layout.instances == "ids":
-            if where.sum() >= layout.min_region_pixels:
-                regions.append(Region(label=layout.instance_label or str(value), instance=f"id-{value}",
+        if rules.instances == "ids":
+            if where.sum() >= rules.min_region_pixels:
+                regions.append(Region(label=rules.instance_label or str(value), instance=f"id-{value}",
                                       box=_box(ndimage.find_objects(where.astype(np.uint8))[0]),
                                       mask_value=value))
             continue
-        label = layout.mask_values.get(value, str(value))
-        if layout.instances == "none":
-            if where.sum() >= layout.min_region_pixels:
+        label = rules.label_of(value)
+        if rules.instances == "none":
+            if where.sum() >= rules.min_region_pixels:
                 regions.append(Region(label=label, instance=f"v{value}",
                                       box=_box(ndimage.find_objects(where.astype(np.uint8))[0]), mask_value=value))
             continue
         components, count = ndimage.label(where)  # 4-connectivity, raster order: stable for a given file
         sizes = ndimage.sum_labels(where, components, index=range(1, count + 1))
         for index, slices in enumerate(ndimage.find_objects(components), start=1):
-            if slices is not None and sizes[index - 1] >= layout.min_region_pixels:
+            if slices is not None and sizes[index - 1] >= rules.min_region_pixels:
                 regions.append(Region(label=label, instance=f"v{value}-c{index}", box=_box(slices),
                                       mask_value=value, component=index))
     return regions

@@ -56,6 +56,9 @@ class Sample(BaseModel):
     companion_paths: tuple[Path, ...] = Field(
         (), description="Other files the converter reads with `image_path` (every instance of a DICOM whole-slide "
                         "series): a change to any of them converts the sample again.")
+    provenance: dict[str, str] = Field(
+        default_factory=dict, description="How the layout made `image_path`/`mask_path` when they are not files of "
+                                          "the dataset (array member and index, Parquet row, mask threshold, ...).")
 
     def region_id(self, region: Region) -> str:
         """The stable id of a grounded row about `region` (dataset + path + frame + instance)."""

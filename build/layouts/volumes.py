@@ -7,13 +7,15 @@ regions read from that converted slice are already in the PNG's frame.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from mmbu.build.layouts.masks import regions_from_mask
+from mmbu.build.layouts.masks import MaskRules, regions_from_mask
 from mmbu.build.layouts.sample import Sample
 from mmbu.core.exclusions import Exclusion
 from mmbu.curation.manifest import DatasetManifest
-from mmbu.curation.manifest.layout import ImageMaskPairsLayout
+from mmbu.curation.manifest.layout import ImageMaskPairsLayout, MaskFilesLayout
 
 
 def with_converted_mask(sample: Sample, converted_mask: np.ndarray, manifest: DatasetManifest
@@ -24,11 +26,15 @@ def with_converted_mask(sample: Sample, converted_mask: np.ndarray, manifest: Da
     usable region drops the sample.
     """
     layout = manifest.layout
-    if not isinstance(layout, ImageMaskPairsLayout):
-        raise TypeError(f"{manifest.id}: with_converted_mask needs an image_mask_pairs layout, not {layout.kind}")
+    if not isinstance(layout, (ImageMaskPairsLayout, MaskFilesLayout)):
+        raise TypeError(f"{manifest.id}: with_converted_mask needs a mask layout, not {layout.kind}")
+    # the labels the layout gave each value when it listed the volume (a mask_files label_part included)
+    listed = {r.mask_value: r.label for r in sample.regions if r.mask_value is not None}
+    rules = MaskRules.of(layout)
+    rules = replace(rules, labels={**rules.labels, **listed})
     exclusions: list[Exclusion] = []
     kept = []
-    for region in regions_from_mask(converted_mask, layout):
+    for region in regions_from_mask(converted_mask, rules):
         if manifest.label_spec(region.label) is None:
             exclusions.append(Exclusion(dataset_id=sample.dataset_id, sample_id=sample.region_id(region),
                                         item=f"{sample.source_path}#{region.instance}", stage="layout",

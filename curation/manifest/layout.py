@@ -9,32 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from mmbu.curation.manifest.templates import parse_template
 
-# metadata field -> column of a label table holding a per-sample value for it
-MetadataColumns = dict[str, str]
+from mmbu.curation.manifest.layout_base import BOXES, CLASSIFY, MASKS, MetadataColumns, LayoutBase
+from mmbu.curation.manifest.layout_arrays import ArraysLayout
 
 
-CLASSIFY = frozenset({"ungrounded_classification"})
-BOXES = frozenset({"box_grounded_classification", "object_detection"})
-MASKS = frozenset({"mask_grounded_classification"})
-
-
-class _Layout(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    def feeds(self) -> frozenset[str]:
-        """The tasks this layout can feed (the validator rejects a manifest asking for others)."""
-        raise NotImplementedError
-
-    def declared_labels(self) -> Iterator[tuple[str, str]]:
-        """(field path, raw label) for every raw label written in the layout itself; each must be in `labels`."""
-        return iter(())
-
-
-class FolderPerClassLayout(_Layout):
+class FolderPerClassLayout(LayoutBase):
     """<root>/<label>/<file>: the name of a class folder is the raw label.
 
     By default the class folders sit directly under `root`. `folders` places them deeper, as a
@@ -69,7 +52,7 @@ class FolderPerClassLayout(_Layout):
         return CLASSIFY
 
 
-class LabelTableLayout(_Layout):
+class LabelTableLayout(LayoutBase):
     """A CSV/TSV table with one row per image; extra columns may carry per-sample metadata.
 
     The raw label is found in one of three ways: `label_column` (one value per row); `label_column`
@@ -125,7 +108,7 @@ class LabelTableLayout(_Layout):
             yield "layout.no_finding", self.no_finding
 
 
-class CocoLayout(_Layout):
+class CocoLayout(LayoutBase):
     """COCO detection JSON: `images`, `annotations` (bbox = [x, y, width, height]) and `categories`."""
 
     kind: Literal["coco"]
@@ -136,7 +119,7 @@ class CocoLayout(_Layout):
         return BOXES
 
 
-class YoloLayout(_Layout):
+class YoloLayout(LayoutBase):
     """YOLO txt: one `<class> <cx> <cy> <w> <h>` line per object, normalised to the image size.
 
     A label file is paired with the image of the same relative stem under `images`' folder.
@@ -155,7 +138,7 @@ class YoloLayout(_Layout):
             yield f"layout.class_names.{index}", raw
 
 
-class VocLayout(_Layout):
+class VocLayout(LayoutBase):
     """Pascal VOC XML files (`<filename>`, `<size>`, `<object><name><bndbox>`)."""
 
     kind: Literal["voc"]
@@ -166,7 +149,7 @@ class VocLayout(_Layout):
         return BOXES
 
 
-class ImageMaskPairsLayout(_Layout):
+class ImageMaskPairsLayout(LayoutBase):
     """Image files with same-stem mask files (PNG, TIFF or NIfTI label volumes).
 
     `mask_values` maps a mask value to a raw label; `background` is ignored. `instances` says how
@@ -209,7 +192,79 @@ class ImageMaskPairsLayout(_Layout):
             yield "layout.instance_label", self.instance_label
 
 
+class MaskFilesLayout(LayoutBase):
+    """Masks paired with images by path templates with named parts, not only by the same stem.
+
+    `image` is a template for the image files; each of `masks` is a template whose parts shared with
+    `image` say which image a mask belongs to; its other parts and globs let one image have several
+    mask files. `objects` says what one mask file holds:
+
+    - `file`: the file is one object (the 2018 Data Science Bowl's `<id>/masks/*.png`, one PNG per
+      nucleus; BUSI's `benign (4)_mask.png` plus `benign (4)_mask_1.png` for a second lesion);
+    - `values`: each value is one object (KiTS19's `segmentation.nii.gz`: 1 kidney, 2 tumour);
+    - `components`: each connected component is one object (of the foreground when `label` or
+      `label_part` gives the file one class, else of each value);
+    - `ids`: each value is an instance id of one class.
+
+    The raw label is `label` (every object), a value of `mask_values`, or the text of the image's named
+    part `label_part` (BUSI's class folder). Lossy (JPEG) masks are thresholded: with `objects: file`
+    or `components` a pixel belongs to the object when its value is at least `threshold` (default
+    128); with `values` each pixel takes the nearest declared value and structures thinner than three
+    pixels are removed, so compression ringing never becomes specks of another class. The threshold
+    used is recorded in the sample's provenance.
+    """
+
+    kind: Literal["mask_files"]
+    image: str = Field(description="Template of the image files, e.g. 'stage1_train/{id}/images/{id}.png'.")
+    masks: list[str] = Field(min_length=1, description="Templates of the mask files, e.g. "
+                                                       "['stage1_train/{id}/masks/*.png'].")
+    objects: Literal["file", "values", "components", "ids"] = "values"
+    label: str | None = Field(None, description="Raw label of every object (objects: file or ids).")
+    label_part: str | None = Field(None, description="Named part of `image` whose text is the raw label.")
+    mask_values: dict[int, str] = Field(default_factory=dict, description="Mask value -> raw label (objects: "
+                                                                          "values or components).")
+    background: int = 0
+    threshold: int | None = Field(None, ge=1, le=255, description="Foreground from this value up (8-bit masks); "
+                                                                  "128 for JPEG masks when omitted.")
+    min_region_pixels: int = Field(1, ge=1, description="Objects smaller than this are dropped as specks.")
+
+    @field_validator("image")
+    @classmethod
+    def _image_template(cls, value: str) -> str:
+        if not parse_template(value).names:
+            raise ValueError(f"{value!r} names no part (such as {{stem}} or {{id}}) to pair masks by")
+        return value
+
+    @model_validator(mode="after")
+    def _masks_share_parts_and_labels_are_given(self) -> "MaskFilesLayout":
+        image_names = set(parse_template(self.image).names)
+        for text in self.masks:
+            if not image_names & set(parse_template(text).names):
+                raise ValueError(f"mask template {text!r} shares no named part with image {self.image!r}, "
+                                 "so no mask can be paired with an image")
+        if self.label_part is not None and self.label_part not in image_names:
+            raise ValueError(f"label_part {self.label_part!r} is not a part of image "
+                             f"(parts: {', '.join(sorted(image_names))})")
+        by_file = self.objects in ("file", "ids")
+        if by_file and not (self.label or self.label_part):
+            raise ValueError(f"objects: {self.objects} needs label (one raw label for every object) or label_part")
+        binary_components = self.objects == "components" and self.label
+        if not by_file and not (self.mask_values or self.label_part or binary_components):
+            raise ValueError(f"objects: {self.objects} needs mask_values (mask value -> raw label) or label_part")
+        return self
+
+    def feeds(self) -> frozenset[str]:
+        return MASKS if self.objects == "values" else MASKS | BOXES
+
+    def declared_labels(self) -> Iterator[tuple[str, str]]:
+        for value, raw in self.mask_values.items():
+            yield f"layout.mask_values.{value}", raw
+        if self.label:
+            yield "layout.label", self.label
+
+
 Layout = Annotated[
-    FolderPerClassLayout | LabelTableLayout | CocoLayout | YoloLayout | VocLayout | ImageMaskPairsLayout,
+    FolderPerClassLayout | LabelTableLayout | CocoLayout | YoloLayout | VocLayout | ImageMaskPairsLayout
+    | MaskFilesLayout | ArraysLayout,
     Field(discriminator="kind"),
 ]

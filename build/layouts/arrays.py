@@ -1,0 +1,247 @@
+"""NumPy image stacks (MedMNIST `.npz`, PanNuke `.npy`): one sample per first-axis index.
+
+Images and assembled masks are written once into the layout cache (see `derived`); the arrays are
+read one item at a time (see `array_files`). A group is one match of the `images` template (one file,
+or one `.npz` member such as `train_images`); its labels, masks and metadata arrays are found by
+filling their templates with the same named parts.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from mmbu.build.layouts.array_files import ArrayFileError, ItemArray, npz_members, open_array
+from mmbu.build.layouts.context import LayoutContext
+from mmbu.build.layouts.instances import InstanceCanvas
+from mmbu.build.layouts.masks import MaskRules, regions_from_mask
+from mmbu.build.layouts.sample import Region
+from mmbu.build.layouts.single_label import one_label
+from mmbu.curation.manifest.hints import did_you_mean
+from mmbu.curation.manifest.layout_arrays import ArrayRef, ArraysLayout
+from mmbu.curation.manifest.templates import PathTemplate
+
+
+@dataclass(frozen=True)
+class _Group:
+    parts: dict[str, str]
+    path: Path
+    key: str | None
+
+    def where(self, ctx: LayoutContext) -> str:
+        return ctx.rel(self.path) + (f":{self.key}" if self.key else "")
+
+
+def read(layout: ArraysLayout, ctx: LayoutContext) -> None:
+    groups = list(_image_groups(layout.images, ctx))
+    if not groups:
+        ctx.exclude(layout.images.file, f"no array matches images {layout.images.file!r}"
+                                        + (f" key {layout.images.key!r}" if layout.images.key else ""))
+    if layout.splits:
+        found = sorted({g.parts.get("split", "") for g in groups})
+        for split in layout.splits:
+            if split not in found:
+                ctx.exclude(layout.images.file, f"split {split!r} is not among the arrays' splits"
+                                                f"{did_you_mean(split, found)}")
+        groups = [g for g in groups if g.parts.get("split") in layout.splits]
+    for group in groups:
+        with ExitStack() as stack:
+            _read_group(layout, ctx, group, stack)
+
+
+def _image_groups(ref: ArrayRef, ctx: LayoutContext) -> Iterator[_Group]:
+    template = PathTemplate(ref.file)
+    for path, parts in template.scan(ctx.raw_dir):
+        if ref.key is None:
+            yield _Group(parts, path, None)
+            continue
+        try:
+            members = npz_members(path)
+        except ArrayFileError as exc:
+            ctx.exclude(ctx.rel(path), str(exc))
+            continue
+        key_template = PathTemplate(ref.key)
+        matched = False
+        for member in sorted(members):
+            key_parts = key_template.match(member)
+            if key_parts is not None and all(parts.get(k, v) == v for k, v in key_parts.items()):
+                matched = True
+                yield _Group({**parts, **key_parts}, path, member)
+        if not matched:
+            ctx.exclude(ctx.rel(path), f"no array in it matches key {ref.key!r}{did_you_mean(ref.key, members)}")
+
+
+def _open(ctx: LayoutContext, ref: ArrayRef, parts: dict[str, str], stack: ExitStack
+          ) -> tuple[ItemArray, str]:
+    path = ctx.path(PathTemplate(ref.file).fill(parts))
+    key = PathTemplate(ref.key).fill(parts) if ref.key else None
+    where = ctx.rel(path) + (f":{key}" if key else "")
+    if not path.is_file():
+        raise ArrayFileError(f"{where} is not in the fetched files")
+    if key is not None and key not in npz_members(path):
+        raise ArrayFileError(f"{ctx.rel(path)} has no array {key!r}{did_you_mean(key, npz_members(path))}")
+    array = open_array(path, key)
+    stack.callback(array.close)
+    return array, where
+
+
+def _read_group(layout: ArraysLayout, ctx: LayoutContext, group: _Group, stack: ExitStack) -> None:
+    where = group.where(ctx)
+    try:
+        images = open_array(group.path, group.key)
+        stack.callback(images.close)
+        labels = _open(ctx, layout.labels, group.parts, stack) if layout.labels else None
+        masks = _open(ctx, layout.masks, group.parts, stack) if layout.masks else None
+        metadata = {field: _open(ctx, ref, group.parts, stack) for field, ref in layout.metadata.items()}
+    except ArrayFileError as exc:
+        ctx.exclude(where, str(exc))
+        return
+    axes = _axes(layout.axes, images)
+    if axes is None:
+        ctx.exclude(where, f"images of shape {images.shape} are not a stack of 2-D images; set layout.axes "
+                           "(NHW, NHWC, NCHW, NDHW or NDHWC)")
+        return
+    problem = _check_shapes(layout, images, axes, labels, masks, metadata)
+    if problem:
+        ctx.exclude(where, problem)
+        return
+    notes = {"images": f"{where} ({images.access})"}
+    if masks:
+        notes["masks"] = f"{masks[1]} ({masks[0].access})"
+    for index in range(len(images)):
+        frame = f"key={group.key};index={index}" if group.key else f"index={index}"
+        item = f"{ctx.rel(group.path)}#{frame}"  # as add_derived names its exclusions
+        label = None
+        if labels:
+            label, reason = _item_label(layout, labels[0].item(index))
+            if reason:
+                ctx.exclude(item, reason)
+                continue
+        regions: list[Region] = []
+        mask = None
+        mask_item = masks[0].item(index) if masks else None  # read once: a streamed member cannot go back cheaply
+        depth = _depth(ctx, images, axes, mask_item if "D" in axes else None)
+        if mask_item is not None:
+            mask, regions, problems = _item_regions(layout, mask_item, depth)
+            for instance, reason in problems:
+                ctx.exclude(f"{item}#{instance}", reason)
+        row_metadata = {field: str(array.item(index)).strip() for field, (array, _) in metadata.items()
+                        if str(array.item(index)).strip()}
+        slice_note = {"slice": f"depth index {depth} of {images.shape[1]}"} if depth is not None else {}
+        ctx.add_derived(group.path, frame, lambda i=index, d=depth: _image_item(images, axes, i, d), label=label,
+                        regions=regions, mask=mask, row_metadata=row_metadata, grounded=labels is None,
+                        provenance={**notes, **slice_note, "index": str(index)})
+
+
+def _axes(given: str, images: ItemArray) -> str | None:
+    ndim = len(images.shape)
+    if given != "auto":
+        return given if len(given) == ndim else None
+    if ndim == 3:
+        return "NHW"
+    if ndim == 4 and images.shape[-1] in (1, 3, 4):
+        return "NHWC"
+    return None
+
+
+def _check_shapes(layout: ArraysLayout, images: ItemArray, axes: str, labels: tuple[ItemArray, str] | None,
+                  masks: tuple[ItemArray, str] | None, metadata: dict[str, tuple[ItemArray, str]]) -> str | None:
+    count = len(images)
+    for name, found in (("labels", labels), ("masks", masks), *metadata.items()):
+        if found is not None and len(found[0]) != count:
+            return f"the images hold {count} items but {name} ({found[1]}) holds {len(found[0])}"
+    if masks is None:
+        return None
+    shape = dict(zip(axes, images.shape))
+    mask_shape = masks[0].shape
+    expected = tuple(shape[a] for a in axes if a in "DHW")
+    got = mask_shape[1:len(expected) + 1]
+    if got != expected:
+        return f"the masks ({masks[1]}) are {'x'.join(map(str, got))} per item but the images are " \
+               f"{'x'.join(map(str, expected))}"
+    extra = mask_shape[len(expected) + 1:]
+    if layout.mask_channels:
+        if extra != (len(layout.mask_channels),):
+            return (f"the masks ({masks[1]}) have {extra[0] if extra else 'no'} channel(s) but mask_channels names "
+                    f"{len(layout.mask_channels)}")
+    elif extra:
+        return f"the masks ({masks[1]}) have channels {extra}; name them with mask_channels"
+    return None
+
+
+def _item_label(layout: ArraysLayout, value: np.ndarray) -> tuple[str | None, str | None]:
+    """The raw label of one item's label entry, or the reason it has none."""
+    value = np.asarray(value)
+    if value.dtype.kind in "US":
+        return str(value.reshape(-1)[0]).strip(), None
+    flat = value.reshape(-1)
+    if flat.size == 1:
+        number = flat[0]
+        if value.dtype.kind == "f" and not float(number).is_integer():
+            return None, f"label value {number!r} is not a class index"
+        index = int(number)
+        if layout.class_names is None:
+            return str(index), None
+        if not 0 <= index < len(layout.class_names):
+            return None, f"label index {index} is outside class_names (0..{len(layout.class_names) - 1})"
+        return layout.class_names[index], None
+    if layout.class_names is None or len(layout.class_names) != flat.size:
+        return None, (f"a multi-hot label row of {flat.size} values needs class_names with {flat.size} names")
+    return one_label([name for name, on in zip(layout.class_names, flat) if on], layout.no_finding)
+
+
+def _depth(ctx: LayoutContext, images: ItemArray, axes: str, mask_volume: np.ndarray | None) -> int | None:
+    """The slice of a volume item the manifest's `convert.slice` picks (middle, an index, or largest mask)."""
+    if "D" not in axes:
+        return None
+    depth = images.shape[1]
+    choice = ctx.manifest.convert.slice
+    if choice == "mask_max_area" and mask_volume is not None:
+        areas = (mask_volume.reshape(depth, -1) != 0).sum(axis=1)
+        return int(areas.argmax()) if areas.any() else depth // 2
+    if isinstance(choice, int):
+        return min(max(choice, 0), depth - 1)
+    return depth // 2
+
+
+def _image_item(images: ItemArray, axes: str, index: int, depth: int | None) -> np.ndarray:
+    item = images.item(index)
+    if "D" in axes:
+        item = item[depth]
+    if axes == "NCHW":
+        item = np.moveaxis(item, 0, -1)
+    return item
+
+
+def _item_regions(layout: ArraysLayout, mask: np.ndarray, depth: int | None
+                  ) -> tuple[np.ndarray, list[Region], list[tuple[str, str]]]:
+    """One item's label mask (instance ids or values), its regions, and the objects it had to drop."""
+    if depth is not None:
+        mask = mask[depth]
+    if layout.mask_channels:
+        canvas = InstanceCanvas(height=mask.shape[0], width=mask.shape[1])
+        for channel, label in enumerate(layout.mask_channels):
+            if label is None:
+                continue  # PanNuke's last channel: background
+            plane = mask[..., channel]
+            for value in np.unique(plane):
+                if value != layout.background:
+                    canvas.paint(plane == value, label, f"c{channel}-id{_number(value)}")
+        regions, problems = canvas.regions(layout.min_region_pixels)
+        return canvas.ids, regions, problems
+    values = mask
+    if values.dtype.kind == "f":
+        if not (np.isfinite(values).all() and (values == np.rint(values)).all()):
+            return values, [], [("mask", "the mask holds fractional values, not labels")]
+        values = values.astype(np.int64)
+    rules = MaskRules(labels=dict(layout.mask_values), background=layout.background, instances=layout.instances,
+                      instance_label=layout.instance_label, min_region_pixels=layout.min_region_pixels)
+    return values, regions_from_mask(values, rules), []
+
+
+def _number(value: object) -> str:
+    number = float(value)
+    return str(int(number)) if number.is_integer() else str(number)

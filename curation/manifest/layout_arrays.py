@@ -1,0 +1,106 @@
+"""Layouts whose samples are items of arrays rather than files: NumPy stacks (`arrays`)."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from mmbu.curation.manifest.layout_base import BOXES, CLASSIFY, MASKS, LayoutBase
+from mmbu.curation.manifest.templates import parse_template
+
+
+class ArrayRef(BaseModel):
+    """An array in a `.npy` file, or the member `key` of an `.npz` file. Both are templates: named
+    parts (`{split}`, `{fold}`) tie the images, labels and masks of one group together."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str = Field(description="Path template of the .npy or .npz file, e.g. 'Fold {fold}/images/fold{fold}/images.npy'.")
+    key: str | None = Field(None, description="Member of an .npz file, e.g. '{split}_images'.")
+
+    @field_validator("file", "key")
+    @classmethod
+    def _template(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_template(value)
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_path(cls, value: object) -> object:
+        return {"file": value} if isinstance(value, str) else value
+
+    @property
+    def names(self) -> set[str]:
+        return set(parse_template(self.file).names) | (set(parse_template(self.key).names) if self.key else set())
+
+
+ImageAxes = Literal["auto", "NHW", "NHWC", "NCHW", "NDHW", "NDHWC"]
+
+
+class ArraysLayout(LayoutBase):
+    """Image stacks in NumPy `.npy`/`.npz` files: one sample per index of the first axis.
+
+    MedMNIST ships one `.npz` per subset with `<split>_images` (N, 28, 28[, 3]) and `<split>_labels`
+    (N, 1) members; PanNuke ships per fold `images.npy` (N, 256, 256, 3), `masks.npy` (N, 256, 256, 6:
+    one channel per class holding instance ids, the last one background) and `types.npy` (tissue
+    names). `labels` holds class indices (raw label `class_names[i]`, or the index as text looked up
+    in `labels`), text, or multi-hot rows (one right option: see `label_table`). `masks` holds label
+    masks (N, H, W), read with `mask_values`/`instances` as in `image_mask_pairs`, or per-class
+    channels of instance ids (N, H, W, C) named by `mask_channels`. Files are memory-mapped and read
+    one item at a time; sample ids come from the file, the member and the index.
+    """
+
+    kind: Literal["arrays"]
+    images: ArrayRef
+    labels: ArrayRef | None = None
+    masks: ArrayRef | None = None
+    axes: ImageAxes = Field("auto", description="Axes of the image stack: N items, D depth (a volume; the slice "
+                                                "`convert.slice` picks), H, W, C channels. auto: NHW or NHWC.")
+    class_names: list[str] | None = Field(None, description="Label index -> raw label (required for multi-hot rows).")
+    no_finding: str | None = Field(None, description="Raw label for a multi-hot row with no positive.")
+    mask_channels: list[str | None] | None = Field(
+        None, description="Raw label of each mask channel holding instance ids; null for a background channel.")
+    mask_values: dict[int, str] = Field(default_factory=dict, description="Value -> raw label of (N, H, W) masks.")
+    instances: Literal["none", "components", "ids"] = "none"
+    instance_label: str | None = None
+    background: int = 0
+    min_region_pixels: int = Field(1, ge=1)
+    metadata: dict[str, ArrayRef] = Field(default_factory=dict,
+                                          description="Metadata field -> array of per-item text (e.g. tissue type).")
+    splits: list[str] | None = Field(None, min_length=1, description="Keep only these values of the {split} part.")
+
+    @model_validator(mode="after")
+    def _refs_agree(self) -> "ArraysLayout":
+        names = self.images.names
+        for where, ref in (("labels", self.labels), ("masks", self.masks), *self.metadata.items()):
+            if ref is not None and not ref.names <= names:
+                raise ValueError(f"{where} uses the part(s) {sorted(ref.names - names)} that images does not name")
+        if self.splits and "split" not in names:
+            raise ValueError("splits filters the {split} part of images, which names none")
+        if self.labels is None and self.masks is None:
+            raise ValueError("arrays needs labels, masks or both")
+        if self.masks is not None and not (self.mask_channels or self.mask_values or self.instance_label):
+            raise ValueError("masks need mask_channels (channels of instance ids), mask_values or instance_label")
+        if self.instances == "ids" and self.masks is not None and not self.mask_channels and not self.instance_label:
+            raise ValueError("instances: ids needs instance_label")
+        return self
+
+    def feeds(self) -> frozenset[str]:
+        tasks = CLASSIFY if self.labels is not None else frozenset()
+        if self.masks is not None:
+            tasks |= MASKS | (BOXES if self.mask_channels or self.instances != "none" else frozenset())
+        return tasks
+
+    def declared_labels(self) -> Iterator[tuple[str, str]]:
+        for index, raw in enumerate(self.class_names or []):
+            yield f"layout.class_names.{index}", raw
+        for index, raw in enumerate(self.mask_channels or []):
+            if raw is not None:
+                yield f"layout.mask_channels.{index}", raw
+        for value, raw in self.mask_values.items():
+            yield f"layout.mask_values.{value}", raw
+        for name in ("instance_label", "no_finding"):
+            if getattr(self, name):
+                yield f"layout.{name}", getattr(self, name)
