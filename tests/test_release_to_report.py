@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support.build_manifests import demo_manifests
 from support.openai_server import OpenAIServer
 
 from mmbu.build.pipeline import BuildConfig, run_build
@@ -32,7 +33,7 @@ def judge_reply(call) -> str:
 def built_release(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("product")
     shutil.copy(REPO / "manifests" / "manifests.lock", work / "manifests.lock")
-    report = run_build(BuildConfig(manifests_dir=REPO / "manifests" / "datasets", data_dir=work / "data",
+    report = run_build(BuildConfig(manifests_dir=demo_manifests(REPO, work), data_dir=work / "data",
                                    mirror=REPO / "manifests" / "mirror", lock_path=work / "manifests.lock",
                                    repo_root=REPO))
     assert report.exit_code == 0, report.failed
