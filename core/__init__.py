@@ -11,4 +11,5 @@ its full name (`from mmbu.core.files import write_text_atomic`), so that importi
     licences    raw licence strings of each host (Zenodo, Hugging Face, Kaggle) to SPDX ids: one table
     boxes       `Box` / `PixelBox`, IoU and the release's spelling of a box
     exclusions  `Exclusion`: an item some stage dropped, and the columns of `exclusions.csv`
+    geometry    `ConversionGeometry`: how a converter took the stored pixel grid to the PNG, step by step
 """

@@ -21,6 +21,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -42,8 +43,23 @@ from .metrics import detection_counts
 from .rundir import RunDir, RunInputError
 
 DETECTION = "object_detection"
-# what score_records adds to each record (besides the release metadata)
-OUTCOME_COLUMNS = ("scored", "tp", "fp", "fn", "parse_ok", "parse_path", "judge_state", "random_p", "n_gold")
+
+
+class Outcome(NamedTuple):
+    """What scoring one record gives: the columns `score_records` adds to it (besides the release metadata)."""
+
+    scored: bool  # counted in F1 (False: a run error, a judge verdict pending or failed, a broken gold)
+    tp: int
+    fp: int
+    fn: int
+    parse_ok: bool  # the answer could be read (an option label, boxes, or open text)
+    parse_path: str  # how it was read, or why it was not scored ("run_error", "judge_pending", ...)
+    judge_state: str  # open classification: "precheck", "pending", "error" or the judge's method; else "n/a"
+    random_p: float  # chance of being right under the random baseline
+    n_gold: int  # gold items (options: 1; detection: the gold boxes)
+
+
+OUTCOME_COLUMNS = Outcome._fields
 
 
 @dataclass(frozen=True)
@@ -92,59 +108,62 @@ GOLD_COLUMNS = ("answer", "options", "boxes", "answer_aliases", "dataset_id")
 GEOMETRY = ("image_size", "sent_size", "content_size", "box_format")
 SCORING_COLUMNS = ("sample_id", "form", "status", "output", "answer", "options", "boxes", "answer_aliases",
                    "dataset_id", "image_size", "sent_size", "content_size", "box_format")
-_RUN_ERROR = (False, 0, 0, 0, False, "run_error", "n/a", 0.0, 1)
+_RUN_ERROR = Outcome(False, 0, 0, 0, False, "run_error", "n/a", 0.0, 1)
 
 
 class _RecordScorer:
     """Scores one record at a time, with caches for what repeats across records.
 
     Closed outputs repeat ("B", "Answer: C") and the same open answer meets the same gold across
-    templates; the parser and the random-box odds keep their own caches.
+    templates, so outcomes are cached per (answer, gold); the parser and the random-box odds keep their
+    own caches.
     """
 
     def __init__(self, run: RunDir, judge: JudgeSelection | None, cache: VerdictCache | None, seed: int) -> None:
         self.run, self.judge, self.cache, self.seed = run, judge, cache, seed
-        self._parsed: dict[tuple[str, tuple[str, ...]], tuple[str | None, str]] = {}
-        self._open: dict[tuple, tuple] = {}
+        self._closed: dict[tuple[str, tuple[str, ...], str], Outcome] = {}
+        self._open: dict[tuple, Outcome] = {}
         self._declared: object = None
         self._format: BoxFormat | None = None
 
-    def closed(self, output: str | None, options, answer: str) -> tuple:
+    def closed(self, output: str | None, options, answer: str) -> Outcome:
         options = tuple(options) if options is not None else ()
+        key = (output or "", options, answer)
+        outcome = self._closed.get(key)
+        if outcome is None:
+            outcome = self._closed[key] = self._closed_outcome(output, options, answer)
+        return outcome
+
+    @staticmethod
+    def _closed_outcome(output: str | None, options: tuple[str, ...], answer: str) -> Outcome:
         gold = gold_label(list(options), answer)
         if gold is None:
             # the release itself is inconsistent: the answer is not one of the options
-            return (False, 0, 0, 0, False, "gold_not_in_options", "n/a", 0.0, 1)
-        key = (output or "", options)
-        parsed = self._parsed.get(key)
-        if parsed is None:
-            result = parse_closed_answer(output, options)
-            parsed = self._parsed[key] = (result.label, result.path)
-        label, path = parsed
-        tp = int(label == gold)
-        return (True, tp, 1 - tp, 1 - tp, label is not None, path, "n/a", 1.0 / len(options), 1)
+            return Outcome(False, 0, 0, 0, False, "gold_not_in_options", "n/a", 0.0, 1)
+        result = parse_closed_answer(output, options)
+        tp = int(result.label == gold)
+        return Outcome(True, tp, 1 - tp, 1 - tp, result.label is not None, result.path, "n/a", 1.0 / len(options), 1)
 
-    def open_classification(self, output: str | None, answer: str, aliases, odds: float) -> tuple:
-        key = (output, answer, tuple(aliases) if aliases is not None else ())
+    def open_classification(self, output: str | None, answer: str, aliases, odds: float) -> Outcome:
+        key = (output, answer, tuple(aliases) if aliases is not None else (), odds)
         outcome = self._open.get(key)
         if outcome is None:
             outcome = self._open[key] = self._judge_open(*key)
-        return (*outcome, odds, 1)
+        return outcome
 
-    def _judge_open(self, output: str | None, answer: str, aliases: tuple[str, ...]) -> tuple:
-        """(scored, tp, fp, fn, parse_ok, path, judge_state) of one open answer."""
+    def _judge_open(self, output: str | None, answer: str, aliases: tuple[str, ...], odds: float) -> Outcome:
         if precheck_equivalent(output, answer, aliases):
-            return (True, 1, 0, 0, True, "precheck", "precheck")
+            return Outcome(True, 1, 0, 0, True, "precheck", "precheck", odds, 1)
         if self.judge is None or self.cache is None:
-            return (False, 0, 0, 0, True, "judge_pending", "pending")
+            return Outcome(False, 0, 0, 0, True, "judge_pending", "pending", odds, 1)
         entry = self.cache.latest(verdict_key(final_answer_text(output), answer, self.judge.judge_model,
                                               self.judge.prompt_version))
         if entry is None:
-            return (False, 0, 0, 0, True, "judge_pending", "pending")
+            return Outcome(False, 0, 0, 0, True, "judge_pending", "pending", odds, 1)
         if entry.verdict == "error":
-            return (False, 0, 0, 0, True, "judge_error", "error")
+            return Outcome(False, 0, 0, 0, True, "judge_error", "error", odds, 1)
         tp = int(entry.verdict == "equivalent")
-        return (True, tp, 1 - tp, 1 - tp, True, f"judge:{entry.method}", entry.method)
+        return Outcome(True, tp, 1 - tp, 1 - tp, True, f"judge:{entry.method}", entry.method, odds, 1)
 
     def _box_format(self, declared, where: str) -> BoxFormat:
         if declared is None:
@@ -155,7 +174,7 @@ class _RecordScorer:
         return self._format
 
     def open_detection(self, sample_id: str, output: str | None, gold: list, size, sent, content, declared,
-                       where: str) -> tuple:
+                       where: str) -> Outcome:
         odds = random_box_hit_odds(gold, size, seed=self.seed, key=sample_id)
         fmt = self._box_format(declared, where)
         extraction = extract_boxes(output)
@@ -165,7 +184,7 @@ class _RecordScorer:
                  if b is not None]
         tp, fp, fn = detection_counts(boxes, gold)
         path = extraction.path if boxes else ("degenerate_boxes" if extraction.found else "unparseable:no_box")
-        return (True, tp, fp, fn, bool(boxes), path, "n/a", odds, len(gold))
+        return Outcome(True, tp, fp, fn, bool(boxes), path, "n/a", odds, len(gold))
 
 
 def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from mmbu.core.geometry import ConversionGeometry
+
 FORMATS = ("dicom", "nifti", "wsi", "ome-tiff", "tiff", "raster")
 
 # format -> "module:function" that reads it (imported lazily: openslide or gdcm load only when needed)
@@ -64,12 +66,19 @@ class ConvertOptions:
 
 @dataclass
 class Converted:
-    """8-bit pixels ready for PNG: (H, W) grayscale or (H, W, 3) RGB; label values for masks."""
+    """8-bit pixels ready for PNG: (H, W) grayscale or (H, W, 3) RGB; label values for masks.
+
+    `geometry` says how the stored frame became these pixels (`mmbu.core.geometry`); the layouts map
+    boxes and masks with it, and `dispatch.check_converted` refuses one that does not end at the
+    pixels' size. A reader that leaves it None gets one read from the legacy `params` keys
+    (`source_size`, `level0_dimensions`) while readers move to it (transition; then it is required).
+    """
 
     pixels: np.ndarray
     format: str
     frame: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    geometry: ConversionGeometry | None = None
 
     @property
     def mode(self) -> str:

@@ -112,7 +112,8 @@ def convert_one(source: Path, output: Path, options: ConvertOptions) -> dict[str
         return record
     record.update(
         output=str(output), status="ok", width=converted.width, height=converted.height,
-        mode=converted.mode, frame=converted.frame, params=_jsonable(converted.params),
+        mode=converted.mode, frame=converted.frame,
+        params=_jsonable(converted.params) | {"geometry": converted.geometry.to_json()},
     )
     if options.as_mask:
         record["params"].setdefault("as_mask", True)

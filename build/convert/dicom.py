@@ -14,9 +14,9 @@ goes through `apply_color_lut`.
 Non-square pixels (Pixel Spacing, else Imager Pixel Spacing, else Pixel Aspect Ratio — dcmtk's order;
 ultrasound and secondary captures often have them) are made square on the displayed 8-bit image by
 enlarging the coarser axis and keeping the finer one (LANCZOS; NEAREST for masks), as
-`dcmj2pnm +a +Sxf 1` does for tall pixels. `square_pixels` records what was done and `source_size`
-the stored grid, which `mmbu.build.layouts.frames` uses to carry boxes and masks given in
-stored-pixel coordinates onto the PNG. `ConvertOptions(square_pixels=False)` (manifest `convert:
+`dcmj2pnm +a +Sxf 1` does for tall pixels. `square_pixels` records what was done and the geometry a
+`square_pixels` step from the stored grid, which `mmbu.build.layouts.frames` uses to carry boxes and masks
+given in stored-pixel coordinates onto the PNG. `ConvertOptions(square_pixels=False)` (manifest `convert:
 square_pixels: false`, `mmbu convert --no-square-pixels`) keeps the stored grid and says so.
 
 Only the chosen frame of a multi-frame file is decoded (`pixel_array(path, index=k)`); enhanced
@@ -63,6 +63,7 @@ from mmbu.build.convert.display import (
     to_label_image,
     window_to_uint8,
 )
+from mmbu.core.geometry import ConversionGeometry
 
 # Tried in this order; a plugin missing from pydicom's list for a transfer syntax is skipped.
 # pylibjpeg first for JPEG 2000 / RLE (openjpeg, pylibjpeg-rle); pyjpegls for JPEG-LS; gdcm for JPEG;
@@ -124,8 +125,12 @@ def read(path: Path, options: ConvertOptions) -> Converted:
         params["colour"] = "RGB" if photometric == "RGB" else f"{photometric} converted to RGB by pydicom on decoding"
     else:
         raise ConversionError(f"{path} has photometric interpretation {photometric or 'missing'}, which is not supported")
+    geometry = ConversionGeometry.kept((pixels.shape[1], pixels.shape[0]))
     pixels = _square_pixels(pixels, view, options.as_mask, params, enabled=options.square_pixels)
-    return Converted(pixels=pixels, format="dicom", frame=frame if frames > 1 else None, params=params)
+    geometry = geometry.then("square_pixels", (pixels.shape[1], pixels.shape[0]),
+                             how="nearest" if options.as_mask else "lanczos")
+    return Converted(pixels=pixels, format="dicom", frame=frame if frames > 1 else None, params=params,
+                     geometry=geometry)
 
 
 def _read_header(path: Path) -> Dataset:
@@ -336,9 +341,9 @@ def _square_pixels(pixels: np.ndarray, view: Dataset, is_mask: bool, params: dic
     """Enlarge the coarser axis so pixels are square; record the decision in `params["square_pixels"]`.
 
     Sizes are recorded as [width, height] like the rest of the report. When the grid changes, the
-    stored grid is also recorded as `source_size`: `mmbu.build.layouts.frames` scales boxes and masks
-    given in stored-pixel coordinates by output / source_size per axis (after any `max_size` resize
-    too), so they land on the same anatomy. With `enabled` False (`ConvertOptions.square_pixels`)
+    reader's geometry gets a `square_pixels` step from the stored grid: `mmbu.build.layouts.frames` maps
+    boxes and masks given in stored-pixel coordinates through it (and any `max_size` resize after it),
+    so they land on the same anatomy. With `enabled` False (`ConvertOptions.square_pixels`)
     the stored grid is kept and the record says it was turned off, with what the header says.
     """
     off = {"applied": False, "note": SQUARE_PIXELS_OFF_NOTE}
@@ -372,7 +377,6 @@ def _square_pixels(pixels: np.ndarray, view: Dataset, is_mask: bool, params: dic
         return pixels
     pixels = resize_to(pixels, *size, is_mask=is_mask)
     record.update(applied=True, to_size=[size[1], size[0]], resample="nearest" if is_mask else "lanczos")
-    params["source_size"] = [width, height]
     return pixels
 
 

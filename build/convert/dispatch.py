@@ -13,6 +13,7 @@ import numpy as np
 from mmbu.build.convert.base import READERS, ConversionError, Converted, ConvertOptions
 from mmbu.build.convert.display import resize_longest_side
 from mmbu.build.convert.sniff import Identified, identify
+from mmbu.core.geometry import legacy_geometry
 
 Reader = Callable[[Path, ConvertOptions], Converted]
 
@@ -38,17 +39,15 @@ def read_identified(identified: Identified, options: ConvertOptions | None = Non
     converted.params.setdefault("detected", identified.detail or identified.format)
     check_converted(converted, identified.path, options.as_mask)
     if options.max_size is not None:
-        before = converted.pixels.shape[:2]
         converted.pixels = resize_longest_side(converted.pixels, options.max_size, is_mask=options.as_mask)
-        if converted.pixels.shape[:2] != before:
-            converted.params["resized_from"] = [int(before[1]), int(before[0])]  # width, height
-            converted.params["resample"] = "nearest" if options.as_mask else "lanczos"
+        converted.geometry = converted.geometry.then("resize", (converted.width, converted.height),
+                                                     how="nearest" if options.as_mask else "lanczos")
     return converted
 
 
 def check_converted(converted: Converted, source: Path, as_mask: bool = False) -> None:
-    """Enforce the reader contract: uint8, (H, W) or (H, W, 3), masks single-channel; a reader bug
-    must not become a bad PNG."""
+    """Enforce the reader contract: uint8, (H, W) or (H, W, 3), masks single-channel, and a geometry that
+    ends at the pixels' size; a reader bug must not become a bad PNG or boxes in the wrong place."""
     pixels = converted.pixels
     if as_mask and pixels.ndim != 2:
         raise ConversionError(f"{source} gave {pixels.shape[-1]} channels; a mask must hold one label value per pixel")
@@ -57,4 +56,13 @@ def check_converted(converted: Converted, source: Path, as_mask: bool = False) -
         raise ConversionError(
             f"the {converted.format} reader returned {pixels.dtype} pixels of shape {pixels.shape} for {source.name}, "
             "not 8-bit grayscale or RGB"
+        )
+    size = (converted.width, converted.height)
+    if converted.geometry is None:
+        converted.geometry = legacy_geometry(converted.params, size)
+    if converted.geometry.output_size != size:
+        end = converted.geometry.output_size
+        raise ConversionError(
+            f"the {converted.format} reader returned {size[0]} x {size[1]} pixels for {source.name} but recorded a "
+            f"geometry that ends at {end[0]} x {end[1]}; boxes would land in the wrong place"
         )

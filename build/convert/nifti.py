@@ -50,6 +50,7 @@ from mmbu.build.convert.base import (
     ConvertOptions,
     exception_summary as _cause,
 )
+from mmbu.core.geometry import ConversionGeometry
 
 AXIS_NAMES = ("sagittal", "coronal", "axial")
 # mask slabs read at a time when searching the slice with the largest mask area (bounded memory)
@@ -128,14 +129,20 @@ def read(path: Path, options: ConvertOptions) -> Converted:
         params["window"] = None
     else:
         pixels, params["window"] = _window(view, options.window)
+    # the stored frame of a volume is the slice as shown (canonical RAS, radiological view): a volume's
+    # regions are read from its mask converted the same way, never mapped from voxel coordinates
+    geometry = ConversionGeometry.kept((pixels.shape[1], pixels.shape[0]))
+    resample = "nearest" if options.as_mask else "lanczos"
     if options.square_pixels:
         pixels, params["square_pixels_from"] = square_pixels(pixels, params["pixel_spacing_mm"], options.as_mask)
+        geometry = geometry.then("square_pixels", (pixels.shape[1], pixels.shape[0]), how=resample)
     else:  # the stored voxel grid, e.g. for 2-D images saved as NIfTI with meaningless pixdim
         params["square_pixels_from"] = None
         params["square_pixels"] = {"applied": False, "note": SQUARE_PIXELS_OFF_NOTE}
     pixels = display.resize_longest_side(pixels, options.max_size, is_mask=options.as_mask)
     params["resized_to"] = [int(pixels.shape[1]), int(pixels.shape[0])]
-    return Converted(pixels=pixels, format="nifti", frame=volume_index, params=params)
+    geometry = geometry.then("resize", (pixels.shape[1], pixels.shape[0]), how=resample)
+    return Converted(pixels=pixels, format="nifti", frame=volume_index, params=params, geometry=geometry)
 
 
 def radiological_view(plane: np.ndarray) -> np.ndarray:

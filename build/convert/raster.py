@@ -22,6 +22,7 @@ from PIL import Image, ImageCms, ImageOps, UnidentifiedImageError
 
 from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
 from mmbu.build.convert.display import composite_on_background, grey_to_uint8, to_label_image
+from mmbu.core.geometry import ORIENTATION_TRANSPOSES, ConversionGeometry
 
 BACKGROUND = (255, 255, 255)  # transparent pixels are shown on white, as a browser would
 HIGH_DEPTH_GREY = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
@@ -44,10 +45,13 @@ def read(path: Path, options: ConvertOptions) -> Converted:
         orientation = image.getexif().get(0x0112, 1)
         if orientation not in (None, 1):
             params["exif_orientation_applied"] = int(orientation)
+        geometry = ConversionGeometry.kept(image.size)
+        if orientation in ORIENTATION_TRANSPOSES:  # what exif_transpose applied
+            geometry = geometry.then("orient", upright.size, how=ORIENTATION_TRANSPOSES[orientation])
         if options.as_mask:
-            return Converted(_labels(upright, path), "raster", frame, params)
+            return Converted(_labels(upright, path), "raster", frame, params, geometry)
         pixels = _to_display(upright, options, params, path)
-    return Converted(pixels, "raster", frame, params)
+    return Converted(pixels, "raster", frame, params, geometry)
 
 
 def _open(path: Path) -> Image.Image:

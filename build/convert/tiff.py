@@ -46,6 +46,7 @@ from PIL import Image
 
 from mmbu.build.convert import display
 from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions, exception_summary as _cause
+from mmbu.core.geometry import ORIENTATION_TRANSPOSES, ConversionGeometry
 
 PIXEL_BUDGET = 1 << 28  # 268 M samples of one plane; beyond that the WSI path's tiling is needed
 
@@ -92,15 +93,8 @@ TAG_INKSET, INKSET_CMYK = 332, 1  # InkSet of separated (photometric 5) images; 
 CHANNEL_AXIS = "C"
 TAG_ORIENTATION = 274
 # Orientation tag value -> the Pillow transpose that shows the image upright (as ImageOps.exif_transpose)
-ORIENTATION_TRANSPOSE = {
-    2: Image.Transpose.FLIP_LEFT_RIGHT,
-    3: Image.Transpose.ROTATE_180,
-    4: Image.Transpose.FLIP_TOP_BOTTOM,
-    5: Image.Transpose.TRANSPOSE,
-    6: Image.Transpose.ROTATE_270,
-    7: Image.Transpose.TRANSVERSE,
-    8: Image.Transpose.ROTATE_90,
-}  # tifffile's axis code for channels; every other axis before Y is a stack (Z, T, Q, I, ...)
+ORIENTATION_TRANSPOSE = {code: Image.Transpose[name] for code, name in ORIENTATION_TRANSPOSES.items()}
+ # tifffile's axis code for channels; every other axis before Y is a stack (Z, T, Q, I, ...)
 
 
 def read_ome(path: Path, options: ConvertOptions) -> Converted:
@@ -127,6 +121,7 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
         level_index = select_level(series, options.max_size)
         level = series.levels[level_index]
         axes, shape = level.get_axes(False), level.get_shape(False)
+        geometry = ConversionGeometry.kept(plane_size(series.levels[0])).then("level", plane_size(level))
         plane, plane_index, missing = _read_plane(tiff, path, level_index, level, axes, shape, options.frame)
         channels_meta = _file_channels(tiff)
         photometric = tifffile.PHOTOMETRIC(level.keyframe.photometric)
@@ -163,9 +158,12 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
         fill = "label 0" if options.as_mask else "white"
         params["missing_tiles"] = {"pixels": int(missing.sum()), "fill": fill}
     pixels, params["orientation_applied"] = upright(pixels, orientation)
+    if params["orientation_applied"]:
+        geometry = geometry.then("orient", (pixels.shape[1], pixels.shape[0]), how=params["orientation_applied"])
     pixels = display.resize_longest_side(pixels, options.max_size, is_mask=options.as_mask)
+    geometry = geometry.then("resize", (pixels.shape[1], pixels.shape[0]), how="nearest" if options.as_mask else "lanczos")
     frame = options.frame if isinstance(options.frame, int) else None
-    return Converted(pixels=pixels, format=format_name, frame=frame, params=params)
+    return Converted(pixels=pixels, format=format_name, frame=frame, params=params, geometry=geometry)
 
 
 def upright(pixels: np.ndarray, orientation: int) -> tuple[np.ndarray, str | None]:
@@ -196,6 +194,12 @@ def select_level(series: tifffile.TiffPageSeries, max_size: int | None) -> int:
         if max(sizes.get("Y", 1), sizes.get("X", 1)) >= max_size:
             chosen = index
     return chosen
+
+
+def plane_size(level: tifffile.TiffPageSeries) -> tuple[int, int]:
+    """(width, height) of one plane of a level."""
+    sizes = dict(zip(level.get_axes(False), level.get_shape(False)))
+    return sizes.get("X", 1), sizes.get("Y", 1)
 
 
 def plane_samples(level: tifffile.TiffPageSeries) -> int:

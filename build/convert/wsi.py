@@ -48,6 +48,7 @@ from mmbu.build.convert.base import (
     exception_summary as _cause,
 )
 from mmbu.build.convert.sniff import mrxs_in_directory
+from mmbu.core.geometry import ConversionGeometry
 
 TILE_SIZE = 1024  # level pixels per side read at once: about 4 MiB of RGBA per tile in flight
 MAX_TILE_SIZE = 4096  # largest tile accepted to align reads with the slide's stored tiles
@@ -83,6 +84,7 @@ def read(path: Path, options: ConvertOptions) -> Converted:
     with slide:
         slide.set_cache(openslide.OpenSlideCache(CACHE_BYTES))
         max_size = options.max_size or WSI_DEFAULT_MAX_SIZE
+        level0_size = slide.level_dimensions[0]
         plan = plan_read(
             slide.level_dimensions,
             slide.level_downsamples,
@@ -107,7 +109,9 @@ def read(path: Path, options: ConvertOptions) -> Converted:
     pixels = display.to_label_image(canvas) if options.as_mask else canvas_to_output(canvas, plan)
     params = _params(slide_path, properties, plan, background, tiles, options.as_mask)
     params["decoder"] = decoder
-    return Converted(pixels=pixels, format="wsi", frame=None, params=params)
+    geometry = ConversionGeometry.kept(level0_size).then("level", plan.level_size).then(
+        "resize", plan.output_size, how=params["resample"])
+    return Converted(pixels=pixels, format="wsi", frame=None, params=params, geometry=geometry)
 
 
 def canvas_to_output(canvas: np.ndarray, plan: ReadPlan) -> np.ndarray:

@@ -4,7 +4,7 @@ Public face:
     read_samples(manifest, raw_dir, cache_dir) -> (list[Sample], list[Exclusion])
     Sample, Region, Exclusion, make_sample_id
     regions_from_mask, region_mask, read_mask, mask_box, mask_png (masks -> regions -> ROI PNG + box)
-    FrameMap, frame_map_from_record, map_boxes, map_mask          (source frame -> PNG frame)
+    geometry_of(report_line), map_boxes, map_mask                 (stored frame -> PNG frame)
     with_converted_mask(sample, converted_mask_slice, manifest)   (volumes: regions from the chosen slice)
     place_items(items, samples, converted) -> (DataFrame, [Exclusion])  (task items onto their PNGs)
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mmbu.build.layouts import arrays, coco, folder_per_class, label_table, mask_files, mask_pairs, voc, yolo
 from mmbu.build.layouts.context import LayoutContext
-from mmbu.build.layouts.frames import FrameMap, frame_map_from_record, map_boxes, map_mask
+from mmbu.build.layouts.frames import FrameMap, frame_map_from_record, geometry_of, map_boxes, map_mask
 from mmbu.build.layouts.grounding import ConvertedImage, place_items
 from mmbu.build.layouts.masks import MaskError, mask_box, mask_png, read_mask, region_mask, regions_from_mask
 from mmbu.build.layouts.sample import Region, Sample, make_sample_id
@@ -67,6 +67,6 @@ def read_samples(manifest: DatasetManifest, raw_dir: str | Path, cache_dir: str 
 
 __all__ = [
     "EXCLUSION_COLUMNS", "Box", "ConvertedImage", "Exclusion", "FrameMap", "MaskError", "READERS", "Region", "Sample",
-    "frame_map_from_record", "make_sample_id", "map_boxes", "map_mask", "mask_box", "mask_png", "place_items", "read_mask", "read_samples",
+    "frame_map_from_record", "geometry_of", "make_sample_id", "map_boxes", "map_mask", "mask_box", "mask_png", "place_items", "read_mask", "read_samples",
     "region_mask", "regions_from_mask", "with_converted_mask",
 ]

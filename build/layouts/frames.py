@@ -1,61 +1,48 @@
-"""From the source pixel frame to the converted PNG's frame.
+"""From the stored pixel frame of a source to the converted PNG's frame.
 
-Converters may shrink an image (WSI `max_size`, pyramid levels). Boxes found by a layout are in the
-source frame (level 0 for slides), so before release they are scaled by the ratio of the output size
-to the source size recorded for the conversion. Masks go through a nearest-neighbour resize, which
-keeps label values intact. NIfTI reorientation is not a scaling: volume masks are converted by the
-converter itself (`as_mask`) and their regions read from the converted slice.
+Converters shrink images (WSI `max_size`, pyramid levels), square non-square pixels and turn images
+upright (TIFF/EXIF orientation); each records what it did as a `ConversionGeometry` (`mmbu.core.geometry`,
+`params["geometry"]` of the report line). Boxes found by a layout are in the stored frame (level 0 for
+slides), so before release they are carried through that geometry; masks go the same way with
+nearest-neighbour resizing, which keeps label values intact. NIfTI reorientation is not part of it:
+volume masks are converted by the converter itself (`as_mask`) and their regions read from the slice.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
 from mmbu.core.boxes import Box, PixelBox
+from mmbu.core.geometry import ConversionGeometry, Size, legacy_geometry
 
 
-@dataclass(frozen=True)
-class FrameMap:
-    """Scale factors from the source frame to the output frame (output = source * scale)."""
-
-    source_size: tuple[int, int]
-    output_size: tuple[int, int]
-
-    @property
-    def scale(self) -> tuple[float, float]:
-        return (self.output_size[0] / self.source_size[0], self.output_size[1] / self.source_size[1])
-
-
-# params keys (in order of trust) naming the full-resolution source frame as [width, height]:
-# an explicit source_size; level 0 of a slide (mmbu.build.convert.wsi); the size before a max_size
-# resize (mmbu.build.convert.dispatch)
-SOURCE_SIZE_KEYS = ("source_size", "level0_dimensions", "resized_from")
-
-
-def frame_map_from_record(record: Mapping[str, Any], source_size: tuple[int, int] | None = None) -> FrameMap:
-    """The map for one conversion-report line (DESIGN §3.2).
-
-    The output size is the record's `width`/`height`; the source size comes from the first of
-    `SOURCE_SIZE_KEYS` recorded in `params`, else `source_size` (e.g. `Sample.image_size`). With
-    neither, the conversion kept the size.
-    """
-    output = (int(record["width"]), int(record["height"]))
+def geometry_of(record: Mapping[str, Any], stored_size: Size | None = None) -> ConversionGeometry:
+    """The geometry of one conversion-report line (DESIGN §3.2): `params["geometry"]` as the converter
+    recorded it. Lines written before the readers recorded one (cached conversions, readers not yet
+    moved) are read from their legacy `params` keys, else `stored_size` (e.g. `Sample.image_size`)
+    (transition: goes when every reader records a geometry and old caches are gone)."""
     params = record.get("params") or {}
-    recorded = next((params[k] for k in SOURCE_SIZE_KEYS if params.get(k) and all(int(v) > 0 for v in params[k])),
-                    None)
-    source = tuple(int(v) for v in recorded) if recorded else source_size
-    return FrameMap(source_size=tuple(source) if source else output, output_size=output)
+    if params.get("geometry"):
+        return ConversionGeometry.from_json(params["geometry"])
+    return legacy_geometry(params, (int(record["width"]), int(record["height"])), stored_size)
 
 
-def map_boxes(boxes: Iterable[Box], frame: FrameMap) -> list[PixelBox]:
-    """Source-frame pixel-edge boxes in the output frame, snapped outwards to whole pixels and clipped."""
-    sx, sy = frame.scale
-    width, height = frame.output_size
+frame_map_from_record = geometry_of  # re-export for work in flight
+FrameMap = ConversionGeometry.scaled  # re-export for work in flight
+
+
+def map_boxes(boxes: Iterable[Box], geometry: ConversionGeometry) -> list[PixelBox]:
+    """Stored-frame pixel-edge boxes in the output frame, snapped outwards to whole pixels and clipped."""
+    if geometry.oriented:
+        boxes = [_through_steps(box, geometry) for box in boxes]
+        sx = sy = 1.0
+    else:  # one scale from stored to output: the same numbers whichever steps made it
+        sx, sy = geometry.scale
+    width, height = geometry.output_size
     mapped = []
     for x1, y1, x2, y2 in boxes:
         # A tiny epsilon keeps exact edges (e.g. 10.0000001 after scaling) from growing by a pixel.
@@ -67,13 +54,54 @@ def map_boxes(boxes: Iterable[Box], frame: FrameMap) -> list[PixelBox]:
     return mapped
 
 
-def map_mask(mask: np.ndarray, frame: FrameMap) -> np.ndarray:
-    """A label or boolean mask resized to the output frame with nearest-neighbour sampling (values kept)."""
-    if tuple(frame.output_size) == (mask.shape[1], mask.shape[0]):
+def map_mask(mask: np.ndarray, geometry: ConversionGeometry) -> np.ndarray:
+    """A label or boolean mask (stored frame) in the output frame: resized with nearest-neighbour
+    sampling (values kept), flipped and rotated as the image was."""
+    if not geometry.oriented:
+        return _resized(mask, geometry.output_size)
+    for step in geometry.transforms:
+        mask = _TRANSPOSED[step.how](mask) if step.kind == "orient" else _resized(mask, step.to_size)
+    return mask
+
+
+def _resized(mask: np.ndarray, size: Size) -> np.ndarray:
+    if tuple(size) == (mask.shape[1], mask.shape[0]):
         return mask
     was_bool = mask.dtype == bool
     source = mask.astype(np.uint8) if was_bool else mask
     if source.dtype not in (np.uint8, np.int32, np.float32):
         source = source.astype(np.int32)
-    resized = np.asarray(Image.fromarray(source).resize(frame.output_size, Image.Resampling.NEAREST))
+    resized = np.asarray(Image.fromarray(source).resize(size, Image.Resampling.NEAREST))
     return resized.astype(bool) if was_bool else resized.astype(mask.dtype)
+
+
+# Pillow's transposes (an `orient` step's `how`) on arrays, and on pixel-edge boxes in a frame of (w, h)
+_TRANSPOSED: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "FLIP_LEFT_RIGHT": lambda a: a[:, ::-1],
+    "FLIP_TOP_BOTTOM": lambda a: a[::-1],
+    "ROTATE_180": lambda a: a[::-1, ::-1],
+    "ROTATE_90": lambda a: np.rot90(a, 1),  # counter-clockwise
+    "ROTATE_270": lambda a: np.rot90(a, -1),
+    "TRANSPOSE": lambda a: a.swapaxes(0, 1),
+    "TRANSVERSE": lambda a: a[::-1, ::-1].swapaxes(0, 1),
+}
+_BOX_TRANSPOSED: dict[str, Callable[[Box, int, int], Box]] = {
+    "FLIP_LEFT_RIGHT": lambda b, w, h: (w - b[2], b[1], w - b[0], b[3]),
+    "FLIP_TOP_BOTTOM": lambda b, w, h: (b[0], h - b[3], b[2], h - b[1]),
+    "ROTATE_180": lambda b, w, h: (w - b[2], h - b[3], w - b[0], h - b[1]),
+    "ROTATE_90": lambda b, w, h: (b[1], w - b[2], b[3], w - b[0]),
+    "ROTATE_270": lambda b, w, h: (h - b[3], b[0], h - b[1], b[2]),
+    "TRANSPOSE": lambda b, w, h: (b[1], b[0], b[3], b[2]),
+    "TRANSVERSE": lambda b, w, h: (h - b[3], w - b[2], h - b[1], w - b[0]),
+}
+
+
+def _through_steps(box: Box, geometry: ConversionGeometry) -> Box:
+    """One box carried through every step, as continuous pixel-edge coordinates."""
+    for step in geometry.transforms:
+        (w, h), (tw, th) = step.from_size, step.to_size
+        if step.kind == "orient":
+            box = _BOX_TRANSPOSED[step.how](box, w, h)
+        else:
+            box = (box[0] * tw / w, box[1] * th / h, box[2] * tw / w, box[3] * th / h)
+    return box

@@ -1,8 +1,8 @@
 """Place task items on their converted PNGs: image path and size, boxes and ROI masks in PNG pixels.
 
 The pipeline converts each sample's image (and, for volumes, its mask slice) and hands the results
-here as `Converted` records; this module applies the frame maps so the question and release stages
-only ever see output-frame geometry.
+here as conversion-report records; this module carries boxes and masks through each record's
+`ConversionGeometry` so the question and release stages only ever see output-frame geometry.
 """
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mmbu.build.layouts.frames import FrameMap, frame_map_from_record, map_boxes, map_mask
+from mmbu.build.layouts.frames import geometry_of, map_boxes, map_mask
 from mmbu.build.layouts.masks import MaskError, mask_box, read_mask, region_mask
 from mmbu.build.layouts.sample import Region, Sample
 from mmbu.core.exclusions import Exclusion
+from mmbu.core.geometry import ConversionGeometry
 
 
 @dataclass(frozen=True)
@@ -56,14 +57,19 @@ def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: M
             continue
         sample = samples[item["image_sample_id"]]
         if conversion.mask_png is not None:  # volumes: regions were read from the converted slice
-            frame = FrameMap((int(conversion.record["width"]), int(conversion.record["height"])),
-                             (int(conversion.record["width"]), int(conversion.record["height"])))
+            geometry = ConversionGeometry.kept((int(conversion.record["width"]), int(conversion.record["height"])))
         else:
-            frame = frame_map_from_record(conversion.record, sample.image_size)
-        row = dict(item, image=str(conversion.png), image_width=frame.output_size[0],
-                   image_height=frame.output_size[1], mask=None)
+            geometry = geometry_of(conversion.record, sample.image_size)
+            if item["task"] != "ungrounded_classification" and sample.image_size \
+                    and tuple(sample.image_size) != geometry.stored_size:
+                (lw, lh), (cw, ch) = sample.image_size, geometry.stored_size
+                drop(f"the layout read the image as {lw} x {lh} pixels but the converter read {cw} x {ch}, so its "
+                     "boxes cannot be placed on the PNG", stage="convert")
+                continue
+        row = dict(item, image=str(conversion.png), image_width=geometry.output_size[0],
+                   image_height=geometry.output_size[1], mask=None)
         for column in ("boxes", "other_boxes"):
-            row[column] = [list(b) for b in map_boxes(item[column], frame)] if _is_set(item[column]) else None
+            row[column] = [list(b) for b in map_boxes(item[column], geometry)] if _is_set(item[column]) else None
         if item["task"] == "mask_grounded_classification":
             mask_file = conversion.mask_png or sample.mask_path
             try:
@@ -75,7 +81,7 @@ def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: M
             region = Region(label=str(item["label"]), instance=str(item["region_instance"]),
                             mask_value=int(item["mask_value"]),
                             component=int(item["component"]) if _is_set(item["component"]) else None)
-            roi = map_mask(region_mask(masks[str(mask_file)], region), frame)
+            roi = map_mask(region_mask(masks[str(mask_file)], region), geometry)
             box = mask_box(roi)
             if box is None:
                 drop("the region is too small to survive the conversion's downscaling")

@@ -68,7 +68,7 @@ def test_switched_off_the_build_keeps_the_stored_grid_for_image_box_and_mask(tmp
     kept, conversions, dropped = convert_samples(samples, manifest, tmp_path / "work", "test")
     assert not dropped
     record = conversions[kept[0].sample_id].record
-    assert record["params"]["square_pixels"]["applied"] is False and "source_size" not in record["params"]
+    assert record["params"]["square_pixels"]["applied"] is False and record["params"]["geometry"]["transforms"] == []
     placed, exclusions = place_items(task_items(kept, manifest), {s.sample_id: s for s in kept}, conversions)
     assert not exclusions
 

@@ -17,7 +17,8 @@ import factories_dicom as fd  # noqa: E402
 from mmbu.build.convert.base import ConvertOptions  # noqa: E402
 from mmbu.build.convert.batch import convert_paths  # noqa: E402
 from mmbu.build.convert.dispatch import read_image  # noqa: E402
-from mmbu.build.layouts.frames import frame_map_from_record, map_boxes, map_mask  # noqa: E402
+from mmbu.build.layouts.frames import geometry_of, map_boxes, map_mask  # noqa: E402
+from mmbu.core.geometry import ConversionGeometry, Transform  # noqa: E402
 
 ROWS, COLUMNS = 40, 80
 CIRCLE_WINDOW = (500.0, 1000.0)  # stored 0 -> black, 1000 -> white (DICOM LINEAR: bounds 0 and 999)
@@ -54,7 +55,8 @@ def test_a_circle_on_two_to_one_pixels_comes_out_round(tmp_path):
         "source": "PixelSpacing", "spacing_mm": [1.0, 0.5], "from_size": [80, 40], "to_size": [80, 80],
         "applied": True, "resample": "lanczos",
     }
-    assert converted.params["source_size"] == [80, 40]
+    assert converted.geometry == ConversionGeometry((80, 40), (80, 80), (
+        Transform("square_pixels", (80, 40), (80, 80), "lanczos"),))
 
 
 def test_wide_pixels_widen_the_image_instead(tmp_path):
@@ -187,7 +189,7 @@ def test_a_dicom_label_mask_lands_on_the_image_grid_with_its_labels_kept(tmp_pat
 
 @pytest.mark.parametrize("max_size", [None, 50])
 def test_stored_pixel_boxes_and_masks_still_cover_the_anatomy_in_the_png(tmp_path, max_size):
-    """The build's own mapping (`frames.frame_map_from_record`, used by `grounding.place_items`) on the
+    """The build's own mapping (`frames.geometry_of`, used by `grounding.place_items`) on the
     conversion report: a box and a mask drawn on the stored 80 x 40 grid must land on the disc."""
     path, inside = _circle_file(tmp_path / "us.dcm", {"PixelSpacing": [1.0, 0.5]})
     (record,) = convert_paths([path], tmp_path / "out", ConvertOptions(max_size=max_size))
@@ -196,11 +198,12 @@ def test_stored_pixel_boxes_and_masks_still_cover_the_anatomy_in_the_png(tmp_pat
         bright = np.asarray(png) > 127
     expected_size = (80, 80) if max_size is None else (50, 50)
     assert (record["width"], record["height"]) == expected_size
-    assert record["params"]["source_size"] == [80, 40]
-    if max_size is not None:
-        assert record["params"]["resized_from"] == [80, 80]  # squared first, then fitted
+    steps = [("square_pixels", [80, 40], [80, 80])] + ([("resize", [80, 80], [50, 50])] if max_size else [])
+    geometry = record["params"]["geometry"]  # squared first, then fitted
+    assert geometry["stored_size"] == [80, 40]
+    assert [(s["kind"], s["from_size"], s["to_size"]) for s in geometry["transforms"]] == steps
 
-    frame = frame_map_from_record(record, source_size=(COLUMNS, ROWS))
+    frame = geometry_of(record)
     rows, columns = np.nonzero(inside.any(axis=1))[0], np.nonzero(inside.any(axis=0))[0]
     stored_box = (columns[0], rows[0], columns[-1] + 1, rows[-1] + 1)  # pixel edges, stored frame
     (x1, y1, x2, y2), = map_boxes([stored_box], frame)

@@ -11,6 +11,7 @@ import factories_raster as fr  # noqa: E402
 
 from mmbu.build.convert.base import ConversionError, ConvertOptions  # noqa: E402
 from mmbu.build.convert.dispatch import read_image  # noqa: E402
+from mmbu.core.geometry import ConversionGeometry, Transform  # noqa: E402
 
 
 def test_exif_orientation_is_applied(tmp_path):
@@ -119,7 +120,7 @@ def test_masks_keep_their_labels(tmp_path):
     Image.fromarray(labels).save(tmp_path / "mask.png")
     converted = read_image(tmp_path / "mask.png", ConvertOptions(as_mask=True, max_size=3))
     assert set(np.unique(converted.pixels)) == {0, 1, 7}
-    assert converted.params["resample"] == "nearest"
+    assert converted.geometry.transforms[-1].how == "nearest"
     Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(tmp_path / "rgb_mask.png")
     with pytest.raises(ConversionError, match="colour image"):
         read_image(tmp_path / "rgb_mask.png", ConvertOptions(as_mask=True))
@@ -129,5 +130,5 @@ def test_max_size_shrinks_images_with_lanczos(tmp_path):
     Image.new("RGB", (400, 100), (50, 100, 150)).save(tmp_path / "wide.png")
     converted = read_image(tmp_path / "wide.png", ConvertOptions(max_size=100))
     assert (converted.width, converted.height) == (100, 25)
-    assert converted.params["resized_from"] == [400, 100] and converted.params["resample"] == "lanczos"
+    assert converted.geometry == ConversionGeometry((400, 100), (100, 25), (Transform("resize", (400, 100), (100, 25), "lanczos"),))
     assert converted.pixels[10, 50].tolist() == [50, 100, 150]

@@ -21,6 +21,7 @@ from mmbu.build.convert.base import SQUARE_PIXELS_OFF_NOTE, ConvertOptions  # no
 from mmbu.build.convert.batch import convert_paths  # noqa: E402
 from mmbu.build.convert.dispatch import read_image  # noqa: E402
 from mmbu.cli import cli  # noqa: E402
+from mmbu.core.geometry import ConversionGeometry  # noqa: E402
 
 ROWS, COLUMNS = 40, 80
 OFF = ConvertOptions(square_pixels=False)
@@ -54,7 +55,7 @@ def test_off_keeps_the_stored_grid_exactly(tmp_path):
         "source": "PixelSpacing", "spacing_mm": [1.0, 0.5], "from_size": [COLUMNS, ROWS],
         "applied": False, "note": SQUARE_PIXELS_OFF_NOTE,
     }
-    assert "source_size" not in tall.params
+    assert tall.geometry == ConversionGeometry.kept((COLUMNS, ROWS))  # nothing resampled
     default = read_image(tmp_path / "us.dcm")  # the default is unchanged
     assert default.pixels.shape == (80, 80) and default.params["square_pixels"]["applied"] is True
 
@@ -87,7 +88,7 @@ def test_off_with_max_size_fits_the_stored_grid(tmp_path):
                               ConvertOptions(max_size=40, square_pixels=False))
     assert record["status"] == "ok"
     assert (record["width"], record["height"]) == (40, 20)  # 80 x 40 halved, the 2:1 shape kept
-    assert record["params"]["resized_from"] == [COLUMNS, ROWS] and "source_size" not in record["params"]
+    assert record["params"]["geometry"] == ConversionGeometry.scaled((COLUMNS, ROWS), (40, 20), "lanczos").to_json()
 
 
 def test_nifti_thick_slices_keep_their_stored_grid_when_off(tmp_path):

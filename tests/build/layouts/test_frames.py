@@ -3,39 +3,41 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmbu.build.layouts import FrameMap, frame_map_from_record, map_boxes, map_mask
+from mmbu.build.layouts import geometry_of, map_boxes, map_mask
+from mmbu.core.geometry import ConversionGeometry
 
 
-def test_boxes_scale_with_the_recorded_source_size_and_snap_outwards():
-    record = {"width": 2048, "height": 1024, "params": {"source_size": [8192, 4096], "level": 2}}
-    frame = frame_map_from_record(record)
+def test_boxes_scale_with_the_recorded_geometry_and_snap_outwards():
+    geometry = ConversionGeometry.kept((8192, 4096)).then("level", (2048, 1024))
+    record = {"width": 2048, "height": 1024, "params": {"level": 2, "geometry": geometry.to_json()}}
+    frame = geometry_of(record)
     assert frame.scale == (0.25, 0.25)
     assert map_boxes([(400.0, 800.0, 1200.0, 1602.0), (8000, 4000, 8192, 4096)], frame) == [
         (100, 200, 300, 401), (2000, 1000, 2048, 1024)]
 
 
-def test_slide_level0_and_max_size_records_of_the_converters_are_understood():
+def test_legacy_slide_level0_and_max_size_keys_are_read_during_the_transition():
     slide = {"width": 1024, "height": 512, "params": {"level": 1, "level0_dimensions": [4096, 2048]}}
-    assert frame_map_from_record(slide).scale == (0.25, 0.25)
+    assert geometry_of(slide).scale == (0.25, 0.25)
     resized = {"width": 100, "height": 50, "params": {"resized_from": [400, 200]}}
-    assert frame_map_from_record(resized, (999, 999)).scale == (0.25, 0.25)
+    assert geometry_of(resized, (999, 999)).scale == (0.25, 0.25)
 
 
 def test_without_a_recorded_source_size_the_sample_size_is_used_or_the_size_was_kept():
-    assert frame_map_from_record({"width": 50, "height": 40, "params": {}}, (100, 80)).scale == (0.5, 0.5)
-    assert frame_map_from_record({"width": 50, "height": 40, "params": {}}).scale == (1.0, 1.0)
+    assert geometry_of({"width": 50, "height": 40, "params": {}}, (100, 80)).scale == (0.5, 0.5)
+    assert geometry_of({"width": 50, "height": 40, "params": {}}).scale == (1.0, 1.0)
 
 
 def test_tiny_boxes_keep_at_least_one_pixel():
-    assert map_boxes([(10.0, 10.0, 11.0, 11.0)], FrameMap((1000, 1000), (100, 100))) == [(1, 1, 2, 2)]
+    assert map_boxes([(10.0, 10.0, 11.0, 11.0)], ConversionGeometry.scaled((1000, 1000), (100, 100))) == [(1, 1, 2, 2)]
 
 
 def test_masks_resize_with_nearest_neighbour_keeping_values():
     mask = np.zeros((8, 8), np.uint16)
     mask[0:4, 0:4] = 300
     mask[4:8, 4:8] = 7
-    small = map_mask(mask, FrameMap((8, 8), (4, 4)))
+    small = map_mask(mask, ConversionGeometry.scaled((8, 8), (4, 4)))
     assert small.dtype == np.uint16 and set(np.unique(small)) == {0, 7, 300}
     assert small[0, 0] == 300 and small[3, 3] == 7 and small[0, 3] == 0
-    roi = map_mask(mask == 7, FrameMap((8, 8), (16, 16)))
+    roi = map_mask(mask == 7, ConversionGeometry.scaled((8, 8), (16, 16)))
     assert roi.dtype == bool and roi.sum() == 64 and roi[8:, 8:].all()

@@ -7,6 +7,7 @@ from support.build_manifests import make_manifest, write_png
 
 from mmbu.build.layouts import ConvertedImage, place_items, read_samples
 from mmbu.build.questions import task_items
+from mmbu.core.geometry import ConversionGeometry
 
 
 def test_boxes_and_masks_follow_a_halving_conversion_and_lost_items_are_excluded(tmp_path):
@@ -27,8 +28,8 @@ def test_boxes_and_masks_follow_a_halving_conversion_and_lost_items_are_excluded
     a, b = samples
     small = tmp_path / "a_small.png"
     Image.new("RGB", (20, 10)).save(small)
-    converted = {a.sample_id: ConvertedImage(small, {"width": 20, "height": 10,
-                                                     "params": {"resized_from": [40, 20]}})}
+    halved = ConversionGeometry.scaled((40, 20), (20, 10)).to_json()
+    converted = {a.sample_id: ConvertedImage(small, {"width": 20, "height": 10, "params": {"geometry": halved}})}
 
     placed, exclusions = place_items(task_items(samples, manifest), {s.sample_id: s for s in samples}, converted)
 

@@ -10,6 +10,7 @@ from mmbu.build.layouts import ConvertedImage, place_items, read_samples
 from mmbu.build.metadata import normalise_metadata, validate_metadata
 from mmbu.build.questions import attach_metadata, instantiate_questions, lint_questions, task_items
 from mmbu.build.release import collect_build_info, group_by_task
+from mmbu.core.geometry import ConversionGeometry
 
 SEED = 20260606
 
@@ -49,8 +50,8 @@ def convert(sample, out_dir, halve):
     with Image.open(sample.image_path) as image:
         size = (image.width // 2, image.height // 2) if halve else image.size
         image.resize(size).save(out)
-        params = {"resized_from": [image.width, image.height]} if halve else {}
-    return ConvertedImage(png=out, record={"width": size[0], "height": size[1], "params": params})
+        geometry = ConversionGeometry.scaled(image.size, size)
+    return ConvertedImage(png=out, record={"width": size[0], "height": size[1], "params": {"geometry": geometry.to_json()}})
 
 
 def pipeline(raw, manifest, taxonomy, out_dir, halve=False):
