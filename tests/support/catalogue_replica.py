@@ -23,7 +23,8 @@ File kinds (one key besides `path`):
   mask: {size: [w, h], regions: [{value: 1, box: [x0, y0, x1, y1]}], depth: n}   same suffixes; box end exclusive
   text: a literal string          json: any YAML value, dumped as JSON
   csv: {rows: [[...], ...], delimiter: ","}
-  arrays: {key: {shape: [...], dtype: uint8, values: [...]}}   .npz (`values` flat, else a ramp); .npy: key `array`
+  arrays: {key: {shape: [...], dtype: uint8, values: [...]}}   .npz (`values` flat, else a ramp); .npy: key `array`;
+          a mask stack: {shape: [N, H, W], regions: [{index: 0, value: 1, box: [x0, y0, x1, y1]}]} (zeros elsewhere)
   parquet: {columns: {name: [values] or {images: [{size: [w, h]}, ...]}}}   image columns as {bytes, path} structs
 """
 from __future__ import annotations
@@ -143,6 +144,11 @@ def write_arrays(path: Path, arrays: dict[str, Any]) -> None:
         dtype = spec.get("dtype", "uint8")
         if "values" in spec:
             built[key] = np.asarray(spec["values"], dtype=dtype).reshape(spec["shape"])
+        elif "regions" in spec:  # a mask stack: zeros with value-filled boxes in the items named by `index`
+            built[key] = np.zeros(spec["shape"], dtype=dtype)
+            for region in spec["regions"]:
+                x0, y0, x1, y1 = region["box"]
+                built[key][region.get("index", 0), y0:y1, x0:x1] = region["value"]
         else:
             size = int(np.prod(spec["shape"]))
             built[key] = (np.arange(size) % 251).astype(dtype).reshape(spec["shape"])
