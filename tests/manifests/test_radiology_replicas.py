@@ -96,3 +96,27 @@ def test_other_decathlon_tasks_share_the_replicated_shape(manifest_id: str) -> N
     folder = manifest.source.files[0].url.rsplit("/", 1)[1].removesuffix(".tar")
     assert (manifest.layout.images, manifest.layout.masks) == (f"{folder}/imagesTr/[!.]*.nii.gz",
                                                                f"{folder}/labelsTr/[!.]*.nii.gz")
+
+
+def test_hc18_replica_boxes_the_drawn_ellipse(tmp_path: Path) -> None:
+    """HC18: `NNN_HC.png` beside `NNN_HC_Annotation.png`, the annotation an ellipse outline
+    (dataset-ninja/fetal-head-ultrasound@d89b978 src/convert.py); test images come without one."""
+    from PIL import Image, ImageDraw
+
+    manifest = load_manifest(DATASETS / "hc18_fetal_head.yaml")
+    folder = tmp_path / "training_set"
+    folder.mkdir()
+    Image.new("L", (80, 60), 40).save(folder / "000_HC.png")
+    outline = Image.new("L", (80, 60), 0)
+    ImageDraw.Draw(outline).ellipse((10, 8, 61, 45), outline=255, width=2)
+    outline.save(folder / "000_HC_Annotation.png")
+    (tmp_path / "test_set").mkdir()
+    Image.new("L", (80, 60), 40).save(tmp_path / "test_set" / "001_HC.png")
+
+    samples, exclusions = read_samples(manifest, tmp_path)
+
+    assert [s.source_path for s in samples] == ["training_set/000_HC.png"]
+    assert [e.item for e in exclusions] == ["test_set/001_HC.png"]
+    [region] = samples[0].regions
+    assert region.label == "fetal_head_outline"
+    assert tuple(region.box) == (10, 8, 62, 46)  # PIL's ellipse box is inclusive; boxes are end-exclusive
