@@ -120,3 +120,31 @@ def test_hc18_replica_boxes_the_drawn_ellipse(tmp_path: Path) -> None:
     [region] = samples[0].regions
     assert region.label == "fetal_head_outline"
     assert tuple(region.box) == (10, 8, 62, 46)  # PIL's ellipse box is inclusive; boxes are end-exclusive
+
+
+def test_endoscapes_replica_reads_the_test_split_coco_file(tmp_path: Path) -> None:
+    """Endoscapes2023: `test/162_5850.jpg` beside `test/annotation_coco.json` under the zip's `endoscapes/`
+    (CAMMA-public/Endoscapes@3120e73 README.md tree); class names as the reference loader spells them
+    (CAMMA-public/SurgLatentGraph@8e521f0 configs/datasets/endoscapes/endoscapes_instance.py)."""
+    import json
+
+    from PIL import Image
+
+    manifest = load_manifest(DATASETS / "endoscapes_bbox201.yaml")
+    split = tmp_path / "endoscapes" / "test"
+    split.mkdir(parents=True)
+    Image.new("RGB", (854, 480), (90, 40, 30)).save(split / "162_5850.jpg")
+    names = ["cystic_plate", "calot_triangle", "cystic_artery", "cystic_duct", "gallbladder", "tool"]
+    (split / "annotation_coco.json").write_text(json.dumps({
+        "images": [{"id": 1, "file_name": "162_5850.jpg", "width": 854, "height": 480}],
+        "categories": [{"id": i + 1, "name": n} for i, n in enumerate(names)],
+        "annotations": [{"id": 1, "image_id": 1, "category_id": 5, "bbox": [100, 50, 200, 150]},
+                        {"id": 2, "image_id": 1, "category_id": 6, "bbox": [500, 300, 120, 90]}]}))
+
+    samples, exclusions = read_samples(manifest, tmp_path)
+
+    assert exclusions == []
+    [sample] = samples
+    assert sample.source_path == "endoscapes/test/162_5850.jpg"
+    assert sorted((r.label, tuple(r.box)) for r in sample.regions) == [
+        ("gallbladder", (100, 50, 300, 200)), ("tool", (500, 300, 620, 390))]
