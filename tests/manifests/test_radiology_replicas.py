@@ -148,3 +148,19 @@ def test_endoscapes_replica_reads_the_test_split_coco_file(tmp_path: Path) -> No
     assert sample.source_path == "endoscapes/test/162_5850.jpg"
     assert sorted((r.label, tuple(r.box)) for r in sample.regions) == [
         ("gallbladder", (100, 50, 300, 200)), ("tool", (500, 300, 620, 390))]
+
+
+def test_ixi_replica_labels_each_volume_by_its_archive_folder(tmp_path: Path) -> None:
+    """IXI: each archive `IXI-{T1,T2,PD}.tar` unpacked into a folder named after its sequence, files
+    `{subject}-{sequence}.nii.gz` (fepegar/torchio src/torchio/datasets/ixi.py)."""
+    manifest = load_manifest(DATASETS / "ixi_brain_sequences.yaml")
+    assert [f.name for f in manifest.source.files] == ["T1/IXI-T1.tar", "T2/IXI-T2.tar", "PD/IXI-PD.tar"]
+    for sequence in ("T1", "T2", "PD"):
+        _save(tmp_path / sequence / f"IXI002-Guys-0828-{sequence}.nii.gz", np.zeros((8, 8, 4), np.float32), np.eye(4))
+
+    samples, exclusions = read_samples(manifest, tmp_path)
+
+    assert exclusions == []
+    assert sorted((s.source_path, s.label) for s in samples) == [
+        ("PD/IXI002-Guys-0828-PD.nii.gz", "PD"), ("T1/IXI002-Guys-0828-T1.nii.gz", "T1"),
+        ("T2/IXI002-Guys-0828-T2.nii.gz", "T2")]
