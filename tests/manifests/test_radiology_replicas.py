@@ -38,7 +38,7 @@ def _boxes(manifest, sample, mask_path: Path) -> dict[str, tuple[int, int, int, 
 
 
 def test_msd_prostate_replica_pairs_volumes_and_shows_the_t2_volume(tmp_path: Path) -> None:
-    manifest = load_manifest(DATASETS / "msd_prostate_zones.yaml")
+    manifest = load_manifest(DATASETS / "msd_task05_prostate.yaml")
     task = tmp_path / "Task05_Prostate"
     image = np.zeros((32, 24, 6, 2), dtype=np.float32)
     image[..., 0] = 100.0                     # T2: uniform 100 with a bright square
@@ -66,7 +66,7 @@ def test_msd_prostate_replica_pairs_volumes_and_shows_the_t2_volume(tmp_path: Pa
 
 
 def test_kits19_replica_pairs_renamed_downloads(tmp_path: Path) -> None:
-    manifest = load_manifest(DATASETS / "kits19_kidney_tumour.yaml")
+    manifest = load_manifest(DATASETS / "kits19.yaml")
     names = {f.name for f in manifest.source.files}
     assert {"imaging/case_00000.nii.gz", "segmentation/case_00000.nii.gz"} <= names
     affine = np.array([[0.0, 0.0, -0.78162497, 0.0], [0.0, -0.78162497, 0.0, 0.0],
@@ -88,9 +88,9 @@ def test_kits19_replica_pairs_renamed_downloads(tmp_path: Path) -> None:
     assert sizes == {"kidney": [10, 20], "tumor": [5, 6]}  # the labelled slice, each region whole
 
 
-@pytest.mark.parametrize("manifest_id", ["msd_brain_tumour", "msd_heart_left_atrium", "msd_liver_tumour",
-                                         "msd_hippocampus", "msd_lung_tumour", "msd_pancreas_tumour",
-                                         "msd_hepatic_vessel", "msd_spleen", "msd_colon_tumour"])
+@pytest.mark.parametrize("manifest_id", ["msd_task01_brain_tumour", "msd_task02_heart", "msd_task03_liver",
+                                         "msd_task04_hippocampus", "msd_task06_lung", "msd_task07_pancreas",
+                                         "msd_task08_hepatic_vessel", "msd_task09_spleen", "msd_task10_colon"])
 def test_other_decathlon_tasks_share_the_replicated_shape(manifest_id: str) -> None:
     manifest = load_manifest(DATASETS / f"{manifest_id}.yaml")
     folder = manifest.source.files[0].url.rsplit("/", 1)[1].removesuffix(".tar")
@@ -103,7 +103,7 @@ def test_hc18_replica_boxes_the_drawn_ellipse(tmp_path: Path) -> None:
     (dataset-ninja/fetal-head-ultrasound@d89b978 src/convert.py); test images come without one."""
     from PIL import Image, ImageDraw
 
-    manifest = load_manifest(DATASETS / "hc18_fetal_head.yaml")
+    manifest = load_manifest(DATASETS / "hc18.yaml")
     folder = tmp_path / "training_set"
     folder.mkdir()
     Image.new("L", (80, 60), 40).save(folder / "000_HC.png")
@@ -130,7 +130,7 @@ def test_endoscapes_replica_reads_the_test_split_coco_file(tmp_path: Path) -> No
 
     from PIL import Image
 
-    manifest = load_manifest(DATASETS / "endoscapes_bbox201.yaml")
+    manifest = load_manifest(DATASETS / "endoscapes2023.yaml")
     split = tmp_path / "endoscapes" / "test"
     split.mkdir(parents=True)
     Image.new("RGB", (854, 480), (90, 40, 30)).save(split / "162_5850.jpg")
@@ -153,7 +153,7 @@ def test_endoscapes_replica_reads_the_test_split_coco_file(tmp_path: Path) -> No
 def test_ixi_replica_labels_each_volume_by_its_archive_folder(tmp_path: Path) -> None:
     """IXI: each archive `IXI-{T1,T2,PD}.tar` unpacked into a folder named after its sequence, files
     `{subject}-{sequence}.nii.gz` (fepegar/torchio src/torchio/datasets/ixi.py)."""
-    manifest = load_manifest(DATASETS / "ixi_brain_sequences.yaml")
+    manifest = load_manifest(DATASETS / "ixi.yaml")
     assert [f.name for f in manifest.source.files] == ["T1/IXI-T1.tar", "T2/IXI-T2.tar", "PD/IXI-PD.tar"]
     for sequence in ("T1", "T2", "PD"):
         _save(tmp_path / sequence / f"IXI002-Guys-0828-{sequence}.nii.gz", np.zeros((8, 8, 4), np.float32), np.eye(4))
