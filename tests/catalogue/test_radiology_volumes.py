@@ -1,5 +1,6 @@
-"""Replicas of real radiology sources: each writes the tree and file names a manifest's evidence cites,
-then runs that manifest's own layout (and, for volumes, the converter's slice choice) over it.
+"""Radiology volumes beyond what the replica specs (tests/catalogue/replicas/) check: the converter's choices on
+a replica of the cited tree, i.e. which volume of a 4-D file is shown and which slice the mask picks, and the
+boxes read from that slice.
 
 - Medical Segmentation Decathlon Task05_Prostate: `Task05_Prostate/imagesTr/prostate_00.nii.gz` and
   `labelsTr/prostate_00.nii.gz` (openmedlab/Awesome-Medical-Dataset@81da0ee resources/MSD_Prostate.md),
@@ -96,71 +97,3 @@ def test_other_decathlon_tasks_share_the_replicated_shape(manifest_id: str) -> N
     folder = manifest.source.files[0].url.rsplit("/", 1)[1].removesuffix(".tar")
     assert (manifest.layout.images, manifest.layout.masks) == (f"{folder}/imagesTr/[!.]*.nii.gz",
                                                                f"{folder}/labelsTr/[!.]*.nii.gz")
-
-
-def test_hc18_replica_boxes_the_drawn_ellipse(tmp_path: Path) -> None:
-    """HC18: `NNN_HC.png` beside `NNN_HC_Annotation.png`, the annotation an ellipse outline
-    (dataset-ninja/fetal-head-ultrasound@d89b978 src/convert.py); test images come without one."""
-    from PIL import Image, ImageDraw
-
-    manifest = load_manifest(DATASETS / "hc18.yaml")
-    folder = tmp_path / "training_set"
-    folder.mkdir()
-    Image.new("L", (80, 60), 40).save(folder / "000_HC.png")
-    outline = Image.new("L", (80, 60), 0)
-    ImageDraw.Draw(outline).ellipse((10, 8, 61, 45), outline=255, width=2)
-    outline.save(folder / "000_HC_Annotation.png")
-    (tmp_path / "test_set").mkdir()
-    Image.new("L", (80, 60), 40).save(tmp_path / "test_set" / "001_HC.png")
-
-    samples, exclusions = read_samples(manifest, tmp_path)
-
-    assert [s.source_path for s in samples] == ["training_set/000_HC.png"]
-    assert [e.item for e in exclusions] == ["test_set/001_HC.png"]
-    [region] = samples[0].regions
-    assert region.label == "fetal_head_outline"
-    assert tuple(region.box) == (10, 8, 62, 46)  # PIL's ellipse box is inclusive; boxes are end-exclusive
-
-
-def test_endoscapes_replica_reads_the_test_split_coco_file(tmp_path: Path) -> None:
-    """Endoscapes2023: `test/162_5850.jpg` beside `test/annotation_coco.json` under the zip's `endoscapes/`
-    (CAMMA-public/Endoscapes@3120e73 README.md tree); class names as the reference loader spells them
-    (CAMMA-public/SurgLatentGraph@8e521f0 configs/datasets/endoscapes/endoscapes_instance.py)."""
-    import json
-
-    from PIL import Image
-
-    manifest = load_manifest(DATASETS / "endoscapes2023.yaml")
-    split = tmp_path / "endoscapes" / "test"
-    split.mkdir(parents=True)
-    Image.new("RGB", (854, 480), (90, 40, 30)).save(split / "162_5850.jpg")
-    names = ["cystic_plate", "calot_triangle", "cystic_artery", "cystic_duct", "gallbladder", "tool"]
-    (split / "annotation_coco.json").write_text(json.dumps({
-        "images": [{"id": 1, "file_name": "162_5850.jpg", "width": 854, "height": 480}],
-        "categories": [{"id": i + 1, "name": n} for i, n in enumerate(names)],
-        "annotations": [{"id": 1, "image_id": 1, "category_id": 5, "bbox": [100, 50, 200, 150]},
-                        {"id": 2, "image_id": 1, "category_id": 6, "bbox": [500, 300, 120, 90]}]}))
-
-    samples, exclusions = read_samples(manifest, tmp_path)
-
-    assert exclusions == []
-    [sample] = samples
-    assert sample.source_path == "endoscapes/test/162_5850.jpg"
-    assert sorted((r.label, tuple(r.box)) for r in sample.regions) == [
-        ("gallbladder", (100, 50, 300, 200)), ("tool", (500, 300, 620, 390))]
-
-
-def test_ixi_replica_labels_each_volume_by_its_archive_folder(tmp_path: Path) -> None:
-    """IXI: each archive `IXI-{T1,T2,PD}.tar` unpacked into a folder named after its sequence, files
-    `{subject}-{sequence}.nii.gz` (fepegar/torchio src/torchio/datasets/ixi.py)."""
-    manifest = load_manifest(DATASETS / "ixi.yaml")
-    assert [f.name for f in manifest.source.files] == ["T1/IXI-T1.tar", "T2/IXI-T2.tar", "PD/IXI-PD.tar"]
-    for sequence in ("T1", "T2", "PD"):
-        _save(tmp_path / sequence / f"IXI002-Guys-0828-{sequence}.nii.gz", np.zeros((8, 8, 4), np.float32), np.eye(4))
-
-    samples, exclusions = read_samples(manifest, tmp_path)
-
-    assert exclusions == []
-    assert sorted((s.source_path, s.label) for s in samples) == [
-        ("PD/IXI002-Guys-0828-PD.nii.gz", "PD"), ("T1/IXI002-Guys-0828-T1.nii.gz", "T1"),
-        ("T2/IXI002-Guys-0828-T2.nii.gz", "T2")]
