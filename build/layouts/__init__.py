@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmbu.build.layouts import arrays, coco, folder_per_class, label_table, mask_files, mask_pairs, voc, yolo
+from mmbu.build.layouts import (
+    arrays, box_table, coco, folder_per_class, label_table, mask_files, mask_pairs, parquet, polygons, voc, volume_table, yolo,
+)
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.frames import FrameMap, frame_map_from_record, geometry_of, map_boxes, map_mask
 from mmbu.build.layouts.grounding import ConvertedImage, place_items
@@ -36,6 +38,10 @@ READERS = {
     "image_mask_pairs": mask_pairs.read,
     "mask_files": mask_files.read,
     "arrays": arrays.read,
+    "box_table": box_table.read,
+    "polygons": polygons.read,
+    "parquet": parquet.read,
+    "volume_table": volume_table.read,
 }
 
 

@@ -65,28 +65,31 @@ class LayoutContext:
     def add(self, image: Path, *, label: str | None = None, regions: Iterable[Region] = (),
             mask_path: Path | None = None, row_metadata: dict[str, str] | None = None,
             size: tuple[int, int] | None = None, grounded: bool = False,
-            provenance: dict[str, str] | None = None) -> Sample | None:
+            provenance: dict[str, str] | None = None, source: str | None = None, frame: str | None = None,
+            companions: tuple[Path, ...] = ()) -> Sample | None:
         """Record one sample; returns None (with an exclusion) when it cannot be used.
 
-        `grounded` says the sample exists for its regions, so losing all of them drops it. An instance
+        `grounded` says the sample exists for its regions, so losing all of them drops it. `source` and
+        `frame` name a sample that is one file of a larger whole (a DICOM series' chosen slice: the series
+        folder and the slice policy make its id), `companions` the whole's other files. An instance
         of a DICOM whole-slide series (or the folder holding one series) also returns None: the series
         becomes one sample in `finish()`, once the layout has listed all of its files.
         """
-        source = self.rel(image)
+        where = self.rel(image)
         if not image.resolve().is_relative_to(self.raw_dir.resolve()):
             # ids are built from the path inside the dataset; a path outside it is neither stable nor safe
-            self.exclude(source, "the labels point outside the dataset's folder")
+            self.exclude(where, "the labels point outside the dataset's folder")
             return None
         listing = SlideListing(image, label, tuple(regions), mask_path, row_metadata or {}, grounded)
         if self._slides.claim(listing):
             return None
         if image.is_dir():
-            self.exclude(source, f"the labels point to the folder {source}, and a folder is one sample only when "
+            self.exclude(where, f"the labels point to the folder {where}, and a folder is one sample only when "
                                  "it holds the instances of exactly one DICOM whole-slide series")
             return None
         return self._add_file(image, label=listing.label, regions=listing.regions, mask_path=mask_path,
                               row_metadata=listing.row_metadata, size=size, grounded=grounded,
-                              provenance=provenance or {})
+                              provenance=provenance or {}, source=source, frame=frame, companions=companions)
 
     def add_derived(self, source: Path, frame: str, image: Callable[[], np.ndarray | bytes], *,
                     label: str | None = None, regions: Iterable[Region] = (), mask: np.ndarray | None = None,
@@ -174,9 +177,10 @@ class LayoutContext:
 
     def _add_file(self, image: Path, *, label: str | None, regions: Iterable[Region], mask_path: Path | None,
                   row_metadata: dict[str, str], size: tuple[int, int] | None, grounded: bool,
-                  companions: tuple[Path, ...] = (), provenance: dict[str, str] | None = None) -> Sample | None:
-        source = self.rel(image)
-        frame = self.frame_for(image)
+                  companions: tuple[Path, ...] = (), provenance: dict[str, str] | None = None,
+                  source: str | None = None, frame: str | None = None) -> Sample | None:
+        source = source or self.rel(image)
+        frame = frame or self.frame_for(image)
         sample_id = make_sample_id(self.dataset_id, source, frame)
         if sample_id in self._seen:
             self.exclude(source, "the image is listed more than once; the first listing is kept", sample_id)

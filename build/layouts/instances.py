@@ -35,7 +35,13 @@ class InstanceCanvas:
         return self.height, self.width
 
     def paint(self, where: np.ndarray, label: str, instance: str) -> None:
-        """Add one object: `where` is its boolean (height, width) mask."""
+        """Add one object, or another part of an object already painted under the same `instance` key
+        (LabelMe's `group_id`): `where` is its boolean (height, width) mask."""
+        for value, (known_label, known, painted) in enumerate(self._objects, start=1):
+            if known == instance and known_label == label:
+                self._objects[value - 1] = (label, instance, painted + int(where.sum()))
+                self.ids[where] = value
+                return
         self._objects.append((label, instance, int(where.sum())))
         self.ids[where] = len(self._objects)
 

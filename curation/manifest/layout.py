@@ -13,8 +13,11 @@ from pydantic import Field, field_validator, model_validator
 
 from mmbu.curation.manifest.templates import parse_template
 
-from mmbu.curation.manifest.layout_base import BOXES, CLASSIFY, MASKS, MetadataColumns, LayoutBase
+from mmbu.curation.manifest.layout_base import BOXES, CLASSIFY, MASKS, LayoutBase, MetadataColumns, TableLabels
+from mmbu.curation.manifest.layout_annotations import BoxTableLayout, PolygonsLayout
 from mmbu.curation.manifest.layout_arrays import ArraysLayout
+from mmbu.curation.manifest.layout_tables import ParquetLayout
+from mmbu.curation.manifest.layout_volumes import VolumeTableLayout
 
 
 class FolderPerClassLayout(LayoutBase):
@@ -52,33 +55,13 @@ class FolderPerClassLayout(LayoutBase):
         return CLASSIFY
 
 
-class LabelTableLayout(LayoutBase):
-    """A CSV/TSV table with one row per image; extra columns may carry per-sample metadata.
-
-    The raw label is found in one of three ways: `label_column` (one value per row); `label_column`
-    with `label_separator` (several labels joined in one cell, ChestX-ray14's `Finding Labels`
-    `Effusion|Mass`); or `label_columns`, one column per label holding a positive or negative value
-    (ISIC 2018's one-hot `MEL,NV,BCC,...`, where the column name is the raw label). A closed question
-    has one right option, so a row with more than one positive label is excluded with that reason,
-    and a row with none is excluded unless `no_finding` names the raw label it stands for.
-    """
+class LabelTableLayout(TableLabels):
+    """A CSV/TSV table with one row per image (labels as in `TableLabels`); extra columns may carry
+    per-sample metadata."""
 
     kind: Literal["label_table"]
     table: str
     image_column: str
-    label_column: str | None = Field(None, description="Column holding the raw label (or several, see label_separator).")
-    label_columns: list[str] | None = Field(
-        None, min_length=2, description="One-hot columns, one per raw label (the column name is the raw label).")
-    label_separator: str | None = Field(
-        None, min_length=1, description="Separator of several labels in label_column, e.g. '|'.")
-    positive_values: list[str] = Field(["1", "1.0", "true", "True", "TRUE"],
-                                       description="Cell values of a one-hot column that mean 'this label'.")
-    negative_values: list[str] = Field(["0", "0.0", "false", "False", "FALSE", ""],
-                                       description="Cell values that mean 'not this label'; anything else (e.g. "
-                                                   "CheXpert's -1.0, uncertain) excludes the row.")
-    no_finding: str | None = Field(
-        None, description="Raw label for a row with no positive label (a one-hot row of negatives, an empty cell); "
-                          "without it such rows are excluded. Must be in `labels`.")
     image_root: str = Field(".", description="Folder of the images; may hold a glob (`images_*/images`) when the "
                                              "images are spread over several folders, then found by file name.")
     delimiter: str | None = Field(None, description="Sniffed from the file (comma or tab) when omitted.")
@@ -86,26 +69,6 @@ class LabelTableLayout(LayoutBase):
     metadata_columns: MetadataColumns = Field(
         default_factory=dict, description="Metadata field -> table column with a per-sample value (e.g. institution)."
     )
-
-    @model_validator(mode="after")
-    def _one_way_to_the_label(self) -> "LabelTableLayout":
-        if (self.label_column is None) == (self.label_columns is None):
-            raise ValueError("give exactly one of label_column (one column) and label_columns (one-hot columns)")
-        if self.label_separator and self.label_column is None:
-            raise ValueError("label_separator splits label_column; one-hot label_columns need none")
-        if set(self.positive_values) & set(self.negative_values):
-            raise ValueError(f"a value cannot be both positive and negative: "
-                             f"{sorted(set(self.positive_values) & set(self.negative_values))}")
-        return self
-
-    def feeds(self) -> frozenset[str]:
-        return CLASSIFY
-
-    def declared_labels(self) -> Iterator[tuple[str, str]]:
-        for index, column in enumerate(self.label_columns or []):
-            yield f"layout.label_columns.{index}", column
-        if self.no_finding:
-            yield "layout.no_finding", self.no_finding
 
 
 class CocoLayout(LayoutBase):
@@ -265,6 +228,6 @@ class MaskFilesLayout(LayoutBase):
 
 Layout = Annotated[
     FolderPerClassLayout | LabelTableLayout | CocoLayout | YoloLayout | VocLayout | ImageMaskPairsLayout
-    | MaskFilesLayout | ArraysLayout,
+    | MaskFilesLayout | ArraysLayout | BoxTableLayout | PolygonsLayout | ParquetLayout | VolumeTableLayout,
     Field(discriminator="kind"),
 ]

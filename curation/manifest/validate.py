@@ -145,11 +145,13 @@ def _task_problems(manifest: DatasetManifest) -> Iterator[tuple[str, str]]:
         if task in INSTANCE_TASKS and manifest.layout.kind == "image_mask_pairs":
             reason = "needs boxes; an image_mask_pairs layout gives them only with `instances` (components or ids)"
         elif task in INSTANCE_TASKS:
-            reason = "needs boxes: a coco, yolo or voc layout, or image_mask_pairs with instances"
+            reason = ("needs boxes: a coco, yolo, voc, box_table or polygons layout, or masks that separate objects "
+                      "(manifests/README.md, 'Which layout feeds which task')")
         elif task == "mask_grounded_classification":
-            reason = "needs masks: an image_mask_pairs layout"
+            reason = "needs masks: an image_mask_pairs, mask_files or polygons layout, or arrays/parquet with masks"
         else:
-            reason = "needs an image-level label: a folder_per_class or label_table layout"
+            reason = ("needs an image-level label: a folder_per_class, label_table or volume_table layout, or "
+                      "arrays/parquet with labels")
         yield f"tasks.{index}", f"{task} {reason} (this layout is {manifest.layout.kind})"
     if len(set(manifest.tasks)) != len(manifest.tasks):
         yield "tasks", "lists a task more than once"

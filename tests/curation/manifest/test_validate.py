@@ -107,7 +107,8 @@ def test_sub_modality_must_belong_to_the_modality(tmp_path):
 def test_mask_task_needs_image_mask_pairs(tmp_path):
     found = problems_of(tmp_path, manifest_dict(tasks=["ungrounded_classification", "mask_grounded_classification"]))
     assert found == [("blood_cells.yaml", "tasks.1",
-                      "mask_grounded_classification needs masks: an image_mask_pairs layout (this layout is folder_per_class)")]
+                      "mask_grounded_classification needs masks: an image_mask_pairs, mask_files or polygons layout, or "
+                      "arrays/parquet with masks (this layout is folder_per_class)")]
 
 
 def test_box_tasks_need_boxes_or_mask_instances(tmp_path):

@@ -1,0 +1,194 @@
+"""Boxes in a one-off JSON or CSV format, found through the field names the manifest maps
+(BBBC041's `objects[].bounding_box.minimum.{r,c}`, RSNA pneumonia's `patientId,x,y,width,height,Target`)."""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from mmbu.build.layouts.boxes import clip_box
+from mmbu.build.layouts.context import LayoutContext
+from mmbu.build.layouts.files import image_size
+from mmbu.build.layouts.label_table import ImageFinder, missing_columns, read_table
+from mmbu.build.layouts.sample import Region
+from mmbu.core.boxes import Box
+from mmbu.curation.manifest.hints import did_you_mean
+from mmbu.curation.manifest.layout_annotations import BoxTableLayout
+
+
+class FieldMissing(KeyError):
+    """A dotted path that a record does not have; the message says which part and what is there."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def field_value(record: Any, path: str) -> Any:
+    """The value at a dotted path (`image.pathname`, `bbox.0`) of a JSON record."""
+    node = record
+    walked: list[str] = []
+    for part in path.split(".") if path else []:
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            where = ".".join(walked) or "the record"
+            choices = list(node) if isinstance(node, Mapping) else []
+            raise FieldMissing(f"{where} has no field {part!r}{did_you_mean(part, choices)}")
+        walked.append(part)
+    return node
+
+
+def read(layout: BoxTableLayout, ctx: LayoutContext) -> None:
+    groups = _json_groups(layout, ctx) if layout.table_format == "json" else _csv_groups(layout, ctx)
+    images = ImageFinder(ctx, layout.image_root)
+    for name, objects in groups:
+        path, ambiguous = images.find(f"{name.lstrip('/')}{layout.image_suffix}")
+        if ambiguous:
+            ctx.exclude(name, ambiguous)
+            continue
+        size = image_size(path) if path.is_file() else None
+        regions, said_empty = _regions(layout, ctx, path, size, objects)
+        if not regions and said_empty:
+            ctx.exclude(ctx.rel(path), f"the table marks this image as holding no object ({said_empty}); box "
+                                       "questions need one")
+            continue
+        ctx.add(path, regions=regions, size=size, grounded=True)
+
+
+def _json_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[str, list[tuple[str, Any]]]]:
+    try:
+        document = json.loads(ctx.path(layout.table).read_text(encoding="utf-8"))
+        records = field_value(document, layout.records)
+    except (OSError, UnicodeDecodeError, ValueError, FieldMissing) as exc:
+        ctx.exclude(layout.table, f"the box table cannot be read ({exc})")
+        return
+    if not isinstance(records, list):
+        ctx.exclude(layout.table, f"records {layout.records or '(top level)'!r} is not a list of records")
+        return
+    for number, record in enumerate(records):
+        where = f"{layout.table}#record-{number}"
+        try:
+            name = str(field_value(record, layout.image))
+            objects = field_value(record, layout.objects) if layout.objects else [record]
+        except FieldMissing as exc:
+            ctx.exclude(where, str(exc))
+            continue
+        if not isinstance(objects, list):
+            ctx.exclude(where, f"{layout.objects!r} is not a list of objects")
+            continue
+        yield name, [(f"object-{index}", obj) for index, obj in enumerate(objects, start=1)]
+
+
+def _csv_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[str, list[tuple[str, Any]]]]:
+    table = read_table(ctx, layout.table, layout.delimiter)
+    if table is None:
+        return
+    box_columns = [layout.box.list] if layout.box.list else list(layout.box.named.values())
+    wanted = [layout.image, *([layout.label] if layout.label else []), *box_columns, *layout.no_object]
+    if missing_columns(ctx, layout.table, table, wanted):
+        return
+    groups: dict[str, list[tuple[str, Any]]] = {}
+    for number, row in enumerate(table.to_dict(orient="records"), start=2):  # line 1 is the header
+        name = str(row[layout.image]).strip()
+        if not name:
+            ctx.exclude(f"{layout.table}:{number}", "the row has an empty image field")
+            continue
+        groups.setdefault(name, []).append((f"row-{number}", row))
+    yield from groups.items()
+
+
+def _regions(layout: BoxTableLayout, ctx: LayoutContext, path: Path, size: tuple[int, int] | None,
+             objects: list[tuple[str, Any]]) -> tuple[list[Region], str | None]:
+    """The image's boxed objects, and why the table says it has none (when it does)."""
+    regions: list[Region] = []
+    said_empty = None
+    for instance, obj in objects:
+        where = f"{ctx.rel(path)}#{instance}"
+        marked = _marked_empty(layout, obj)
+        try:
+            numbers = _box_numbers(layout, obj)
+        except (FieldMissing, ValueError) as exc:
+            ctx.exclude(where, str(exc))
+            continue
+        if marked or numbers is None:
+            said_empty = marked or "its box fields are empty"
+            continue
+        try:
+            label = str(field_value(obj, layout.label)).strip() if layout.label else layout.fixed_label
+        except FieldMissing as exc:
+            ctx.exclude(where, str(exc))
+            continue
+        if layout.units == "fractions" and size is None:
+            ctx.exclude(where, "the image size cannot be read, so a box in fractions of it cannot be placed")
+            continue
+        box, problem = clip_box(_to_pixels(layout, numbers, size), size)
+        if box is None:
+            ctx.exclude(where, problem or "invalid box")
+            continue
+        regions.append(Region(label=label, instance=instance, box=box))
+    return regions, said_empty
+
+
+def _marked_empty(layout: BoxTableLayout, obj: Any) -> str | None:
+    for name, values in layout.no_object.items():
+        try:
+            value = str(_get(obj, name)).strip()
+        except FieldMissing:
+            continue
+        if value in values:
+            return f"{name} = {value!r}"
+    return None
+
+
+def _box_numbers(layout: BoxTableLayout, obj: Any) -> dict[str, float] | None:
+    """Role -> number; None when every box field is empty (a row meaning 'no object')."""
+    if layout.box.list:
+        raw = _get(obj, layout.box.list)
+        if _empty(raw):
+            return None
+        values = json.loads(raw) if isinstance(raw, str) else raw
+        if not isinstance(values, list) or len(values) != 4:
+            raise ValueError(f"{layout.box.list} holds {raw!r}, not a list of four numbers")
+        pairs = dict(zip(layout.box.order, values))
+    else:
+        pairs = {role: _get(obj, name) for role, name in layout.box.named.items()}
+    if all(_empty(v) for v in pairs.values()):
+        return None
+    if any(_empty(v) for v in pairs.values()):
+        raise ValueError(f"the box is incomplete: {', '.join(f'{k}={v!r}' for k, v in pairs.items())}")
+    try:
+        numbers = {role: float(value) for role, value in pairs.items()}
+    except (TypeError, ValueError):
+        raise ValueError(f"the box values {pairs} are not numbers") from None
+    if not all(math.isfinite(v) for v in numbers.values()):
+        raise ValueError(f"the box values {pairs} are not finite numbers")
+    return numbers
+
+
+def _get(obj: Any, name: str) -> Any:
+    # a CSV row is a flat mapping whose column names may contain dots; JSON records are walked
+    return obj[name] if isinstance(obj, dict) and name in obj else field_value(obj, name)
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
+
+
+def _to_pixels(layout: BoxTableLayout, n: dict[str, float], size: tuple[int, int] | None) -> Box:
+    if "cx" in n:
+        half_w, half_h = n["width"] / 2, n["height"] / 2
+        x1, y1, x2, y2 = n["cx"] - half_w, n["cy"] - half_h, n["cx"] + half_w, n["cy"] + half_h
+    elif "width" in n:
+        x1, y1, x2, y2 = n["x1"], n["y1"], n["x1"] + n["width"], n["y1"] + n["height"]
+    else:
+        x1, y1, x2, y2 = n["x1"], n["y1"], n["x2"], n["y2"]
+        if layout.max_corner == "inclusive":
+            x2, y2 = x2 + 1, y2 + 1
+    if layout.units == "fractions":
+        width, height = size
+        x1, x2, y1, y2 = x1 * width, x2 * width, y1 * height, y2 * height
+    return (x1, y1, x2, y2)

@@ -1,0 +1,272 @@
+"""Parquet tables with embedded images (Hugging Face dataset repositories): one sample per row.
+
+Rows are read a batch at a time (`pyarrow.parquet.ParquetFile.iter_batches`), never a whole file. The
+image cell's encoded bytes are written as they are into the layout cache (see `derived`); the sample id
+is the file plus the row number, so it is the same on every rebuild of the same file.
+"""
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from mmbu.build.layouts.boxes import clip_box
+from mmbu.build.layouts.context import LayoutContext
+from mmbu.build.layouts.masks import MaskRules, regions_from_mask
+from mmbu.build.layouts.sample import Region
+from mmbu.build.layouts.single_label import one_label
+from mmbu.curation.manifest.hints import did_you_mean
+from mmbu.curation.manifest.layout_tables import ParquetLayout
+from mmbu.curation.manifest.templates import PathTemplate
+
+BATCH_ROWS = 64  # rows of images held at once
+
+
+class RowProblem(ValueError):
+    """One row (or one object in it) that cannot be used; the message is one sentence."""
+
+
+def read(layout: ParquetLayout, ctx: LayoutContext) -> None:
+    import pyarrow.parquet as pq
+
+    files = list(PathTemplate(layout.files).scan(ctx.raw_dir))
+    if not files:
+        ctx.exclude(layout.files, f"no Parquet file matches {layout.files!r}")
+        return
+    if layout.splits:
+        found = sorted({parts.get("split", "") for _, parts in files})
+        for split in layout.splits:
+            if split not in found:
+                ctx.exclude(layout.files, f"split {split!r} is not among the files' splits{did_you_mean(split, found)}")
+        files = [(path, parts) for path, parts in files if parts.get("split") in layout.splits]
+    names = _LabelNames(layout, ctx)
+    for path, _ in files:
+        try:
+            table = pq.ParquetFile(path)
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError ...: the sentence names the file
+            ctx.exclude(ctx.rel(path), f"not a readable Parquet file ({type(exc).__name__}: {exc})")
+            continue
+        columns = [c for c in (layout.image_column, layout.label_column, layout.mask_column, layout.objects_column,
+                               *layout.metadata_columns.values()) if c]
+        present = table.schema_arrow.names
+        missing = [c for c in dict.fromkeys(columns) if c not in present]
+        if missing:
+            ctx.exclude(ctx.rel(path), "; ".join(f"the table has no column {c!r}{did_you_mean(c, present)}"
+                                                 for c in missing))
+            continue
+        names.learn_from_schema(table.schema_arrow)
+        for number, row in _rows(table, list(dict.fromkeys(columns))):
+            _add_row(layout, ctx, names, path, number, row)
+
+
+def _rows(table: Any, columns: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    number = 0
+    for batch in table.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+        for row in batch.to_pylist():
+            yield number, row
+            number += 1
+
+
+def _add_row(layout: ParquetLayout, ctx: LayoutContext, names: "_LabelNames", path: Path, number: int,
+             row: dict[str, Any]) -> None:
+    frame = f"row={number}"
+    item = f"{ctx.rel(path)}#{frame}"
+    try:
+        data = _image_bytes(row[layout.image_column], layout.image_column)
+        label = _label(layout, names, row[layout.label_column]) if layout.label_column else None
+        size = None
+        if layout.mask_column or layout.objects_column:
+            with Image.open(io.BytesIO(data)) as image:
+                size = image.size
+        mask, regions, problems = _mask_regions(layout, row, size) if layout.mask_column else (None, [], [])
+        if layout.objects_column:
+            boxed, box_problems = _object_regions(layout, names, row[layout.objects_column], size)
+            regions += boxed
+            problems += box_problems
+    except RowProblem as exc:
+        ctx.exclude(item, str(exc))
+        return
+    for instance, reason in problems:
+        ctx.exclude(f"{item}#{instance}", reason)
+    row_metadata = {field: str(row[column]).strip() for field, column in layout.metadata_columns.items()
+                    if row[column] is not None and str(row[column]).strip()}
+    ctx.add_derived(path, frame, lambda: data, label=label, regions=regions, mask=mask, row_metadata=row_metadata,
+                    grounded=layout.label_column is None, provenance={"row": f"{ctx.rel(path)} row {number}"})
+
+
+def _image_bytes(cell: Any, column: str) -> bytes:
+    if isinstance(cell, Mapping):  # the `datasets` Image feature: {"bytes": ..., "path": ...}
+        if cell.get("bytes"):
+            return bytes(cell["bytes"])
+        raise RowProblem(f"the {column} cell holds no image bytes (path {cell.get('path')!r} only)")
+    if isinstance(cell, (bytes, bytearray)) and cell:
+        return bytes(cell)
+    raise RowProblem(f"the {column} cell holds {type(cell).__name__}, not an image")
+
+
+def _label(layout: ParquetLayout, names: "_LabelNames", value: Any) -> str:
+    values = value if isinstance(value, list) else [value]
+    raw = [names.name(layout.label_column, v, layout.class_names) for v in values if v is not None]
+    label, reason = one_label(raw, layout.no_finding)
+    if reason:
+        raise RowProblem(reason)
+    return label
+
+
+def _mask_regions(layout: ParquetLayout, row: dict[str, Any], size: tuple[int, int] | None
+                  ) -> tuple[np.ndarray, list[Region], list[tuple[str, str]]]:
+    with Image.open(io.BytesIO(_image_bytes(row[layout.mask_column], layout.mask_column))) as image:
+        mask = np.asarray(image)
+    if mask.ndim == 3:
+        if not all(np.array_equal(mask[..., 0], mask[..., c]) for c in range(1, min(3, mask.shape[-1]))):
+            raise RowProblem("the mask has colour channels that differ; a label mask has one value per pixel")
+        mask = mask[..., 0]
+    if size is not None and (mask.shape[1], mask.shape[0]) != size:
+        raise RowProblem(f"the mask is {mask.shape[1]}x{mask.shape[0]} but its image is {size[0]}x{size[1]}")
+    rules = MaskRules(labels=dict(layout.mask_values), background=layout.background, instances=layout.instances,
+                      instance_label=layout.instance_label, min_region_pixels=layout.min_region_pixels)
+    return mask, regions_from_mask(mask, rules), []
+
+
+def _object_regions(layout: ParquetLayout, names: "_LabelNames", objects: Any, size: tuple[int, int] | None
+                    ) -> tuple[list[Region], list[tuple[str, str]]]:
+    if not isinstance(objects, Mapping):
+        raise RowProblem(f"the {layout.objects_column} cell is not a struct of {layout.box_field} and "
+                         f"{layout.category_field} lists")
+    boxes, categories = objects.get(layout.box_field), objects.get(layout.category_field)
+    if not isinstance(boxes, list) or not isinstance(categories, list) or len(boxes) != len(categories):
+        raise RowProblem(f"the {layout.objects_column} cell has no {layout.box_field} and {layout.category_field} "
+                         "lists of the same length")
+    regions, problems = [], []
+    for index, (box, category) in enumerate(zip(boxes, categories), start=1):
+        instance = f"object-{index}"
+        try:
+            label = names.name(f"{layout.objects_column}.{layout.category_field}", category,
+                               layout.object_class_names)
+            numbers = [float(v) for v in box]
+            if len(numbers) != 4:
+                raise ValueError
+        except RowProblem as exc:
+            problems.append((instance, str(exc)))
+            continue
+        except (TypeError, ValueError):
+            problems.append((instance, f"box {box!r} is not four numbers"))
+            continue
+        clipped, reason = clip_box(_xyxy(numbers, layout, size), size)
+        if clipped is None:
+            problems.append((instance, reason or "invalid box"))
+            continue
+        regions.append(Region(label=label, instance=instance, box=clipped))
+    return regions, problems
+
+
+def _xyxy(numbers: list[float], layout: ParquetLayout, size: tuple[int, int] | None) -> tuple[float, ...]:
+    a, b, c, d = numbers
+    if layout.box_format == "xywh":
+        box = (a, b, a + c, b + d)
+    elif layout.box_format == "cxcywh":
+        box = (a - c / 2, b - d / 2, a + c / 2, b + d / 2)
+    else:
+        box = (a, b, c, d)
+    if layout.box_units == "fractions" and size is not None:
+        box = (box[0] * size[0], box[1] * size[1], box[2] * size[0], box[3] * size[1])
+    return box
+
+
+class _LabelNames:
+    """Class index -> raw label, from the manifest, else the dataset card, else the file's stored features."""
+
+    def __init__(self, layout: ParquetLayout, ctx: LayoutContext) -> None:
+        self._card: dict[str, list[str]] = _card_class_labels(ctx, layout.card, layout.config_name)
+        self._schema: dict[str, list[str]] = {}
+
+    def learn_from_schema(self, schema: Any) -> None:
+        """The ClassLabel names `datasets` stores in a Parquet file's schema metadata (its `huggingface` key)."""
+        if self._schema or not schema.metadata or b"huggingface" not in schema.metadata:
+            return
+        from datasets import Features
+
+        try:
+            features = Features.from_arrow_schema(schema)
+        except Exception:  # noqa: BLE001 - metadata from another writer: the card or the manifest decide
+            return
+        self._schema = _stored_class_labels(features.to_dict())
+
+    def name(self, column: str, value: Any, given: list[str] | None) -> str:
+        if isinstance(value, str):
+            return value.strip()
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
+            raise RowProblem(f"label value {value!r} in {column} is not a class index or a text label")
+        index = int(value)
+        names = given or self._card.get(column) or self._schema.get(column)
+        if names is None:
+            return str(index)
+        if not 0 <= index < len(names):
+            raise RowProblem(f"label index {index} in {column} is outside its class names (0..{len(names) - 1})")
+        return names[index]
+
+
+def _card_class_labels(ctx: LayoutContext, card: str | None, config_name: str | None) -> dict[str, list[str]]:
+    """Column (dotted for nested features) -> ClassLabel names, from the card's YAML `dataset_info`."""
+    if card is None or not ctx.path(card).is_file():
+        return {}
+    from huggingface_hub import DatasetCard
+
+    try:
+        data = DatasetCard.load(ctx.path(card)).data.to_dict()
+    except Exception as exc:  # noqa: BLE001 - a broken card is reported; the manifest may still name the classes
+        ctx.exclude(card, f"the dataset card's YAML header cannot be read ({type(exc).__name__}: {exc})")
+        return {}
+    info = data.get("dataset_info") or {}
+    if isinstance(info, list):
+        info = next((entry for entry in info if entry.get("config_name") in (config_name, None if config_name
+                     else "default")), info[0] if info else {})
+    return _class_labels_of({"features": info.get("features") or []})
+
+
+def _class_labels_of(node: Any, prefix: str = "") -> dict[str, list[str]]:
+    """Column (dotted for nested features) -> ClassLabel names, from a card's YAML `features` list:
+    entries `{name, dtype: {class_label: {names}}}`, nested under `sequence`, `list` or `struct`."""
+    found: dict[str, list[str]] = {}
+    entries = node.get("features") if isinstance(node, Mapping) else node
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, Mapping) or "name" not in entry:
+            continue
+        name = f"{prefix}{entry['name']}"
+        for key in ("dtype", "sequence", "list", "struct"):
+            inner = entry.get(key)
+            if isinstance(inner, list):  # a struct: its fields are entries again
+                found.update(_class_labels_of(inner, prefix=f"{name}."))
+            elif isinstance(inner, Mapping) and "class_label" in inner:
+                found[name] = _names(inner["class_label"].get("names"))
+            elif isinstance(inner, Mapping) and isinstance(inner.get("dtype"), Mapping):
+                found.update(_class_labels_of([{"name": entry["name"], **inner}], prefix))
+    return {k: v for k, v in found.items() if v}
+
+
+def _stored_class_labels(feature: Any, name: str = "") -> dict[str, list[str]]:
+    """The same from `datasets.Features.to_dict()` (what `datasets` stores in the file's schema metadata):
+    `{"_type": "ClassLabel", "names": [...]}`, lists as `{"_type": "List", "feature": ...}`, structs as dicts."""
+    if not isinstance(feature, Mapping):
+        return {}
+    kind = feature.get("_type")
+    if kind == "ClassLabel":
+        return {name: _names(feature.get("names"))}
+    if kind in ("List", "Sequence", "LargeList"):
+        return _stored_class_labels(feature.get("feature"), name)
+    if kind is None:  # a struct (or the top level): field name -> feature
+        found: dict[str, list[str]] = {}
+        for key, inner in feature.items():
+            found.update(_stored_class_labels(inner, f"{name}.{key}" if name else str(key)))
+        return found
+    return {}
+
+
+def _names(names: Any) -> list[str]:
+    if isinstance(names, Mapping):  # the card writes {'0': name, '1': name}
+        return [str(names[k]) for k in sorted(names, key=lambda k: int(k))]
+    return [str(n) for n in names or []]

@@ -1,0 +1,150 @@
+"""Layouts of annotation files that are not COCO, YOLO or VOC: field-mapped box tables (JSON or CSV)
+and polygon annotations (Aperio/ImageScope XML, LabelMe JSON, CVAT XML)."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mmbu.curation.manifest.layout_base import BOXES, MASKS, LayoutBase
+from mmbu.curation.manifest.templates import parse_template
+
+BOX_ROLES = ("x1", "y1", "x2", "y2", "cx", "cy", "width", "height")
+# the role sets that pin a box down: corners; a corner and the size; the centre and the size
+BOX_SHAPES = ({"x1", "y1", "x2", "y2"}, {"x1", "y1", "width", "height"}, {"cx", "cy", "width", "height"})
+
+
+class BoxFields(BaseModel):
+    """Where a box's four numbers are: each role names a field (a dotted path into a JSON record, or a
+    CSV column), or `list` names one field holding all four in `order`. Naming roles instead of
+    assuming an order covers row/column sources (BBBC041's `minimum.r` is y1, `minimum.c` is x1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    x1: str | None = None
+    y1: str | None = None
+    x2: str | None = None
+    y2: str | None = None
+    cx: str | None = None
+    cy: str | None = None
+    width: str | None = None
+    height: str | None = None
+    list: str | None = Field(None, description="One field holding the four numbers, e.g. COCO-like 'bbox'.")
+    order: tuple[str, str, str, str] | None = Field(None, description="Roles of the list's numbers, e.g. [y1, x1, y2, x2].")
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> "BoxFields":
+        if self.list is not None:
+            if self.order is None or set(self.order) not in BOX_SHAPES:
+                raise ValueError(f"a box list needs `order` naming four roles that pin a box down: "
+                                 f"{' or '.join('/'.join(sorted(s)) for s in BOX_SHAPES)}")
+            if self.named:
+                raise ValueError("give either `list` with `order` or one field per role, not both")
+            return self
+        if set(self.named) not in BOX_SHAPES:
+            raise ValueError(f"box fields {sorted(self.named) or 'none'} do not pin a box down; name x1, y1, x2, y2 "
+                             "(corners), or x1, y1, width, height, or cx, cy, width, height")
+        return self
+
+    @property
+    def named(self) -> dict[str, str]:
+        return {role: getattr(self, role) for role in BOX_ROLES if getattr(self, role) is not None}
+
+
+class BoxTableLayout(LayoutBase):
+    """Boxes in a one-off JSON or CSV format, found by naming where each piece is.
+
+    JSON (`format: json`): `records` is the dotted path of the list of image records ('' for a top-level
+    list); in each record `image` is the path of the image field and `objects` that of its list of
+    objects (BBBC041: `image.pathname`, `objects`, each with `bounding_box.minimum.r`/`.c`,
+    `maximum.r`/`.c` and `category`). CSV (`format: csv`): one row per box, rows of one image grouped
+    (RSNA pneumonia: `patientId,x,y,width,height,Target`). A row or object whose box fields are all
+    empty, or whose `no_object` field holds one of its values, says the image holds no object: the
+    image is recorded as dropped with that reason, never as an error.
+    """
+
+    kind: Literal["box_table"]
+    table: str
+    format: Literal["json", "csv"] | None = Field(None, description="From the suffix when omitted.")
+    records: str = Field("", description="JSON: dotted path of the list of records ('' = the top level).")
+    objects: str | None = Field(None, description="JSON: dotted path (in a record) of its list of objects; "
+                                                  "omitted: each record is one object.")
+    image: str = Field(description="Field (dotted path or column) holding the image path or id.")
+    label: str | None = Field(None, description="Field of an object holding its raw label.")
+    fixed_label: str | None = Field(None, description="Raw label of every object when no field holds one.")
+    box: BoxFields
+    units: Literal["pixels", "fractions"] = Field("pixels", description="fractions: of the image's width/height.")
+    max_corner: Literal["exclusive", "inclusive"] = Field(
+        "exclusive", description="inclusive: x2/y2 name the last pixel inside the box (VOC style), so one is added.")
+    no_object: dict[str, list[str]] = Field(default_factory=dict,
+                                            description="Field -> values that mean the image holds no object.")
+    image_root: str = "."
+    image_suffix: str = ""
+    delimiter: str | None = None
+
+    @model_validator(mode="after")
+    def _label_source(self) -> "BoxTableLayout":
+        if (self.label is None) == (self.fixed_label is None):
+            raise ValueError("give exactly one of label (the field holding each object's raw label) and fixed_label")
+        fmt = self.format or ("json" if self.table.lower().endswith(".json") else "csv")
+        if fmt == "csv" and (self.records or self.objects):
+            raise ValueError("records and objects are JSON paths; a CSV box table has one row per box")
+        return self
+
+    @property
+    def table_format(self) -> str:
+        return self.format or ("json" if self.table.lower().endswith(".json") else "csv")
+
+    def feeds(self) -> frozenset[str]:
+        return BOXES
+
+    def declared_labels(self) -> Iterator[tuple[str, str]]:
+        if self.fixed_label:
+            yield "layout.fixed_label", self.fixed_label
+
+
+class PolygonsLayout(LayoutBase):
+    """Polygon annotations, drawn into masks at the image's size (and boxed from the drawn mask).
+
+    - `aperio_xml`: Aperio ImageScope XML, `Annotations/Annotation/Regions/Region/Vertices/Vertex@X,Y`,
+      one file per image paired by templates (MoNuSeg: `Tissue Images/{stem}.tif` with
+      `Annotations/{stem}.xml`); the label is `fixed_label`, or the `Annotation`'s `Name` attribute.
+    - `labelme_json`: LabelMe JSON, one file per image naming it in `imagePath` (relative to the JSON)
+      with `shapes[]` of `label`, `points` and `shape_type` (`polygon`, `rectangle`).
+    - `cvat_xml`: CVAT for images 1.1, one XML for all images: `image@name,width,height` holding
+      `polygon@label,points` ("x,y;x,y;...") and `box@label,xtl,ytl,xbr,ybr`.
+
+    Vertices are pixel centres (vertex (x, y) is the centre of column x, row y) and the outline's
+    pixels belong to the object, as Pillow's `ImageDraw.polygon` draws it. Where objects overlap the
+    later one keeps the shared pixels. A polygon of fewer than three points, an object drawn wholly
+    outside its image and an annotation naming another image size are exclusions.
+    """
+
+    kind: Literal["polygons"]
+    format: Literal["aperio_xml", "labelme_json", "cvat_xml"]
+    annotations: str = Field(description="aperio_xml: template paired with `images`; labelme_json: glob of the "
+                                         "JSON files; cvat_xml: the XML file.")
+    images: str | None = Field(None, description="aperio_xml: template of the image files, e.g. "
+                                                 "'Tissue Images/{stem}.tif'.")
+    image_root: str = Field(".", description="cvat_xml: folder the image names are relative to.")
+    fixed_label: str | None = Field(None, description="Raw label of every object (MoNuSeg: nucleus).")
+    min_region_pixels: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _format_fields(self) -> "PolygonsLayout":
+        if self.format == "aperio_xml":
+            if self.images is None:
+                raise ValueError("aperio_xml pairs annotation files with images: give images (a template)")
+            if not set(parse_template(self.images).names) & set(parse_template(self.annotations).names):
+                raise ValueError(f"annotations {self.annotations!r} shares no named part with images {self.images!r}")
+        elif self.images is not None:
+            raise ValueError(f"{self.format} names its images inside the annotations; images is for aperio_xml")
+        return self
+
+    def feeds(self) -> frozenset[str]:
+        return MASKS | BOXES
+
+    def declared_labels(self) -> Iterator[tuple[str, str]]:
+        if self.fixed_label:
+            yield "layout.fixed_label", self.fixed_label
