@@ -1,21 +1,25 @@
 """Read model outputs: closed answers as option labels, detection answers as pixel boxes."""
 from ._boxes import BOX_KEYS, BoxExtraction, RawBox, extract_boxes, parse_box_string
-from ._closed import UNPARSEABLE, ClosedParse, option_labels, parse_closed_answer, resolve_candidate
+from ._closed import UNPARSEABLE, ClosedParse, parse_closed_answer
 from ._coords import Box, to_original_pixels
-from ._text import normalise_label_text, strip_reasoning
+from ._labels import option_labels, resolve_candidate
+from ._text import DEFAULT_REASONING, ReasoningMarkers, normalise_label_text, plain_markup, strip_reasoning
 
 __all__ = [
     "BOX_KEYS",
+    "DEFAULT_REASONING",
     "UNPARSEABLE",
     "Box",
     "BoxExtraction",
     "ClosedParse",
     "RawBox",
+    "ReasoningMarkers",
     "extract_boxes",
     "normalise_label_text",
     "option_labels",
     "parse_box_string",
     "parse_closed_answer",
+    "plain_markup",
     "resolve_candidate",
     "strip_reasoning",
     "to_original_pixels",

@@ -1,38 +1,115 @@
 """Text clean-up shared by the closed-answer parser and the box extractor.
 
-Reasoning models wrap their thinking in ``<think>…</think>``; chat models wrap JSON in Markdown
-code fences; some models answer in full-width characters. None of that is the answer itself.
+Reasoning models wrap their thinking in markers that differ per family (``<think>…</think>``,
+MedGemma's ``<unused94>thought…<unused95>``); the registry declares them per model. Chat models
+wrap JSON in Markdown code fences and letters in LaTeX or Markdown; some answer in full-width
+characters or with zero-width spaces. None of that is the answer itself.
 """
 from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
-_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+THINK = ("<think>", "</think>")
+
+
+@dataclass(frozen=True)
+class ReasoningMarkers:
+    """The reasoning blocks a model writes, stripped before any parsing.
+
+    ``pairs`` are (open, close) markers. ``prefilled`` means the chat template already opened the
+    block in the prompt (Qwen3-VL-Thinking, DeepSeek-R1): the reply is reasoning until the first
+    close marker, so a reply without one never reached an answer.
+    """
+
+    pairs: tuple[tuple[str, str], ...] = (THINK,)
+    prefilled: bool = False
+
+
+DEFAULT_REASONING = ReasoningMarkers()
 _FENCE = re.compile(r"```[ \t]*[A-Za-z0-9_+-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _PUNCTUATION = re.compile(r"[\s\W_]+", re.UNICODE)
+_ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
 
 
-def strip_reasoning(text: str) -> str:
-    """Drop ``<think>`` blocks and unwrap code fences (their content is kept: JSON answers live there).
+@lru_cache(maxsize=64)
+def _marker_patterns(markers: ReasoningMarkers) -> tuple[tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]], ...]:
+    found = []
+    for open_tag, close_tag in markers.pairs:
+        o, c = re.escape(open_tag), re.escape(close_tag)
+        found.append((re.compile(o + ".*?" + c, re.DOTALL | re.IGNORECASE), re.compile(c, re.IGNORECASE),
+                      re.compile(o, re.IGNORECASE)))
+    return tuple(found)
 
-    A lone ``</think>`` (servers that strip the opening tag) keeps only what follows it; a lone
-    ``<think>`` that never closes means the model never reached an answer, so everything from it
-    on is dropped. Unicode is NFKC-normalised, which maps full-width ``Ｂ`` to ``B``.
+
+@lru_cache(maxsize=64)
+def _first_characters(markers: ReasoningMarkers) -> frozenset[str]:
+    return frozenset(tag[0] for pair in markers.pairs for tag in pair if tag)
+
+
+def strip_reasoning(text: str, markers: ReasoningMarkers = DEFAULT_REASONING) -> str:
+    """Drop reasoning blocks and unwrap code fences (their content is kept: JSON answers live there).
+
+    For each marker pair: whole blocks go; a lone close marker (a server that strips the opening
+    one, or a prefilled template) keeps only what follows it; an opening marker that never closes
+    means the model never reached an answer, so everything from it on is dropped. With
+    ``prefilled`` markers and no close marker at all the whole reply is unfinished reasoning.
+    Unicode is NFKC-normalised, which maps full-width ``Ｂ`` to ``B``.
     """
-    text = unicodedata.normalize("NFKC", text if isinstance(text, str) else "")
-    text = _THINK_BLOCK.sub(" ", text)
-    closes = list(_THINK_CLOSE.finditer(text))
-    if closes:
-        text = text[closes[-1].end():]
-    opened = _THINK_OPEN.search(text)
-    if opened:
-        text = text[: opened.start()]
-    text = _FENCE.sub(lambda m: "\n" + m.group(1) + "\n", text)
+    text = text if isinstance(text, str) else ""
+    if not text.isascii():
+        text = _ZERO_WIDTH.sub("", unicodedata.normalize("NFKC", text))
+    patterns = _marker_patterns(markers)
+    if markers.prefilled and not any(close.search(text) for _, close, _ in patterns):
+        return ""
+    if any(first in text for first in _first_characters(markers)):  # most replies hold no marker at all
+        for block, close, opening in patterns:
+            text = block.sub(" ", text)
+            closes = list(close.finditer(text))
+            if closes:
+                text = text[closes[-1].end():]
+            opened = opening.search(text)
+            if opened:
+                text = text[: opened.start()]
+    if "```" in text:
+        text = _FENCE.sub(lambda m: "\n" + m.group(1) + "\n", text)
     return text.strip()
+
+
+# --- markup around answers ------------------------------------------------------------------
+
+# \text{C}, \textbf{(C)}, \mathrm{C}: the command goes, its argument stays (applied until stable).
+_TEX_COMMAND = re.compile(r"\\(?:text(?:bf|it|tt|rm|sf)?|math(?:rm|bf|it|tt|sf|bb)?|operatorname|mbox|emph)\s*\{([^{}]*)\}")
+_TEX_DELIMITER = re.compile(r"\\[()\[\]]|\${1,2}")
+_TEX_SPACE = re.compile(r"\\(?:quad|qquad|[ ,;:!])")
+# Markdown emphasis: **C**, __C__, *C*, `C`; a "* " bullet at the start of a line stays.
+_STRONG = re.compile(r"\*\*|__|`")
+_SINGLE_STAR = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]{1,80}?)(?<=\S)\*(?![\w*])")
+_BOX_TOKENS = re.compile(r"<\|begin_of_box\|>(.*?)<\|end_of_box\|>", re.DOTALL)  # GLM-4.xV answer box
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{((?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)\}")
+
+
+def plain_markup(text: str) -> str:
+    """`text` with LaTeX and Markdown wrappers removed around what they wrap.
+
+    ``\\boxed{…}`` and GLM's box tokens become ``<answer>…</answer>`` (they mark a final answer);
+    ``\\text{}``-like commands, math delimiters and emphasis markers go, their content stays.
+    """
+    if "<|" in text:
+        text = _BOX_TOKENS.sub(r"<answer>\1</answer>", text)
+    if "\\" in text:  # LaTeX
+        text = _BOXED.sub(r"<answer>\1</answer>", text)
+        previous = None
+        while previous != text:
+            previous, text = text, _TEX_COMMAND.sub(r"\1", text)
+        text = _TEX_SPACE.sub(" ", text)
+    if "$" in text or "\\" in text:
+        text = _TEX_DELIMITER.sub(" ", text)
+    if "*" in text or "_" in text or "`" in text:
+        text = _SINGLE_STAR.sub(r"\1", _STRONG.sub("", text))
+    return text
 
 
 @lru_cache(maxsize=1 << 16)  # option texts and gold labels repeat across thousands of records

@@ -1,7 +1,7 @@
 """The closed-answer parser: strict, layered, never guessing (DESIGN §4 "Scoring")."""
 import pytest
 
-from mmbu.benchmark_eval.parser import option_labels, parse_closed_answer
+from mmbu.benchmark_eval.parser import ReasoningMarkers, option_labels, parse_closed_answer
 
 OPTIONS = ["Monocyte", "Promyelocyte", "Proerythroblast", "Band neutrophil", "None of the above"]
 
@@ -28,8 +28,8 @@ OPTIONS = ["Monocyte", "Promyelocyte", "Proerythroblast", "Band neutrophil", "No
         ("## Final choice = D. Band neutrophil", "D", "answer_field:label_with_text"),
         ("**Answer:** **B**", "B", "answer_field:label"),
         ("Answer:\n\n**C**", "C", "answer_field:label"),
-        ('{"answer": "B"}', "B", "answer_field:label"),
-        ('```json\n{"answer": "E. None of the above"}\n```', "E", "answer_field:label_with_text"),
+        ('{"answer": "B"}', "B", "json_answer:label"),
+        ('```json\n{"answer": "E. None of the above"}\n```', "E", "json_answer:label_with_text"),
         ('{"answer": "A"}\nthen later\nAnswer: C', "C", "answer_field:label"),
         ("Answer: B. Option C is wrong", "B", "answer_field:label_with_text"),
         ("<answer>A</answer>", "A", "answer_tag:label"),
@@ -38,13 +38,12 @@ OPTIONS = ["Monocyte", "Promyelocyte", "Proerythroblast", "Band neutrophil", "No
         ("the correct answer is Promyelocyte", "B", "final_phrase:option_text"),
         ("The answer is a monocyte.", "A", "final_phrase:option_text"),
         ("I choose D", "D", "final_phrase:label"),
-        ("A is correct.", "A", "final_phrase:label"),
+        ("A is correct.", "A", "label_first:label"),
         ("It might be A or B. After looking again, the answer is B.", "B", "final_phrase:label"),
         ("The answer is B. This option is not ideal though", "B", "final_phrase:label_with_text"),
         ("<think>The answer is A? no.</think>\nB", "B", "response:label"),
         ("reasoning without the opening tag</think>C", "C", "response:label"),
-        ("1. C\n2. A\n3. B", "C", "ordered_list:label"),
-        ("- D. Band neutrophil\n- A. Monocyte", "D", "ordered_list:label_with_text"),
+        ("- D. Band neutrophil", "D", "ordered_list:label_with_text"),
         ("Promyelocyte\nThe nucleus is large with a prominent nucleolus.", "B", "response:option_text"),
     ],
 )
@@ -62,7 +61,7 @@ def test_reads_the_label(output, label, path):
         ("A cell in the center is a monocyte-like cell.", "unparseable:no_answer"),  # article, not option A
         ("A, B", "unparseable:response:multiple_labels"),
         ("(B) or (C)", "unparseable:response:multiple_labels"),
-        ("B or C", "unparseable:no_answer"),
+        ("B or C", "unparseable:response:multiple_labels"),
         ("Answer: F", "unparseable:answer_field:invalid_label"),  # only five options
         ("Z", "unparseable:response:invalid_label"),
         ("B. Monocyte", "unparseable:response:conflicting_text"),  # letter and text disagree
@@ -73,6 +72,10 @@ def test_reads_the_label(output, label, path):
         ("1. A. Monocyte\n2. B. Promyelocyte\n3. C. Proerythroblast\n4. D. Band neutrophil\n5. E. None of the above",
          "unparseable:ordered_list:option_echo"),
         ("Monocytes", "unparseable:no_answer"),  # not exactly an option's text
+        ("1. C\n2. A\n3. B", "unparseable:ordered_list:multiple_labels"),
+        ("- D. Band neutrophil\n- A. Monocyte", "unparseable:ordered_list:multiple_labels"),
+        # a list that goes through the options is a review, not an answer
+        ("Considering the options:\n- A) Monocyte: unlikely, the nucleus is not kidney-shaped", "unparseable:no_answer"),
         ("<think>I would say B</think>", "unparseable:empty_output"),
         ("<think>still thinking about B and C ...", "unparseable:empty_output"),  # never reached an answer
     ],
@@ -110,3 +113,113 @@ def test_detection_options_are_boxes():
     options = ["[10, 20, 30, 40]", "[50, 60, 70, 80]", "[0, 0, 5, 5]", "None of the above"]
     assert parse_closed_answer("[50, 60, 70, 80]", options).label == "B"
     assert parse_closed_answer("Answer: C", options).label == "C"
+
+
+# --- the forms issue 12 lists (the spec's own examples), one rule each --------------------------
+
+@pytest.mark.parametrize(
+    ("output", "label", "rule"),
+    [
+        # letters wrapped in LaTeX or Markdown, also inside an Answer: line
+        ("Answer: \\boxed{C}", "C", "answer_tag"),
+        ("**Final Answer:** \\boxed{C}", "C", "answer_tag"),
+        ("Answer: $C$", "C", "answer_field"),
+        ("Answer: \\(C\\)", "C", "answer_field"),
+        ("\\[\\text{Answer: C}\\]", "C", "answer_field"),
+        ("so it is \\textbf{C}", "C", "copula"),
+        ("Answer: \\( \\text{(B)}\\ \\)", "B", "answer_field"),
+        ("Therefore \\boxed{\\text{Answer: (C)}}", "C", "answer_field"),
+        ("the answer is <|begin_of_box|>C<|end_of_box|>", "C", "answer_tag"),
+        # an answer line holding the letter plus words
+        ("Answer: C because the nucleus is round", "C", "answer_field"),
+        ("Answer: I think it is C", "C", "copula"),  # the copula inside the line reads it
+        ("Answer: the nucleus suggests (C), a proerythroblast", "C", "answer_field"),
+        ("Answer: (C) the nucleus", "C", "answer_field"),
+        ("Answer: not sure yet.\nThe answer is (C).", "C", "final_phrase"),
+        # the last explicit commitment, also mid-line
+        ("Answer: A\nActually, the answer is B.", "B", "final_phrase"),
+        ("Answer: A\nWait, that is wrong. The correct answer is B.", "B", "final_phrase"),
+        ("I first thought the answer is A, but the answer is B.", "B", "final_phrase"),
+        ("Let me check: Answer: A ... no. Answer: B", "B", "answer_field"),
+        # phrasings
+        ("The most likely diagnosis is (B).", "B", "copula"),
+        ("I'd go with B.", "B", "final_phrase"),
+        ("B is the most likely answer.", "B", "label_first"),
+        ("Conclusion: (B)", "B", "answer_field"),
+        ("The correct option is **D**.", "D", "final_phrase"),
+        ("The cells are large and round.\nThe nucleus is central.\nB", "B", "last_line"),
+        # answer markers in other languages (zh/ko/de quoted from real replies in the corpus;
+        # fr/es/ja written here, as no public reply in those languages was found)
+        ("所以答案是 (C)。", "C", "final_phrase"),
+        ("答案：C", "C", "answer_field"),
+        ("正确选项为 C", "C", "final_phrase"),
+        ("답은 (C) 입니다", "C", "final_phrase"),
+        ("정답: C", "C", "answer_field"),
+        ("Die richtige Antwort ist (C).", "C", "final_phrase"),
+        ("Antwort: C", "C", "answer_field"),
+        ("La bonne réponse est (C).", "C", "final_phrase"),
+        ("Réponse : C", "C", "answer_field"),
+        ("La respuesta correcta es (C).", "C", "final_phrase"),
+        ("Respuesta: C", "C", "answer_field"),
+        ("答えは (C) です。", "C", "final_phrase"),
+        ("答え：C", "C", "answer_field"),
+        # an option's text stated as the answer
+        ("The cell in the centre is a monocyte.", "A", "stated_text"),
+    ],
+)
+def test_issue_12_forms(output, label, rule):
+    parsed = parse_closed_answer(output, OPTIONS)
+    assert (parsed.label, parsed.rule) == (label, rule), parsed.path
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "It is either B or C.",
+        "The answer is B or C.",
+        "(B) (C)",
+        "Answer: A, C",
+        "Considering the options:\n- A) Monocyte — unlikely.\n- B) Promyelocyte — possible.",
+        "(A) is correct. (C) is correct.",
+        "因此正确答案是:\nB C",
+        "(A) und (B) sind korrekt.",
+        "I'm sorry, I can't determine the answer from this image.",
+        "Let's look at why the other options are less likely:\n\n*   **A)",  # a list cut off
+        "The cell is not a monocyte.",
+        "The cell looks monocyte-like.",
+        "No. 5: Is the cell a monocyte?",
+    ],
+)
+def test_hedges_reviews_and_non_answers_stay_unparseable(output):
+    assert parse_closed_answer(output, OPTIONS).label is None
+
+
+def test_single_letter_and_number_option_texts():
+    letters = ["D", "C", "A", "B"]  # MMMU-Pro "which view" questions: the images are labelled in shuffled order
+    assert parse_closed_answer("Option (A) aligns with the top view.\n\nAnswer: C", letters).label == "C"
+    assert parse_closed_answer("(D) D", ["A", "B", "C", "D"]).label == "D"
+    numbers = ["7", "6", "5", "4"]
+    assert parse_closed_answer("最终正确选项是 \\boxed{4}。", numbers).label == "D"
+    assert parse_closed_answer("(C) 5", numbers).label == "C"
+    assert parse_closed_answer("(C) 7", numbers).path == "unparseable:response:conflicting_text"
+    ten = [f"option {i}" for i in range(10)]
+    assert parse_closed_answer("The answer is C because I computed the integral.", ten).label == "C"
+
+
+def test_reasoning_markers_of_each_family():
+    medgemma = ReasoningMarkers((("<unused94>", "<unused95>"),))
+    reply = "<unused94>thought\nThe answer is A? The nucleus…<unused95>The answer is (B)."
+    assert parse_closed_answer(reply, OPTIONS, medgemma).label == "B"
+    assert parse_closed_answer("<unused94>thought\nThe answer is A, I think", OPTIONS, medgemma).label is None
+    prefilled = ReasoningMarkers((("<think>", "</think>"),), prefilled=True)
+    assert parse_closed_answer("So the answer should be C.\n</think>\n\nC", OPTIONS, prefilled).label == "C"
+    # the template opened <think>; no close marker means the model never reached an answer
+    unfinished = "So the correct answer would be C) Proerythroblast. Wait, but"
+    assert parse_closed_answer(unfinished, OPTIONS, prefilled).path == "unparseable:empty_output"
+    assert parse_closed_answer(unfinished, OPTIONS).label == "C"  # without the family's markers it looks answered
+
+
+def test_every_parse_names_its_rule():
+    parsed = parse_closed_answer("Answer: A\nActually, the answer is B.", OPTIONS)
+    assert parsed.rule == "final_phrase" and parsed.path == "final_phrase:label"
+    assert parse_closed_answer("Answer: F", OPTIONS).rule == "answer_field"

@@ -1,0 +1,223 @@
+"""Read one candidate answer (a field value, a tag body, the words after "the answer is") as an option label.
+
+A candidate names an option by its letter ("C", "(C)", "C) the nucleus", "C because …") or by the
+option's exact text ("Monocyte"). It resolves to a label, or to a reason it cannot be one: two
+labels (a hedge), a letter this sample does not have, a letter whose text names another option.
+Exact option text is tried first, so an option such as "E. coli" is never read as label E, and
+options whose own texts are single letters or numbers ("a", "G", "2") are read as texts.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ._text import normalise_label_text
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@lru_cache(maxsize=None)
+def option_labels(option_count: int) -> tuple[str, ...]:
+    """The labels of a question with `option_count` options: ``A``, ``B``, …"""
+    if not 0 < option_count <= len(LETTERS):
+        raise ValueError(f"a closed question needs 1 to {len(LETTERS)} options, got {option_count}")
+    return tuple(LETTERS[:option_count])
+
+
+@dataclass(frozen=True)
+class Resolution:
+    label: str | None
+    form: str  # how the label was read, or why it could not be
+
+    @property
+    def names_something(self) -> bool:
+        """False when the candidate names no option at all (then it is not an answer)."""
+        return self.form not in ("no_label", "empty_answer")
+
+
+_EMPHASIS = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")
+_QUOTES = "\"'“”‘’«»「」『』"
+_DECORATION = re.compile(r"^(?:[:~=|>]{2,}|[✅✔☑👉➡→]+)\s*|\s*(?:[:~=|<]{2,}|[✅✔☑]+)$")  # ":: D) … ::", "✅ D"
+_PREFIX = r"(?:(?i:option|choice|answer|letter|选项|選項|옵션|Option)\s*)?"
+_LETTER_ONLY = re.compile(r"^" + _PREFIX + r"[(\[]?\s*([A-Za-z])\s*[)\]]?\s*[.:;,!。．]?$")
+# "B. Monocyte", "B) Monocyte", "(b) monocyte", "Option D: Band neutrophil", "B - Monocyte"
+_LETTER_WITH_TEXT = re.compile(
+    r"^" + _PREFIX + r"(?:[(\[]\s*([A-Za-z])\s*[)\]]|([A-Z])\s*(?:[.:)]|\s[-–—])|([A-Za-z])\))\s*(.+)$", re.DOTALL
+)
+# "B, because …", "B; …", "B。…": a label closed by a comma, semicolon or full stop of CJK text.
+_LEADING_LETTER = re.compile(r"^" + _PREFIX + r"[(\[]?([A-Z])[)\]]?(\s*[,;，；。].*)$", re.DOTALL)
+# "C because …", "C since …", "B is correct", "D 24.3 kN", "C 입니다", "C です": a capital letter, then
+# a connector or something that is not an English word ("A cell in the centre…" starts with an article).
+_LETTER_THEN = re.compile(r"^" + _PREFIX + r"([A-Z])\s+(.+)$", re.DOTALL)
+_CONNECTOR = re.compile(
+    r"^(?:(?:because|since|as|is|was|would|should|seems|appears|fits|matches|best|which|that|due|given|for|"
+    r"ist|est|es|car|porque|weil)\b|입니다|이다|です|である|是|为|為)|^[^\sA-Za-z]"
+)
+# A second label joined to the first: "B or C", "(B) and (C)", "B, C", "B/C", "B 和 C".
+_WORD_LETTERS = ("A", "I")  # English words as well as labels
+_JOINED_LABEL = re.compile(
+    r"^\s*(?:[,;/&+、，和或]|\b(?i:and|or|und|oder|et|ou|y|o)\b)\s*(?:(?i:option|choice)\s+)?[(\[]?([A-Z])"
+    r"(?![A-Za-z])(?!\s+[a-z])"
+)
+_LONE_LABEL = re.compile(r"^\s*[(\[]?([A-Z])[)\]]?\s*[.。]?\s*$")
+# After an option's label and text, a verdict against it: the reply is going through the options.
+_VERDICT_AGAINST = re.compile(
+    r"^\W*(?:(?:is\s+|seems\s+|appears\s+)?(?:incorrect|wrong|false|unlikely|less\s+likely|not\b|no\b|excluded|ruled\s+out)"
+    r"|falsch|unwahrscheinlich|nicht\b|错误|不正确|不对|排除)",
+    re.IGNORECASE,
+)
+_ARTICLE = re.compile(r"^(?:a|an|the)\s+", re.IGNORECASE)
+# Inside an answer field only: "I think it is C", "the nucleus (C)", "probably C".
+_INNER_LABEL = re.compile(
+    r"(?:\b(?:is|be|as|choose|select|pick|option|choice)\s*:?\s*[(\[]?([A-Z])[)\]]?|[(\[]([A-Z])[)\]])"
+    r"(?![A-Za-z0-9])"
+)
+_INNER_BARE_END = re.compile(r"(?:^|\s)(?:probably|likely|most likely|definitely|clearly)\s+([A-Z])[.!]?$", re.IGNORECASE)
+
+
+def clean_candidate(candidate: str) -> str:
+    text = _EMPHASIS.sub("", candidate).strip()
+    return _DECORATION.sub("", text.strip(_QUOTES).strip()).strip(_QUOTES).strip()
+
+
+@lru_cache(maxsize=1 << 14)
+def _unique_option_texts(options: tuple[str, ...]) -> dict[str, int]:
+    """Normalised option text → option index, for texts that occur once among the options."""
+    normalised = [normalise_label_text(o) for o in options]
+    return {n: i for i, n in enumerate(normalised) if n and normalised.count(n) == 1}
+
+
+def option_by_text(text: str, options: Sequence[str]) -> str | None:
+    """The label whose normalised option text equals `text` (with or without a leading article)."""
+    labels = option_labels(len(options))
+    by_text = _unique_option_texts(tuple(options))
+    stripped = text.rstrip(".。")
+    hits = {by_text.get(normalise_label_text(stripped)), by_text.get(normalise_label_text(_ARTICLE.sub("", stripped)))}
+    hits.discard(None)
+    return labels[hits.pop()] if len(hits) == 1 else None
+
+
+def _joined_label(text: str, chosen: str, labels: Sequence[str]) -> bool:
+    """Whether `text` (what follows the chosen label) starts by naming a second, different label."""
+    match = _JOINED_LABEL.match(text)
+    return bool(match) and match.group(1) in labels and match.group(1) != chosen
+
+
+def _another_label(rest: str, chosen: str, labels: Sequence[str]) -> bool:
+    """Whether `rest` is itself just another label ("(B) (C)", "B C"): two answers, not a label and its text."""
+    match = _LONE_LABEL.match(rest)
+    return bool(match) and match.group(1) in labels and match.group(1) != chosen
+
+
+def _strip_option_text(rest: str, option_text: str) -> str:
+    """`rest` without a leading copy of the chosen option's text (so its own letters are not mentions)."""
+    pattern = r"\W*".join(re.escape(word) for word in normalise_label_text(option_text).split())
+    match = re.match(r"\W*" + pattern + r"(?!\w)", rest, re.IGNORECASE) if pattern else None
+    return rest[match.end():] if match else rest
+
+
+def _with_text(letter: str, rest: str, options: Sequence[str], labels: Sequence[str]) -> Resolution:
+    if letter not in labels:
+        return Resolution(None, "invalid_label")
+    by_text = option_by_text(rest, options)
+    if by_text is not None and by_text != letter:
+        return Resolution(None, "conflicting_text")
+    if by_text == letter:
+        return Resolution(letter, "label_with_text")
+    tail = _strip_option_text(rest, options[labels.index(letter)])
+    if _joined_label(tail, letter, labels) or _another_label(rest, letter, labels):
+        return Resolution(None, "multiple_labels")
+    if _VERDICT_AGAINST.match(tail):
+        return Resolution(None, "option_review")  # "A) None of the Above: Incorrect – …"
+    return Resolution(letter, "label_with_text")
+
+
+def resolve_candidate(candidate: str, options: Sequence[str], *, field: bool = False) -> Resolution:
+    """Read one candidate answer string as an option label of `options` (see the module docstring).
+
+    `field` marks the value of an explicit answer field ("Answer: I think it is C"), where a label
+    inside the words also counts when nothing else in the value names an option.
+    """
+    labels = option_labels(len(options))
+    text = clean_candidate(candidate)
+    if not text:
+        return Resolution(None, "empty_answer")
+    # A lone letter is a label even where an option's text is that letter: the prompt asks for
+    # labels ("Answer: C" names label C, not the option whose text is "C").
+    if match := _LETTER_ONLY.match(text):
+        letter = match.group(1).upper()
+        return Resolution(letter, "label") if letter in labels else Resolution(None, "invalid_label")
+    if (by_text := option_by_text(text, options)) is not None:
+        return Resolution(by_text, "option_text")
+    if match := _LETTER_WITH_TEXT.match(text):
+        letter = next(g for g in match.groups()[:3] if g).upper()
+        return _with_text(letter, match.group(4), options, labels)
+    if match := _LEADING_LETTER.match(text):
+        return _leading(match.group(1), match.group(2), labels)
+    if match := _LETTER_THEN.match(text):
+        letter, rest = match.groups()
+        if letter in labels and (_joined_label(rest, letter, labels) or _another_label(rest, letter, labels)):
+            return Resolution(None, "multiple_labels")  # "B or C", "B C"
+        if _connected(letter, rest) or _starts_with_text(letter, rest, options, labels):
+            if letter not in labels:
+                return Resolution(None, "invalid_label")
+            if (named := option_by_text(rest, options)) is not None and named != letter:
+                return Resolution(None, "conflicting_text")
+            return Resolution(letter, "label")
+    if field:
+        return _inner_label(text, labels)
+    return Resolution(None, "no_label")
+
+
+def _connected(letter: str, rest: str) -> bool:
+    """Whether `rest` continues a label rather than a sentence: "C because", "D 24.3 kN", not "A 2 cm mass"."""
+    if not _CONNECTOR.match(rest):
+        return False
+    return not (letter in _WORD_LETTERS and rest[:1].isdigit())
+
+
+def _starts_with_text(letter: str, rest: str, options: Sequence[str], labels: Sequence[str]) -> bool:
+    """Whether `rest` begins with the text of option `letter` ("C Estrogen receptor Positive, as …")."""
+    if letter not in labels:
+        return False
+    own = normalise_label_text(options[labels.index(letter)])
+    return bool(own) and (normalise_label_text(rest) + " ").startswith(own + " ")
+
+
+def _leading(letter: str, rest: str, labels: Sequence[str]) -> Resolution:
+    if letter not in labels:
+        return Resolution(None, "invalid_label")
+    if _joined_label(rest, letter, labels):
+        return Resolution(None, "multiple_labels")
+    return Resolution(letter, "label")
+
+
+def _inner_label(text: str, labels: Sequence[str]) -> Resolution:
+    """A field value in words: the one label it names ("I think it is C"), else nothing."""
+    found = {a or b for a, b in _INNER_LABEL.findall(text)}
+    if not found and (match := _INNER_BARE_END.search(text)):
+        found = {match.group(1).upper()}
+    if not found:
+        return Resolution(None, "no_label")
+    if len(found) > 1:
+        return Resolution(None, "multiple_labels")
+    letter = found.pop()
+    return Resolution(letter, "label_in_words") if letter in labels else Resolution(None, "invalid_label")
+
+
+def bare_answer(candidate: str, options: Sequence[str]) -> bool:
+    """Whether `candidate` is only an answer: a label, an option's text, or a label with its own text
+    ("C) clipping vas deferens"), with nothing after it (no "— because …", no "→ …")."""
+    resolution = resolve_candidate(candidate, options)
+    if resolution.label is None:
+        return False
+    if resolution.form in ("label", "option_text"):
+        return _LETTER_ONLY.match(clean_candidate(candidate)) is not None or resolution.form == "option_text"
+    match = _LETTER_WITH_TEXT.match(clean_candidate(candidate))
+    if not match:
+        return False
+    labels = option_labels(len(options))
+    tail = _strip_option_text(match.group(4), options[labels.index(resolution.label)])
+    return not re.sub(r"[\W_]+", "", tail)
