@@ -1,0 +1,198 @@
+"""Closed-answer extraction side by side: our parser and the extractors of VLMEvalKit, lmms-eval and MMMU.
+
+All read the same 479 real replies, labelled by hand (tests/benchmark_eval/data/closed_replies). For each
+extractor: the share of clearly stated answers it reads, the wrong letters it gives to clear answers, and
+the letters it gives to replies that state no answer. Disputed cases are left out.
+
+The peers run from their own source checkouts, given by path (nothing of theirs is copied here): each
+extractor module is loaded from the checkout by file, without running the package's ``__init__``
+(which would pull in torch and the model zoo).
+
+    git clone https://github.com/open-compass/VLMEvalKit          # or any checkout, at a recorded commit
+    .venv/bin/python benchmarks/closed_parsers.py --vlmevalkit ../VLMEvalKit --lmms-eval ../lmms-eval \\
+        --mmmu ../MMMU [--previous ../mmbu-old]   # --previous: a checkout of this project, to compare with
+
+Paths may also come from ``MMBU_PEER_VLMEVALKIT``, ``MMBU_PEER_LMMS_EVAL``, ``MMBU_PEER_MMMU`` and
+``MMBU_PREVIOUS``. Exit code 1 when a peer is missing (its row is then not in the table).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import types
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from mmbu.benchmark_eval.parser import ReasoningMarkers, option_labels, parse_closed_answer
+
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "benchmark_eval" / "data" / "closed_replies" / "replies.jsonl"
+Extractor = Callable[[dict], "str | None"]  # a case -> the letter read, or None
+
+
+def load_file(path: Path, name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def namespace(name: str, folder: Path) -> None:
+    """Register `name` as a package whose modules load from `folder`, without running its __init__."""
+    package = types.ModuleType(name)
+    package.__path__ = [str(folder)]
+    sys.modules[name] = package
+
+
+def commit_of(checkout: Path) -> str:
+    try:
+        return subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "(not a git checkout)"
+
+
+def markers(case: dict) -> ReasoningMarkers:
+    declared = case["reasoning"]
+    if declared is None:
+        return ReasoningMarkers()
+    return ReasoningMarkers(tuple(tuple(pair) for pair in declared["pairs"]), declared["prefilled"])
+
+
+def choices(case: dict) -> dict[str, str]:
+    return dict(zip(option_labels(len(case["options"])), case["options"]))
+
+
+# --- extractors -----------------------------------------------------------------------------
+
+def ours(case: dict) -> str | None:
+    return parse_closed_answer(case["reply"], case["options"], markers(case)).label
+
+
+def previous_parser(checkout: Path) -> Extractor:
+    """This project's parser at an older commit (its ``benchmark_eval`` package, imported by path)."""
+    sys.path.insert(0, str(checkout))
+    try:
+        parser = importlib.import_module("benchmark_eval.parser")
+    finally:
+        sys.path.pop(0)
+    return lambda case: parser.parse_closed_answer(case["reply"], case["options"]).label
+
+
+def vlmevalkit(checkout: Path) -> Extractor:
+    """``vlmeval.utils.matching_util.can_infer``: the exact-matching extraction VLMEvalKit runs before (or,
+    with ``--judge exact_matching``, instead of) its GPT matcher; False and 'Z' mean no letter."""
+    for name, folder in (("vlmeval", "vlmeval"), ("vlmeval.smp", "vlmeval/smp"), ("vlmeval.utils", "vlmeval/utils")):
+        namespace(name, checkout / folder)
+    matching = importlib.import_module("vlmeval.utils.matching_util")
+
+    def read(case: dict) -> str | None:
+        letter = matching.can_infer(case["reply"], choices(case))
+        return letter if letter and letter in option_labels(len(case["options"])) else None
+    return read
+
+
+def lmms_eval(checkout: Path) -> Extractor:
+    """``lmms_eval/tasks/_task_utils/mcq_extract.extract_mcq_answer`` (the shared extractor of 15 tasks), on
+    the reply after lmms-eval's own ``strip_reasoning_tags`` with the case's reasoning tags."""
+    mcq = load_file(checkout / "lmms_eval/tasks/_task_utils/mcq_extract.py", "lmms_eval_mcq_extract")
+    reasoning = load_file(checkout / "lmms_eval/api/reasoning.py", "lmms_eval_reasoning")
+
+    def read(case: dict) -> str | None:
+        reply = case["reply"]
+        if case["reasoning"]:
+            reply = reasoning.strip_reasoning_tags(reply, case["reasoning"]["pairs"])
+        letter = mcq.extract_mcq_answer(reply, list(option_labels(len(case["options"]))))
+        return letter or None
+    return read
+
+
+def mmmu(checkout: Path, which: str) -> Extractor:
+    """``parse_multi_choice_response`` of the MMMU repository (``mmmu/utils/eval_utils.py``) or of its
+    MMMU-Pro evaluation (``mmmu-pro/evaluate.py``). Both pick a random option when they find none; the
+    generator is seeded so the table is reproducible."""
+    module = load_file(checkout / which, "mmmu_" + which.replace("/", "_").removesuffix(".py"))
+
+    def read(case: dict) -> str | None:
+        random.seed(0)
+        labels = list(option_labels(len(case["options"])))
+        return module.parse_multi_choice_response(case["reply"], labels, choices(case)) or None
+    return read
+
+
+# --- scoring ---------------------------------------------------------------------------------
+
+def score(extract: Extractor, cases: list[dict]) -> tuple[Counter, float]:
+    counts = Counter()
+    started = time.perf_counter()
+    for case in cases:
+        letter = extract(case)
+        if case["label"] is None:
+            counts["no_answer"] += 1
+            counts["invented"] += letter is not None
+        else:
+            counts["clear"] += 1
+            counts["read"] += letter == case["label"]
+            counts["wrong"] += letter is not None and letter != case["label"]
+    return counts, time.perf_counter() - started
+
+
+def row(name: str, counts: Counter) -> str:
+    clear, none = counts["clear"], counts["no_answer"]
+    return (f"| {name} | {counts['read']}/{clear} ({100 * counts['read'] / clear:.1f} %) "
+            f"| {counts['wrong']} ({100 * counts['wrong'] / clear:.1f} %) "
+            f"| {counts['invented']}/{none} ({100 * counts['invented'] / none:.1f} %) |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vlmevalkit", type=Path, default=os.environ.get("MMBU_PEER_VLMEVALKIT"))
+    parser.add_argument("--lmms-eval", type=Path, default=os.environ.get("MMBU_PEER_LMMS_EVAL"))
+    parser.add_argument("--mmmu", type=Path, default=os.environ.get("MMBU_PEER_MMMU"))
+    parser.add_argument("--previous", type=Path, default=os.environ.get("MMBU_PREVIOUS"),
+                        help="a checkout of this project at an older commit")
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
+    args = parser.parse_args(argv)
+
+    cases = [json.loads(line) for line in args.corpus.read_text(encoding="utf-8").splitlines()]
+    cases = [case for case in cases if not case["disputed"]]
+    extractors: list[tuple[str, Extractor]] = [("MMBU (this checkout)", ours)]
+    missing = []
+    peers = [("previous", args.previous, lambda p: [(f"MMBU previous ({commit_of(p)[:8]})", previous_parser(p))]),
+             ("vlmevalkit", args.vlmevalkit,
+              lambda p: [(f"VLMEvalKit `can_infer` ({commit_of(p)[:8]})", vlmevalkit(p))]),
+             ("lmms-eval", args.lmms_eval,
+              lambda p: [(f"lmms-eval `extract_mcq_answer` ({commit_of(p)[:8]})", lmms_eval(p))]),
+             ("mmmu", args.mmmu,
+              lambda p: [(f"MMMU `mmmu/utils/eval_utils.py` ({commit_of(p)[:8]})", mmmu(p, "mmmu/utils/eval_utils.py")),
+                         (f"MMMU-Pro `mmmu-pro/evaluate.py` ({commit_of(p)[:8]})", mmmu(p, "mmmu-pro/evaluate.py"))])]
+    for key, path, build in peers:
+        if path is None:
+            missing.append(key)
+            continue
+        extractors.extend(build(Path(path)))
+
+    splits = {"all": cases, "held_out_2 (labelled blind, never used to tune)":
+              [c for c in cases if c["split"] == "held_out_2"]}
+    for title, subset in splits.items():
+        print(f"\n{title}: {len(subset)} replies\n")
+        print("| extractor | clear answers read | wrong letters (of clear) | letters given to non-answers |")
+        print("|---|---|---|---|")
+        for name, extract in extractors:
+            counts, seconds = score(extract, subset)
+            print(row(name, counts) + (f"  <!-- {1e6 * seconds / len(subset):.0f} µs/reply -->" if title == "all" else ""))
+    if missing:
+        print(f"\nnot run (no checkout given): {', '.join(missing)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
