@@ -59,6 +59,7 @@ class RunRecord(BaseModel):
     image_size: tuple[int, int] | None = None   # [w, h] of the original release image
     sent_size: tuple[int, int] | None = None    # [w, h] of the image the model saw
     content_size: tuple[int, int] | None = None  # [w, h] the original was resized to inside the sent canvas
+    content_offset: tuple[int, int] | None = None  # [x, y] where it sits on the canvas (None: [0, 0], right/bottom padding)
     box_format: dict[str, Any] | None = None     # the registry's declared convention for this model
     attempts: int = 1
     finish_reason: str | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..parser import normalise_label_text, strip_reasoning
+from ..parser import DEFAULT_REASONING, ReasoningMarkers, normalise_label_text, strip_reasoning
 
 _ANSWER_LINE = re.compile(r"^[ \t>#*_-]*(?:final[ \t]+answer|answer)[ \t*_]*[:=][ \t]*(.+)$", re.I | re.M)
 _ARTICLE = re.compile(r"^(?:a|an|the)\s+")
@@ -21,14 +21,15 @@ def _forms(text: str) -> set[str]:
     return {normalised, _ARTICLE.sub("", normalised)} - {""}
 
 
-def final_answer_text(output: str | None) -> str:
-    """What the judge is shown: the reply without reasoning blocks and code fences."""
-    return strip_reasoning(output or "")
+def final_answer_text(output: str | None, reasoning: ReasoningMarkers = DEFAULT_REASONING) -> str:
+    """What the judge is shown: the reply without the family's reasoning blocks and without code fences."""
+    return strip_reasoning(output or "", reasoning)
 
 
-def precheck_equivalent(output: str | None, gold: str, aliases: Iterable[str] | None = ()) -> bool:
+def precheck_equivalent(output: str | None, gold: str, aliases: Iterable[str] | None = (),
+                        reasoning: ReasoningMarkers = DEFAULT_REASONING) -> bool:
     """True when the answer is the gold answer (or an alias) up to normalisation."""
-    text = final_answer_text(output)
+    text = final_answer_text(output, reasoning)
     answers = _forms(text)
     lines = _ANSWER_LINE.findall(text)
     if lines:

@@ -63,7 +63,7 @@ def open_items(run: RunDir, gold: dict[str, pd.DataFrame] | None = None) -> list
                 continue
             row = table.loc[sample_id]
             aliases = row.get("answer_aliases")
-            items.append(JudgeItem(final_answer_text(output), str(row["answer"]),
+            items.append(JudgeItem(final_answer_text(output, run.reasoning), str(row["answer"]),
                                    tuple(aliases) if aliases is not None else ()))
     return items
 

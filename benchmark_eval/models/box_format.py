@@ -5,8 +5,11 @@ coordinates, x-first or y-first. The registry declares it per model (never guess
 numbers). Three sizes tie the frames together, all recorded on every run record:
 
 * ``image_size``   (w, h) of the original release image — the frame gold boxes live in;
-* ``content_size`` (w, h) the original was resized to (its pixels inside the sent canvas, top-left);
-* ``sent_size``    (w, h) of the canvas actually sent (``content_size`` plus any top-left padding).
+* ``content_size`` (w, h) the original was resized to (its pixels inside the sent canvas);
+* ``sent_size``    (w, h) of the canvas actually sent (``content_size`` plus any padding);
+
+and ``content_offset`` (x, y), where the resized image sits on the canvas: (0, 0) for no padding or
+padding at the right/bottom, half the margin for a centred square (LLaVA-1.5, MedGemma 1.5).
 
 For ``resize: qwen25_smart_resize`` the runner sends the image already smart-resized, so the
 processor's own resize is the identity and pixel answers are in ``sent_size`` pixels; the
@@ -106,10 +109,12 @@ def model_frame_size(box_format: BoxFormat, sent_size: Size) -> Size:
     return sent_size
 
 
-def to_model_convention(box: Box, box_format: BoxFormat, image_size: Size, content_size: Size, sent_size: Size) -> list[float]:
+def to_model_convention(box: Box, box_format: BoxFormat, image_size: Size, content_size: Size, sent_size: Size,
+                        content_offset: Size = (0, 0)) -> list[float]:
     """An original-pixel box ``[x1, y1, x2, y2]`` as the model should read it (for prompts/options)."""
     sx, sy = content_size[0] / image_size[0], content_size[1] / image_size[1]
-    x1, y1, x2, y2 = box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy   # pixels of the sent canvas
+    ox, oy = content_offset
+    x1, y1, x2, y2 = box[0] * sx + ox, box[1] * sy + oy, box[2] * sx + ox, box[3] * sy + oy   # pixels of the sent canvas
     if box_format.scale == "pixel":
         fw, fh = model_frame_size(box_format, sent_size)
         values = [x1 * fw / sent_size[0], y1 * fh / sent_size[1], x2 * fw / sent_size[0], y2 * fh / sent_size[1]]
@@ -124,7 +129,7 @@ def to_model_convention(box: Box, box_format: BoxFormat, image_size: Size, conte
 
 
 def from_model_convention(values: Box | list[float], box_format: BoxFormat, image_size: Size, content_size: Size,
-                          sent_size: Size) -> Box:
+                          sent_size: Size, content_offset: Size = (0, 0)) -> Box:
     """A model's box back to ``(x1, y1, x2, y2)`` in original image pixels (no clipping/sorting)."""
     a, b, c, d = (float(v) for v in values)
     x1, y1, x2, y2 = (b, a, d, c) if box_format.order == "yxyx" else (a, b, c, d)
@@ -135,7 +140,8 @@ def from_model_convention(values: Box | list[float], box_format: BoxFormat, imag
         top = 1000.0 if box_format.scale == "norm1000" else 1.0
         kx, ky = sent_size[0] / top, sent_size[1] / top
     sx, sy = image_size[0] / content_size[0], image_size[1] / content_size[1]
-    return x1 * kx * sx, y1 * ky * sy, x2 * kx * sx, y2 * ky * sy
+    ox, oy = content_offset
+    return (x1 * kx - ox) * sx, (y1 * ky - oy) * sy, (x2 * kx - ox) * sx, (y2 * ky - oy) * sy
 
 
 def describe_convention(box_format: BoxFormat, frame_size: Size) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .box_format import BoxFormat, SmartResize
 
@@ -24,6 +24,22 @@ class RegistryError(Exception):
     """The registry file is invalid or a model name is unknown; the message says which."""
 
 
+class SquarePad(BaseModel):
+    """Pad to a square canvas as the model was trained: where the image sits on it and the fill colour."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    position: Literal["center", "top_left"] = "center"
+    fill: tuple[int, int, int] = (0, 0, 0)
+
+    @field_validator("fill")
+    @classmethod
+    def _rgb(cls, value: tuple[int, int, int]) -> tuple[int, int, int]:
+        if not all(0 <= v <= 255 for v in value):
+            raise ValueError("fill is an RGB colour, three values 0-255")
+        return value
+
+
 class ImageLimits(BaseModel):
     """What the runner does to an image before sending it to this model."""
 
@@ -31,9 +47,17 @@ class ImageLimits(BaseModel):
 
     max_pixels: int | None = None      # downscale (aspect kept) so w*h <= this
     max_side: int | None = None        # downscale so max(w, h) <= this
-    pad_to_square: Literal["none", "top_left"] = "none"   # pad right/bottom (black) to a square canvas
+    # pad to a square canvas: "top_left" (black, right/bottom) or {position: center|top_left, fill: [r, g, b]}
+    pad_to_square: Literal["none", "top_left"] | SquarePad = "none"
     encoding: Literal["png", "jpeg"] = "png"
     max_bytes: int | None = None       # encoded size cap (APIs); JPEG quality is lowered to fit
+
+    @property
+    def square_pad(self) -> SquarePad | None:
+        """The padding as a :class:`SquarePad` (None: no padding)."""
+        if self.pad_to_square == "none":
+            return None
+        return SquarePad(position="top_left") if self.pad_to_square == "top_left" else self.pad_to_square
 
 
 class ChatQuirks(BaseModel):
@@ -41,9 +65,22 @@ class ChatQuirks(BaseModel):
 
     system_prompt: bool = True                       # False: the system text is folded into the user turn
     thinking_tags: tuple[str, str] | None = None     # (open, close) of reasoning the parser must strip
+    # The chat template opens the reasoning block in the prompt: a reply is reasoning until the close
+    # tag, and a reply without one never reached an answer. It shapes no request (not in request hashes).
+    thinking_prefilled: bool = False
     temperature: bool = True                         # False: the API refuses a temperature other than its default
     seed: bool = True
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+
+
+class Sources(BaseModel):
+    """Where each convention of an entry comes from: the model's card, repository or processor code."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    box_format: str
+    image: str
+    reasoning: str
 
 
 class ModelEntry(BaseModel):
@@ -63,6 +100,7 @@ class ModelEntry(BaseModel):
     max_tokens: int = 512
     aliases: tuple[str, ...] = ()
     notes: str | None = None
+    source: Sources
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelEntry:
@@ -106,6 +144,11 @@ class Registry(BaseModel):
                     raise ValueError(f"'{key}' names both {owner} and {entry.name}")
         return self
 
+    def reasoning_tags(self) -> tuple[tuple[str, str], ...]:
+        """Every reasoning marker pair the registered families use (for models outside the registry)."""
+        pairs = {entry.chat.thinking_tags for entry in self.models if entry.chat.thinking_tags}
+        return tuple(sorted(pairs))
+
     def find(self, name: str) -> ModelEntry | None:
         """The entry whose name, paper name, HF id, API name or alias matches (case-insensitive)."""
         wanted = name.casefold()
@@ -144,5 +187,8 @@ def default_registry() -> Registry:
 
 def ad_hoc_entry(name: str, scale: str, *, order: str = "xyxy") -> ModelEntry:
     """An entry for a model outside the registry; its box convention must be given explicitly."""
+    given = "given on the command line (--box-format); the model is not in the registry"
     return ModelEntry(name=name, display_name=name, hf_id=name, family="unregistered",
-                      box_format=BoxFormat(scale=scale, order=order), notes="not in the registry; --box-format given")
+                      box_format=BoxFormat(scale=scale, order=order), notes="not in the registry; --box-format given",
+                      source=Sources(box_format=given, image="no limits: the image is sent as released",
+                                     reasoning="unknown: every reasoning marker of the registry is stripped"))

@@ -3,7 +3,7 @@ from ._boxes import BOX_KEYS, BoxExtraction, RawBox, extract_boxes, parse_box_st
 from ._closed import UNPARSEABLE, ClosedParse, parse_closed_answer
 from ._coords import Box, to_original_pixels
 from ._labels import option_labels, resolve_candidate
-from ._text import DEFAULT_REASONING, ReasoningMarkers, normalise_label_text, plain_markup, strip_reasoning
+from ._text import DEFAULT_REASONING, THINK, ReasoningMarkers, normalise_label_text, plain_markup, strip_reasoning
 
 __all__ = [
     "BOX_KEYS",
@@ -14,6 +14,7 @@ __all__ = [
     "ClosedParse",
     "RawBox",
     "ReasoningMarkers",
+    "THINK",
     "extract_boxes",
     "normalise_label_text",
     "option_labels",

@@ -2,7 +2,8 @@
 
 Only *where the numbers are* is decided here; what they mean (pixels of which image, 0-1000,
 0-1, x-first or y-first) is the model's declared convention, applied by :mod:`._coords`.
-Sources, first that yields a box wins:
+Only the final answer counts: reasoning blocks are dropped, and so are draft boxes before a
+final-answer line or in earlier code blocks. Sources, first that yields a box wins:
 
 1. JSON objects with a ``bbox_2d`` / ``bbox`` / ``box_2d`` / ``box`` key (Qwen2.5-VL, Gemini …),
    a single box or a list of boxes;
@@ -19,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ._text import strip_reasoning
+from ._text import DEFAULT_REASONING, ReasoningMarkers, code_blocks, strip_reasoning, unwrap_code_fences
 
 RawBox = tuple[float, float, float, float]
 BOX_KEYS = ("bbox_2d", "bbox", "box_2d", "box")
@@ -104,21 +105,55 @@ def _regex_boxes(pattern: re.Pattern[str], text: str) -> list[RawBox]:
     return [tuple(float(g) for g in m.groups()) for m in pattern.finditer(text)]  # type: ignore[misc]
 
 
-def extract_boxes(output: str | None) -> BoxExtraction:
-    """All boxes of the first source (in the order above) that has any; none found is ``path="none"``."""
-    text = strip_reasoning(output or "")
-    readers = (
-        ("json", _json_boxes),
-        ("qwen_box_tokens", lambda t: _regex_boxes(_QWEN_TOKENS, t)),
-        ("internvl_box", _internvl_boxes),
-        ("point_pair", lambda t: _regex_boxes(_POINT_PAIR, t)),
-        ("bracketed_list", lambda t: _regex_boxes(_BRACKETED, t)),
-    )
-    for path, reader in readers:
-        boxes = reader(text)
+_READERS = (
+    ("json", _json_boxes),
+    ("qwen_box_tokens", lambda t: _regex_boxes(_QWEN_TOKENS, t)),
+    ("internvl_box", _internvl_boxes),
+    ("point_pair", lambda t: _regex_boxes(_POINT_PAIR, t)),
+    ("bracketed_list", lambda t: _regex_boxes(_BRACKETED, t)),
+)
+# A line that announces the final answer: the boxes after the last one are the answer, those
+# before it drafts ("Reason about the location before providing the final answer").
+_FINAL_MARKER = re.compile(
+    r"(?im)^[ \t>#*_\-]*(?:final\s+(?:answer|boxe?s?|bounding\s+box(?:es)?|result|output|detections?|localization)\b"
+    r"|(?:answer|最终答案|答案|antwort|réponse|respuesta|答え)\s*[:：])"
+)
+
+
+def _boxes_in(text: str) -> BoxExtraction:
+    """All boxes of the first source (in the order above) that has any."""
+    for path, reader in _READERS:
+        boxes = reader(unwrap_code_fences(text))
         if boxes:
             return BoxExtraction(tuple(boxes), path)
     return BoxExtraction((), "none")
+
+
+def _final_scope(text: str) -> tuple[str, str]:
+    """The part of the reply that is its final answer, and how it was chosen.
+
+    After the last final-answer marker that still has boxes after it; else the last code block
+    that holds boxes when there are several (earlier blocks are drafts); else the whole reply.
+    """
+    for marker in reversed(list(_FINAL_MARKER.finditer(text))):
+        if _boxes_in(text[marker.start():]).found:
+            return text[marker.start():], "after_final_marker"
+    blocks = [text[start:end] for start, end in code_blocks(text) if _boxes_in(text[start:end]).found]
+    if len(blocks) > 1:
+        return blocks[-1], "last_code_block"
+    return text, ""
+
+
+def extract_boxes(output: str | None, reasoning: ReasoningMarkers = DEFAULT_REASONING) -> BoxExtraction:
+    """The boxes of the reply's final answer: the model family's reasoning blocks are dropped first
+    (an unclosed block means no answer), then drafts before the final answer (:func:`_final_scope`);
+    within the answer, all boxes of the first source (in the order above) that has any. None found
+    is ``path="none"``; a path ending ``:after_final_marker`` or ``:last_code_block`` says drafts were
+    left out."""
+    text = strip_reasoning(output or "", reasoning, unwrap_fences=False)
+    scope, how = _final_scope(text)
+    found = _boxes_in(scope)
+    return BoxExtraction(found.boxes, f"{found.path}:{how}") if found.found and how else found
 
 
 def parse_box_string(text: str) -> RawBox | None:

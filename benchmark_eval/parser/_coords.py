@@ -18,17 +18,19 @@ Size = tuple[int, int]  # (width, height)
 
 
 def to_original_pixels(raw: RawBox, fmt: BoxFormat, image_size: Size, sent_size: Size | None = None,
-                       content_size: Size | None = None) -> Box | None:
+                       content_size: Size | None = None, content_offset: Size | None = None) -> Box | None:
     """`raw` (the model's numbers) as ``(x1, y1, x2, y2)`` pixels of the original image, or None.
 
     `image_size` is the original release image's (width, height); `sent_size` the canvas actually
     sent (default: the original) and `content_size` the resized image inside it (default: the
     whole canvas, i.e. no padding). Inverted corners are swapped and the box is clipped to the
-    image; None means nothing of it lies inside the image (or it is not finite).
+    image; None means nothing of it lies inside the image (or it is not finite). `content_offset` is
+    where the resized image sits on the canvas (default (0, 0): no padding, or right/bottom padding).
     """
     sent = tuple(sent_size) if sent_size is not None else tuple(image_size)
     content = tuple(content_size) if content_size is not None else sent
-    x1, y1, x2, y2 = from_model_convention(raw, fmt, tuple(image_size), content, sent)
+    offset = tuple(content_offset) if content_offset is not None else (0, 0)
+    x1, y1, x2, y2 = from_model_convention(raw, fmt, tuple(image_size), content, sent, offset)
     if not all(math.isfinite(v) for v in (x1, y1, x2, y2)):
         return None
     width, height = image_size

@@ -49,7 +49,7 @@ def _first_characters(markers: ReasoningMarkers) -> frozenset[str]:
     return frozenset(tag[0] for pair in markers.pairs for tag in pair if tag)
 
 
-def strip_reasoning(text: str, markers: ReasoningMarkers = DEFAULT_REASONING) -> str:
+def strip_reasoning(text: str, markers: ReasoningMarkers = DEFAULT_REASONING, *, unwrap_fences: bool = True) -> str:
     """Drop reasoning blocks and unwrap code fences (their content is kept: JSON answers live there).
 
     For each marker pair: whole blocks go; a lone close marker (a server that strips the opening
@@ -73,9 +73,19 @@ def strip_reasoning(text: str, markers: ReasoningMarkers = DEFAULT_REASONING) ->
             opened = opening.search(text)
             if opened:
                 text = text[: opened.start()]
-    if "```" in text:
-        text = _FENCE.sub(lambda m: "\n" + m.group(1) + "\n", text)
+    if unwrap_fences and "```" in text:
+        text = unwrap_code_fences(text)
     return text.strip()
+
+
+def unwrap_code_fences(text: str) -> str:
+    """Markdown code fences replaced by their content (JSON answers live there)."""
+    return _FENCE.sub(lambda m: "\n" + m.group(1) + "\n", text)
+
+
+def code_blocks(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each fenced code block in `text`."""
+    return [(m.start(), m.end()) for m in _FENCE.finditer(text)]
 
 
 # --- markup around answers ------------------------------------------------------------------

@@ -122,12 +122,17 @@ def run_lock(run_dir: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+# Chat fields that only tell the parser how to read answers: they shape no request, so they stay out
+# of the request hash (and adding them left the hashes of earlier runs unchanged).
+PARSE_ONLY_CHAT_FIELDS = {"thinking_prefilled"}
+
+
 def model_fingerprint(entry: ModelEntry) -> str:
     """sha256 of what about the model shapes a request: name, served name, revision, image limits,
     box convention and chat quirks (computed once per run)."""
     payload = {"model": entry.name, "served": entry.served_name, "revision": entry.revision,
                "box_format": entry.box_format.model_dump(mode="json"), "image_limits": entry.image.model_dump(mode="json"),
-               "chat": entry.chat.model_dump(mode="json")}
+               "chat": entry.chat.model_dump(mode="json", exclude=PARSE_ONLY_CHAT_FIELDS)}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -180,6 +185,7 @@ class Runner:
             prompt_version=PROMPT_VERSION, request_hash=rhash,
             image_size=frames.image_size if frames else image_size, sent_size=frames.sent_size if frames else None,
             content_size=frames.content_size if frames else None,
+            content_offset=frames.content_offset if frames and frames.content_offset != (0, 0) else None,
             box_format=self._box_format, backend=self.backend.name,
             created_at=time.time(), **fields,
         )

@@ -105,9 +105,9 @@ def release_image_sizes(release_dir: Path, task: str, sample_ids: list[str]) -> 
 
 
 GOLD_COLUMNS = ("answer", "options", "boxes", "answer_aliases", "dataset_id")
-GEOMETRY = ("image_size", "sent_size", "content_size", "box_format")
+GEOMETRY = ("image_size", "sent_size", "content_size", "content_offset", "box_format")
 SCORING_COLUMNS = ("sample_id", "form", "status", "output", "answer", "options", "boxes", "answer_aliases",
-                   "dataset_id", "image_size", "sent_size", "content_size", "box_format")
+                   "dataset_id", "image_size", "sent_size", "content_size", "content_offset", "box_format")
 _RUN_ERROR = Outcome(False, 0, 0, 0, False, "run_error", "n/a", 0.0, 1)
 
 
@@ -134,13 +134,12 @@ class _RecordScorer:
             outcome = self._closed[key] = self._closed_outcome(output, options, answer)
         return outcome
 
-    @staticmethod
-    def _closed_outcome(output: str | None, options: tuple[str, ...], answer: str) -> Outcome:
+    def _closed_outcome(self, output: str | None, options: tuple[str, ...], answer: str) -> Outcome:
         gold = gold_label(list(options), answer)
         if gold is None:
             # the release itself is inconsistent: the answer is not one of the options
             return Outcome(False, 0, 0, 0, False, "gold_not_in_options", "n/a", 0.0, 1)
-        result = parse_closed_answer(output, options)
+        result = parse_closed_answer(output, options, self.run.reasoning)
         tp = int(result.label == gold)
         return Outcome(True, tp, 1 - tp, 1 - tp, result.label is not None, result.path, "n/a", 1.0 / len(options), 1)
 
@@ -152,11 +151,11 @@ class _RecordScorer:
         return outcome
 
     def _judge_open(self, output: str | None, answer: str, aliases: tuple[str, ...], odds: float) -> Outcome:
-        if precheck_equivalent(output, answer, aliases):
+        if precheck_equivalent(output, answer, aliases, self.run.reasoning):
             return Outcome(True, 1, 0, 0, True, "precheck", "precheck", odds, 1)
         if self.judge is None or self.cache is None:
             return Outcome(False, 0, 0, 0, True, "judge_pending", "pending", odds, 1)
-        entry = self.cache.latest(verdict_key(final_answer_text(output), answer, self.judge.judge_model,
+        entry = self.cache.latest(verdict_key(final_answer_text(output, self.run.reasoning), answer, self.judge.judge_model,
                                               self.judge.prompt_version))
         if entry is None:
             return Outcome(False, 0, 0, 0, True, "judge_pending", "pending", odds, 1)
@@ -173,14 +172,15 @@ class _RecordScorer:
             self._format, self._declared = BoxFormat.model_validate(declared), declared
         return self._format
 
-    def open_detection(self, sample_id: str, output: str | None, gold: list, size, sent, content, declared,
+    def open_detection(self, sample_id: str, output: str | None, gold: list, size, sent, content, offset, declared,
                        where: str) -> Outcome:
         odds = random_box_hit_odds(gold, size, seed=self.seed, key=sample_id)
         fmt = self._box_format(declared, where)
-        extraction = extract_boxes(output)
+        extraction = extract_boxes(output, self.run.reasoning)
         sent = tuple(sent) if sent is not None else None
         content = tuple(content) if content is not None else None
-        boxes = [b for b in (to_original_pixels(raw, fmt, size, sent, content) for raw in extraction.boxes)
+        offset = tuple(offset) if offset is not None else None
+        boxes = [b for b in (to_original_pixels(raw, fmt, size, sent, content, offset) for raw in extraction.boxes)
                  if b is not None]
         tp, fp, fn = detection_counts(boxes, gold)
         path = extraction.path if boxes else ("degenerate_boxes" if extraction.found else "unparseable:no_box")
@@ -215,7 +215,7 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
         sizes = _detection_sizes(run, task, joined) if task == DETECTION else {}
         label_odds = open_label_odds(table)
         rows = []
-        for (sample_id, form, status, output, answer, options, boxes, aliases, dataset, _, sent, content,
+        for (sample_id, form, status, output, answer, options, boxes, aliases, dataset, _, sent, content, offset,
              declared) in zip(*(joined[c].tolist() for c in SCORING_COLUMNS)):
             if status != "ok":
                 rows.append(_RUN_ERROR)
@@ -223,7 +223,7 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
                 rows.append(scorer.closed(output, options, answer))
             elif task == DETECTION:
                 rows.append(scorer.open_detection(sample_id, output, gold_boxes(boxes, answer), sizes[sample_id],
-                                                  sent, content, declared, f"{sample_id}/{form}"))
+                                                  sent, content, offset, declared, f"{sample_id}/{form}"))
             else:
                 rows.append(scorer.open_classification(output, answer, aliases, label_odds.get(dataset, 0.0)))
         outcome = pd.DataFrame(rows, columns=list(OUTCOME_COLUMNS), index=records.index)

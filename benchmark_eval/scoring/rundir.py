@@ -16,14 +16,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from ..parser import DEFAULT_REASONING, ReasoningMarkers
 from ..records import Form, RecordsError, RunRecord, Status, Template, read_records
 from ..release import ReleaseError, list_tasks, load_samples
+from .reasoning import run_markers
 
 PREDICTIONS_FILE = "predictions.jsonl"
 RUN_FILE = "run.json"
 JUDGE_FILE = "judge.json"
 RECORD_COLUMNS = ("sample_id", "task", "form", "template", "model", "prompt_version", "status", "output",
-                  "error_reason", "image_size", "sent_size", "content_size", "box_format")
+                  "error_reason", "image_size", "sent_size", "content_size", "content_offset", "box_format")
 TEXT_COLUMNS = RECORD_COLUMNS[:9]
 GEOMETRY_COLUMNS = RECORD_COLUMNS[9:]  # needed for detection records only
 REQUIRED = ("sample_id", "task", "form", "template", "model", "prompt_version", "status", "request_hash")
@@ -42,6 +44,7 @@ class RunDir:
     release_dir: Path
     records: pd.DataFrame  # one row per (sample, task, form, template): the newest record
     warnings: list[str] = field(default_factory=list)
+    reasoning: ReasoningMarkers = DEFAULT_REASONING  # the model family's, stripped before parsing and judging
 
     @property
     def judge_file(self) -> Path:
@@ -157,7 +160,7 @@ def open_run(run_dir: str | Path, release_override: str | Path | None = None) ->
     versions = frame.groupby(["task", "form"])["prompt_version"].nunique()
     for (task, form), count in versions[versions > 1].items():
         warnings.append(f"{predictions}: {task}/{form} mixes {count} prompt versions; the newest record per sample is scored")
-    return RunDir(path, models[0], release, frame, warnings)
+    return RunDir(path, models[0], release, frame, warnings, run_markers(path / RUN_FILE, models[0]))
 
 
 def load_gold(release_dir: str | Path, tasks: list[str] | None = None) -> dict[str, pd.DataFrame]:

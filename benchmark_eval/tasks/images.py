@@ -18,7 +18,7 @@ from functools import cached_property
 import numpy as np
 from PIL import Image, ImageDraw
 
-from ..models.box_format import smart_resize
+from ..models.box_format import MAX_ASPECT_RATIO, smart_resize
 from ..models.registry import ImageLimits, ModelEntry, SmartResize
 
 ROI_COLOUR = (0, 255, 0)
@@ -37,11 +37,13 @@ class ImageUnreadable(Exception):
 
 @dataclass(frozen=True)
 class Frames:
-    """The three sizes (w, h) that tie a model's answer to the original image (see models.box_format)."""
+    """The sizes (w, h) that tie a model's answer to the original image (see models.box_format), and
+    where the resized image sits on the sent canvas (x, y; (0, 0) unless padded around it)."""
 
     image_size: tuple[int, int]
     content_size: tuple[int, int]
     sent_size: tuple[int, int]
+    content_offset: tuple[int, int] = (0, 0)
 
 
 @dataclass
@@ -76,17 +78,34 @@ def plan_frames(image_size: tuple[int, int], entry: ModelEntry) -> Frames:
     resize = entry.box_format.resize
     limits = entry.image
     if isinstance(resize, SmartResize):
-        try:
-            new_h, new_w = smart_resize(h, w, resize.factor, resize.min_pixels, resize.max_pixels)
-        except ValueError as exc:
-            raise ImageTooLarge(f"a {w}x{h} image cannot be smart-resized for {entry.name}: {exc}") from exc
-        content = (new_w, new_h)
+        content = _smart_resized(w, h, resize, entry.name)
     else:
         content = _fit(w, h, limits)
-    if limits.pad_to_square == "top_left":
+    pad = limits.square_pad
+    if pad is not None:
         side = max(content)
-        return Frames(image_size, content, (side, side))
+        offset = (0, 0) if pad.position == "top_left" else ((side - content[0]) // 2, (side - content[1]) // 2)
+        return Frames(image_size, content, (side, side), offset)
     return Frames(image_size, content, content)
+
+
+def _smart_resized(w: int, h: int, resize: SmartResize, model: str) -> tuple[int, int]:
+    """(w, h) after Qwen's smart_resize, checked to be a size the server's processor keeps as it is.
+
+    The image is sent already resized, and the server runs smart_resize again on what it receives:
+    rounding can push a long thin image past the aspect-ratio limit (8000x40 passes at 200:1 and is
+    resized to 8008x28, which the server refuses at 286:1), so the check is made after resizing too.
+    """
+    try:
+        new_h, new_w = smart_resize(h, w, resize.factor, resize.min_pixels, resize.max_pixels)
+        again = smart_resize(new_h, new_w, resize.factor, resize.min_pixels, resize.max_pixels)
+    except ValueError as exc:
+        raise ImageTooLarge(f"a {w}x{h} image cannot be smart-resized for {model}: {exc}"
+                            + ("" if max(w, h) / min(w, h) > MAX_ASPECT_RATIO else " after resizing")) from exc
+    if again != (new_h, new_w):
+        raise ImageTooLarge(f"a {w}x{h} image smart-resized for {model} to {new_w}x{new_h} would be resized again "
+                            f"by the server to {again[1]}x{again[0]}")
+    return new_w, new_h
 
 
 def _fit(w: int, h: int, limits: ImageLimits) -> tuple[int, int]:
@@ -165,8 +184,9 @@ def prepare_image(png: bytes, entry: ModelEntry, *, boxes: list[list[float]] | N
         content = draw_mask_outline(content, mask)
     canvas = content
     if frames.sent_size != frames.content_size:
-        canvas = Image.new("RGB", frames.sent_size, (0, 0, 0))
-        canvas.paste(content, (0, 0))
+        pad = entry.image.square_pad
+        canvas = Image.new("RGB", frames.sent_size, pad.fill if pad else (0, 0, 0))
+        canvas.paste(content, frames.content_offset)
     data, mime = _encode(canvas, entry.image)
     return PreparedImage(data, mime, frames)
 

@@ -78,7 +78,8 @@ def detection_option_text(option: str, box_format: BoxFormat, frames: Frames) ->
     if not match:
         return option
     box = tuple(float(v) for v in match.groups())
-    return format_box(to_model_convention(box, box_format, frames.image_size, frames.content_size, frames.sent_size))
+    return format_box(to_model_convention(box, box_format, frames.image_size, frames.content_size, frames.sent_size,
+                                          frames.content_offset))
 
 
 def build_prompt(task: str, form: str, template: str, row: Mapping[str, Any], *, box_format: BoxFormat,

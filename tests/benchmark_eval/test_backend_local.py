@@ -132,7 +132,8 @@ def test_vllm_box_convention_self_test_on_gpu():
     (answer,) = asyncio.run(backend.generate_batch([request]))
     assert not isinstance(answer, BackendError), answer
     numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", answer.text.split("Answer:")[-1])][:4]
-    box = from_model_convention(numbers, entry.box_format, frames.image_size, frames.content_size, frames.sent_size)
+    box = from_model_convention(numbers, entry.box_format, frames.image_size, frames.content_size, frames.sent_size,
+                                frames.content_offset)
     assert iou(box, (120, 90, 300, 230)) >= 0.5, answer.text
 
 

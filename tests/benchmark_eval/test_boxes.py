@@ -2,7 +2,7 @@
 import pytest
 
 from mmbu.benchmark_eval.models.box_format import BoxFormat, SmartResize
-from mmbu.benchmark_eval.parser import extract_boxes, parse_box_string, to_original_pixels
+from mmbu.benchmark_eval.parser import ReasoningMarkers, extract_boxes, parse_box_string, to_original_pixels
 
 
 @pytest.mark.parametrize(
@@ -86,3 +86,30 @@ def test_clip_swap_and_reject():
     assert to_original_pixels((-10, -5, 150, 95), fmt, size) == (0, 0, 100, 80)  # clipped
     assert to_original_pixels((10, 10, 10, 50), fmt, size) is None  # zero width
     assert to_original_pixels((120, 10, 150, 50), fmt, size) is None  # entirely outside
+
+
+# --- only the final answer's boxes -------------------------------------------------------------
+
+def test_draft_boxes_before_the_final_answer_do_not_count():
+    reply = ("The lesion is near the left hilum, roughly [100, 120, 300, 340]. Refining the edges:\n"
+             "Final answer: [110, 130, 290, 330]")
+    extraction = extract_boxes(reply)
+    assert extraction.boxes == ((110, 130, 290, 330),) and extraction.path == "bracketed_list:after_final_marker"
+
+
+def test_the_last_code_block_is_the_answer_when_there_are_several():
+    reply = ('First guess:\n```json\n[{"box_2d": [100, 200, 300, 400]}]\n```\nOn reflection the opacity is lower:\n'
+             '```json\n[{"box_2d": [500, 200, 700, 400], "label": "opacity"}]\n```')
+    extraction = extract_boxes(reply)
+    assert extraction.boxes == ((500, 200, 700, 400),) and extraction.path == "json:last_code_block"
+    several = '```json\n[{"bbox_2d": [1, 2, 3, 4]}, {"bbox_2d": [5, 6, 7, 8]}]\n```'
+    assert extract_boxes(several).boxes == ((1, 2, 3, 4), (5, 6, 7, 8))  # one answer, two boxes
+
+
+def test_boxes_inside_reasoning_are_never_read():
+    medgemma = ReasoningMarkers((("<unused94>", "<unused95>"), ("<think>", "</think>")))
+    reply = ('<unused94>thought\nThe clavicle is at [50, 60, 200, 300]...<unused95>'
+             '```json\n[{"box_2d": [40, 60, 210, 310], "label": "right clavicle"}]\n```')
+    assert extract_boxes(reply, medgemma).boxes == ((40, 60, 210, 310),)
+    assert extract_boxes("<unused94>thought\nmaybe [50, 60, 200, 300]", medgemma).path == "none"
+    assert extract_boxes("<think>draft [1, 2, 3, 4]</think>[5, 6, 7, 8]").boxes == ((5, 6, 7, 8),)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmbu.benchmark_eval.models import ModelEntry, default_registry, from_model_convention
+from mmbu.benchmark_eval.models import ModelEntry, default_registry, from_model_convention, to_model_convention
 from mmbu.benchmark_eval.tasks import (FORMS, PROMPT_VERSION, ROI_COLOUR, TASK_SPECS, TEMPLATES, ImageTooLarge,
                                        PromptError, build_prompt, plan_frames, prepare_image)
 from support.eval_release import make_rows, object_image, png
@@ -125,9 +125,36 @@ def test_images_are_resized_to_the_registry_limits():
     assert Image.open(io.BytesIO(qwen.data)).size == (w, h)
     llava = prepare_image(big, LLAVA)
     assert llava.frames.content_size == (672, 448) and llava.frames.sent_size == (672, 672)
+    assert llava.frames.content_offset == (0, 112)   # centred, as LLaVA-1.5 was trained (expand2square)
     canvas = decoded(llava.data)
-    assert (canvas[448:, :] == 0).all()      # padded below, top-left aligned
+    assert (canvas[:112] == (122, 116, 104)).all() and (canvas[560:] == (122, 116, 104)).all()  # the CLIP mean
     assert qwen.data_url.startswith("data:image/png;base64,")
+
+
+@pytest.mark.parametrize("name", ["LLaVA-v1.5-7B", "LLaVA-Med-7B", "MedGemma-1.5-4B"])
+def test_a_box_drawn_on_the_padded_square_maps_back_exactly(name):
+    """The object's pixels on the sent canvas, read in the model's own convention, land on the gold box."""
+    entry = default_registry().get(name)
+    gold = (150, 90, 450, 330)
+    prepared = prepare_image(png(object_image((600, 400), gold, seed=3)), entry)
+    frames = prepared.frames
+    canvas = decoded(prepared.data)
+    fill = np.array(entry.image.square_pad.fill)
+    ys, xs = np.nonzero(np.any(canvas != fill, axis=-1))  # the image itself, inside its padding
+    ox, oy = frames.content_offset
+    assert (xs.min(), ys.min()) == (ox, oy) and (xs.max() + 1, ys.max() + 1) == (ox + frames.content_size[0], oy + frames.content_size[1])
+    model_box = to_model_convention(gold, entry.box_format, frames.image_size, frames.content_size, frames.sent_size,
+                                    frames.content_offset)
+    back = from_model_convention(model_box, entry.box_format, frames.image_size, frames.content_size, frames.sent_size,
+                                 frames.content_offset)
+    assert back == pytest.approx(gold, abs=1.0)  # the model's convention is rounded (0-1000 or 3 decimals)
+
+
+def test_qwen_aspect_ratio_is_checked_after_resizing_too():
+    """8000x40 passes smart_resize at 200:1 but becomes 8008x28 (286:1), which the server refuses."""
+    with pytest.raises(ImageTooLarge, match="after resizing"):
+        plan_frames((8000, 40), QWEN25)
+    assert plan_frames((8000, 80), QWEN25).content_size[1] == 84  # 100:1 stays within the limit
 
 
 def test_images_that_cannot_be_fitted_are_too_large():

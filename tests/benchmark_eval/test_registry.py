@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from mmbu.benchmark_eval.models import (BoxFormat, RegistryError, SmartResize, default_registry, from_model_convention,
-                                        load_registry, model_frame_size, model_slug, smart_resize, to_model_convention)
+from mmbu.benchmark_eval.models import (BoxFormat, RegistryError, SmartResize, SquarePad, ad_hoc_entry, default_registry,
+                                        from_model_convention, load_registry, model_frame_size, model_slug, smart_resize,
+                                        to_model_convention)
+from mmbu.benchmark_eval.runner.core import model_fingerprint
 
 PAPER_MODELS = ["GPT-5.4-mini", "GPT-4.1-mini", "Gemma-3-4B", "MedGemma-4B", "MedGemma-1.5-4B", "InternVL3.5-8B",
                 "Lingshu-7B", "Lingshu-32B", "Qwen2.5-VL-3B", "Qwen2.5-VL-7B", "Qwen2.5-VL-32B", "Qwen3-VL-4B",
@@ -37,7 +39,8 @@ def test_quirks_and_served_names():
     assert gpt5.served_name == "gpt-5.4-mini" and not gpt5.chat.temperature
     assert gpt5.chat.max_tokens_field == "max_completion_tokens" and gpt5.default_base_url.endswith("/v1")
     assert registry.get("OctoMed-7B").chat.thinking_tags == ("<think>", "</think>")
-    assert registry.get("LLaVA-v1.5-7B").image.pad_to_square == "top_left"
+    for llava in ("LLaVA-v1.5-7B", "LLaVA-Med-7B"):  # centred, in the CLIP mean colour, as both were trained
+        assert registry.get(llava).image.square_pad == SquarePad(position="center", fill=(122, 116, 104))
     assert model_slug("Qwen/Qwen2.5-VL-7B-Instruct") == "Qwen__Qwen2.5-VL-7B-Instruct"
 
 
@@ -51,7 +54,8 @@ def test_unknown_model_and_invalid_registry(tmp_path):
         load_registry(bad)
     duplicate = tmp_path / "dup.yaml"
     duplicate.write_text("version: 1\nmodels:\n" + "".join(
-        f"  - {{name: m{i}, display_name: Same, hf_id: a/m{i}, family: f, box_format: {{scale: norm1}}}}\n" for i in range(2)))
+        f"  - {{name: m{i}, display_name: Same, hf_id: a/m{i}, family: f, box_format: {{scale: norm1}}, "
+        f"source: {{box_format: s, image: s, reasoning: s}}}}\n" for i in range(2)))
     with pytest.raises(RegistryError, match="'Same' names both m0 and m1"):
         load_registry(duplicate)
 
@@ -100,3 +104,26 @@ def test_model_frame_of_smart_resize_is_identity_for_an_already_resized_image():
     fmt = BoxFormat(scale="pixel", resize="qwen25_smart_resize(3136,1003520,28)")
     assert model_frame_size(fmt, (308, 252)) == (308, 252)
     assert model_frame_size(fmt, (320, 240)) == (308, 252)
+
+
+def test_medgemma_15_answers_y_first_on_a_square_and_thinks_in_unused_tokens():
+    entry = default_registry().get("MedGemma-1.5-4B")
+    assert (entry.box_format.scale, entry.box_format.order) == ("norm1000", "yxyx")
+    assert entry.image.square_pad == SquarePad(position="center", fill=(0, 0, 0))
+    assert entry.chat.thinking_tags == ("<unused94>", "<unused95>")
+    # {"box_2d": [y0, x0, y1, x1]} on a 400x200 image sent as a 400x400 square with the image at y 100..300
+    box = from_model_convention([250, 250, 750, 750], entry.box_format, (400, 200), (400, 200), (400, 400), (0, 100))
+    assert box == (100.0, 0.0, 300.0, 200.0)
+
+
+def test_every_entry_cites_where_its_conventions_come_from():
+    for entry in default_registry().models:
+        assert entry.source.box_format.strip() and entry.source.image.strip() and entry.source.reasoning.strip(), entry.name
+    assert "command line" in ad_hoc_entry("my-vlm", "norm1000").source.box_format
+    assert default_registry().reasoning_tags() == (("<think>", "</think>"), ("<unused94>", "<unused95>"))
+
+
+def test_a_parse_only_quirk_leaves_request_hashes_alone():
+    entry = default_registry().get("Qwen3-VL-8B")
+    thinking = entry.model_copy(update={"chat": entry.chat.model_copy(update={"thinking_prefilled": True})})
+    assert model_fingerprint(thinking) == model_fingerprint(entry)

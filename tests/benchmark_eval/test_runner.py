@@ -73,7 +73,8 @@ def test_end_to_end_boxes_map_back_to_the_gold_box(server, release_dir, tmp_path
         fmt = BoxFormat.model_validate(record.box_format)
         if record.form == "open":
             numbers = [float(n) for n in FOUR_NUMBERS.search(record.output).groups()]
-            box = from_model_convention(numbers, fmt, record.image_size, record.content_size, record.sent_size)
+            box = from_model_convention(numbers, fmt, record.image_size, record.content_size, record.sent_size,
+                                        record.content_offset or (0, 0))
             assert iou(box, row["boxes"][0]) > 0.9, (record.output, box, row["boxes"][0])
         else:
             letter = re.search(r"\b([A-E])\b", record.output).group(1)

@@ -118,9 +118,16 @@ class Stats:
 
 
 def bright_object_box(image: Image.Image) -> tuple[int, int, int, int] | None:
-    """Pixel box (x1, y1, x2 exclusive, y2 exclusive) of the pixels much brighter than the median."""
+    """Pixel box (x1, y1, x2 exclusive, y2 exclusive) of the pixels much brighter than the median.
+
+    Padding around the image (a uniform band along an edge, such as LLaVA's grey) is not the object.
+    """
+    rgb = np.asarray(image.convert("RGB"))
+    corner = rgb[0, 0]
+    padded = (rgb[0] == corner).all() or (rgb[:, 0] == corner).all()
+    padding = np.all(rgb == corner, axis=-1) if padded else np.zeros(rgb.shape[:2], dtype=bool)
     gray = np.asarray(image.convert("L"), dtype=np.int16)
-    mask = gray > np.median(gray) + 60
+    mask = (gray > np.median(gray[~padding]) + 60) & ~padding
     if not mask.any():
         return None
     ys, xs = np.nonzero(mask)
