@@ -108,3 +108,12 @@ def test_no_manifest_is_on_the_contamination_list():
     exclusions = ExclusionList.load()
     hits = {m.id: [match.sentence for match in exclusions.match(as_candidate(m))] for m in CATALOGUE}
     assert not {name: sentences for name, sentences in hits.items() if sentences}
+
+
+def test_the_37_sources_named_by_the_mmbu_authors_are_each_a_manifest_or_a_reasoned_rejection():
+    trails, _ = load_trail_files(TRAILS.parent, load_rules())
+    named = [t for t in trails if t.origin == "mmbu-named"]
+    assert len(named) == 37, sorted(t.path.stem for t in named)
+    undecided = [t.path.stem for t in named if not t.manifest and not t.rejection]
+    assert not undecided, f"named sources with neither a manifest nor a rejection: {undecided}"
+    assert all((DATASETS / f"{t.manifest}.yaml").is_file() for t in named if t.manifest)

@@ -45,7 +45,7 @@ def test_the_manifests_layout_reads_its_replica(spec, tmp_path):
         boxes = [list(r.box) for s in samples for r in s.regions if r.label == str(label) and r.box is not None]
         assert list(map(float, box)) in boxes, f"no {label} region with box {box} (found {boxes})"
     for sample in samples:
-        assert sample.image_path.is_file() and sample.image_path.is_relative_to(raw)
+        assert sample.image_path.is_file()  # items of arrays and parquet tables are written to a layout cache
 
 
 def test_every_layout_kind_in_the_catalogue_has_a_replica():
