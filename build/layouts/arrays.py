@@ -128,8 +128,8 @@ def _read_group(layout: ArraysLayout, ctx: LayoutContext, group: _Group, stack: 
             mask, regions, problems = _item_regions(layout, mask_item, depth)
             for instance, reason in problems:
                 ctx.exclude(f"{item}#{instance}", reason)
-        row_metadata = {field: str(array.item(index)).strip() for field, (array, _) in metadata.items()
-                        if str(array.item(index)).strip()}
+        row_metadata = {field: text for field, (array, _) in metadata.items()
+                        if (text := _text(np.asarray(array.item(index)).reshape(-1)[0]))}
         slice_note = {"slice": f"depth index {depth} of {images.shape[1]}"} if depth is not None else {}
         ctx.add_derived(group.path, frame, lambda i=index, d=depth: _image_item(images, axes, i, d), label=label,
                         regions=regions, mask=mask, row_metadata=row_metadata, grounded=labels is None,
@@ -176,7 +176,7 @@ def _item_label(layout: ArraysLayout, value: np.ndarray) -> tuple[str | None, st
     """The raw label of one item's label entry, or the reason it has none."""
     value = np.asarray(value)
     if value.dtype.kind in "US":
-        return str(value.reshape(-1)[0]).strip(), None
+        return _text(value.reshape(-1)[0]), None
     flat = value.reshape(-1)
     if flat.size == 1:
         number = flat[0]
@@ -245,3 +245,8 @@ def _item_regions(layout: ArraysLayout, mask: np.ndarray, depth: int | None
 def _number(value: object) -> str:
     number = float(value)
     return str(int(number)) if number.is_integer() else str(number)
+
+
+def _text(value: object) -> str:
+    """An array cell as text: byte strings (dtype S) decoded, not shown as b'...'."""
+    return (value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)).strip()

@@ -2,6 +2,8 @@
 the released image and mask equal the source pixels, a rebuild is a no-op, a lost cache file is made again."""
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import yaml
 from PIL import Image
@@ -41,6 +43,64 @@ def make_repo(root):
     }
     (manifests / "nuclei_arrays.yaml").write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     return images, masks
+
+
+def add_parquet_and_polygon_datasets(root):
+    """A parquet table of JPEG bytes (classification) and one Aperio XML polygon file (mask rows)."""
+    from datasets import Dataset, Features, Image as ImageFeature, Value
+
+    manifests = root / "manifests" / "datasets"
+    (root / "src" / "table" / "data").mkdir(parents=True)
+    jpegs = []
+    for value in (40, 200):
+        buffer = io.BytesIO()
+        Image.fromarray(np.full((24, 32, 3), value, np.uint8)).save(buffer, format="JPEG", quality=95)
+        jpegs.append(buffer.getvalue())
+    Dataset.from_dict({"image": jpegs, "dx": ["nv", "bkl"]},
+                      features=Features({"image": ImageFeature(), "dx": Value("string")})).to_parquet(
+        root / "src" / "table" / "data" / "test-00000-of-00001.parquet")
+    base = {"license": "CC-BY-4.0", "citation": "test data", "curation": {"round": 3, "reviewers": ["tester"]},
+            "metadata": TISSUE}
+    table = {**base, "id": "skin_table", "title": "skin table", "source": {"kind": "local", "path": "src/table"},
+             "tasks": ["ungrounded_classification"],
+             "layout": {"kind": "parquet", "files": "data/{split}-*.parquet", "label_column": "dx"},
+             "labels": {"nv": "melanocytic nevus", "bkl": "keratosis-like lesion"},
+             "questions": {"options_name": "lesion type", "n_options": 2}}
+    (manifests / "skin_table.yaml").write_text(yaml.safe_dump(table, sort_keys=False), encoding="utf-8")
+    folder = root / "src" / "monuseg"
+    (folder / "Tissue Images").mkdir(parents=True)
+    (folder / "Annotations").mkdir()
+    Image.fromarray(np.full((30, 40, 3), 90, np.uint8)).save(folder / "Tissue Images" / "TCGA-18-5592-01Z-00-DX1.tif")
+    vertices = "".join(f'<Vertex X="{x}" Y="{y}"/>' for x, y in ((5, 5), (20, 5), (20, 15), (5, 15)))
+    (folder / "Annotations" / "TCGA-18-5592-01Z-00-DX1.xml").write_text(
+        f'<Annotations><Annotation Id="1"><Regions><Region Id="1"><Vertices>{vertices}</Vertices></Region>'
+        "</Regions></Annotation></Annotations>", encoding="utf-8")
+    polygons = {**base, "id": "nuclei_polygons", "title": "nuclei polygons", "tasks": ["mask_grounded_classification"],
+                "source": {"kind": "local", "path": "src/monuseg"},
+                "layout": {"kind": "polygons", "format": "aperio_xml", "images": "Tissue Images/{stem}.tif",
+                           "annotations": "Annotations/{stem}.xml", "fixed_label": "nucleus"},
+                "labels": {"nucleus": "cell nucleus", "other": "other structure"},
+                "questions": {"options_name": "structure", "n_options": 2}}
+    (manifests / "nuclei_polygons.yaml").write_text(yaml.safe_dump(polygons, sort_keys=False), encoding="utf-8")
+    return jpegs
+
+
+def test_table_cells_and_drawn_polygons_reach_the_release(tmp_path):
+    from datasets import load_dataset
+
+    make_repo(tmp_path)
+    jpegs = add_parquet_and_polygon_datasets(tmp_path)
+    report = run_build(config(tmp_path))
+    assert report.exit_code == 0, report.failed
+    release = str(tmp_path / "data" / "release")
+    rows = load_dataset(release, "ungrounded_classification", split="test", cache_dir=str(tmp_path / "hf"))
+    by_answer = {row["answer"]: np.asarray(row["image"]) for row in rows}
+    for data, answer in zip(jpegs, ("melanocytic nevus", "keratosis-like lesion")):
+        assert np.array_equal(by_answer[answer], np.asarray(Image.open(io.BytesIO(data))))  # decoded once, kept
+    masks = load_dataset(release, "mask_grounded_classification", split="test", cache_dir=str(tmp_path / "hf"))
+    drawn = [row for row in masks if row["dataset_id"] == "nuclei_polygons"]
+    assert len(drawn) == 1 and drawn[0]["boxes"] == [[5, 5, 21, 16]]
+    assert (np.asarray(drawn[0]["mask"]) > 0).sum() == 16 * 11
 
 
 def config(root):

@@ -159,6 +159,7 @@ def test_pannuke_channels_of_instance_ids_become_regions_with_exact_masks(tmp_pa
 def test_pannuke_tissue_types_as_image_labels(tmp_path):
     raw = tmp_path / "raw"
     pannuke(raw)
+    np.save(raw / "Fold 1" / "images" / "fold1" / "types.npy", np.array([b"Breast", b"Colon", b"Breast"]))  # bytes too
     layout = {**PANNUKE_LAYOUT, "labels": "Fold {fold}/images/fold{fold}/types.npy"}
     samples, _ = read_samples(make_manifest(layout, labels=PANNUKE_LABELS, tasks=["ungrounded_classification"]), raw,
                               tmp_path / "cache")
