@@ -16,12 +16,14 @@ import numpy as np
 
 from mmbu.core.geometry import ConversionGeometry
 
-FORMATS = ("dicom", "nifti", "wsi", "ome-tiff", "tiff", "raster")
+FORMATS = ("dicom", "nifti", "metaimage", "nrrd", "wsi", "ome-tiff", "tiff", "raster")
 
 # format -> "module:function" that reads it (imported lazily: openslide or gdcm load only when needed)
 READERS = {
     "dicom": "mmbu.build.convert.dicom:read",
     "nifti": "mmbu.build.convert.nifti:read",
+    "metaimage": "mmbu.build.convert.itk_volumes:read_metaimage",
+    "nrrd": "mmbu.build.convert.itk_volumes:read_nrrd",
     "wsi": "mmbu.build.convert.wsi:read",
     "ome-tiff": "mmbu.build.convert.tiff:read_ome",
     "tiff": "mmbu.build.convert.tiff:read_tiff",

@@ -23,7 +23,11 @@ from mmbu.core.files import atomic_file
 
 REPORT_NAME = "convert-report.jsonl"
 # Companion files that belong to another source in the same folder: (suffix, owner's suffix)
-COMPANIONS = ((".img", ".hdr"), (".img.gz", ".hdr.gz"))
+COMPANIONS = (
+    (".img", ".hdr"), (".img.gz", ".hdr.gz"),  # Analyze / NIfTI pairs
+    (".raw", ".mhd"), (".zraw", ".mhd"),  # MetaImage detached data
+    (".raw", ".nhdr"), (".raw.gz", ".nhdr"),  # NRRD detached data
+)
 
 
 def walk_sources(sources: Iterable[str | Path], skip: Iterable[Path] = ()) -> list[Path]:

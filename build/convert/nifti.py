@@ -68,17 +68,17 @@ def read(path: Path, options: ConvertOptions) -> Converted:
     """Convert one slice of a NIfTI volume (or, with `options.as_mask`, of a label volume)."""
     path = Path(path)
     image = _load(path)
-    ornt = _canonical_orientation(image, path)
+    ornt = canonical_orientation(image.affine, path)
     shape = image.shape
     spatial_shape = _spatial_shape(shape)
-    canonical_axis = _check_axis(options.axis, path)
+    canonical_axis = check_axis(options.axis, path)
     original_axis = int(np.nonzero(ornt[:, 0] == canonical_axis)[0][0])
     flipped = ornt[original_axis, 1] == -1
     n_slices = spatial_shape[original_axis]
 
     component_axis = rgb_component_axis(image)
     volume_shape = shape[:3] if component_axis == 3 else shape[:4] if component_axis == 4 else shape
-    volume_index, n_volumes = _volume_index(volume_shape, options.frame, path)
+    volume_index, n_volumes = pick_volume(volume_shape, options.frame, path)
     canonical_index, choice = _slice_index(path, image, ornt, options, canonical_axis, n_slices, volume_index)
     original_index = n_slices - 1 - canonical_index if flipped else canonical_index
 
@@ -95,19 +95,8 @@ def read(path: Path, options: ConvertOptions) -> Converted:
     params: dict[str, Any] = {
         "nifti_version": 2 if isinstance(image, nib.Nifti2Image) else 1,
         "shape": [int(n) for n in shape],
-        "axcodes_before": "".join(aff2axcodes(image.affine)),
-        "axcodes_after": "RAS",
-        "oblique_degrees": round(float(np.degrees(np.max(np.abs(obliquity(image.affine))))), 3),
-        "axis": canonical_axis,
-        "axis_name": AXIS_NAMES[canonical_axis],
-        "slice_choice": choice,
-        "slice_index": canonical_index,
-        "slice_index_original": original_index,
-        "axis_original": original_axis,
-        "volume_index": volume_index,
-        "n_volumes": n_volumes,
-        "display": "radiological",
-        "pixel_spacing_mm": _pixel_spacing(image, ornt, canonical_axis),
+        **slice_params(image.affine, ornt, image.header.get_zooms(), canonical_axis, choice,
+                       (canonical_index, original_index), volume_index, n_volumes),
         "rgb_components": None,
     }
     if component_axis is not None:  # 2-D/3-D RGB stored as a vector of components (ITK, SimpleITK, ...)
@@ -118,7 +107,7 @@ def read(path: Path, options: ConvertOptions) -> Converted:
             "count": int(shape[component_axis]),
             "intent": image.header.get_intent()[0],
         }
-        pixels, params["window"] = _window_rgb(view, options.window)
+        pixels, params["window"] = window_rgb(view, options.window)
     elif view.dtype.names:  # RGB24 / RGBA32 voxels: colour as stored, never windowed
         if options.as_mask:
             raise ConversionError(f"{path} holds RGB voxels, so it is not a label mask")
@@ -128,7 +117,7 @@ def read(path: Path, options: ConvertOptions) -> Converted:
         pixels = display.to_label_image(view)
         params["window"] = None
     else:
-        pixels, params["window"] = _window(view, options.window)
+        pixels, params["window"] = window_slice(view, options.window)
     # the stored frame of a volume is the slice as shown (canonical RAS, radiological view): a volume's
     # regions are read from its mask converted the same way, never mapped from voxel coordinates
     geometry = ConversionGeometry.kept((pixels.shape[1], pixels.shape[0]))
@@ -143,6 +132,28 @@ def read(path: Path, options: ConvertOptions) -> Converted:
     params["resized_to"] = [int(pixels.shape[1]), int(pixels.shape[0])]
     geometry = geometry.then("resize", (pixels.shape[1], pixels.shape[0]), how=resample)
     return Converted(pixels=pixels, format="nifti", frame=volume_index, params=params, geometry=geometry)
+
+
+def slice_params(affine: np.ndarray, ornt: np.ndarray, zooms: tuple[float, ...], canonical_axis: int, choice: str,
+                 indices: tuple[int, int], volume_index: int | None, n_volumes: int) -> dict[str, Any]:
+    """What the slice choice and the reorientation did, for the report (NIfTI, MetaImage, NRRD alike).
+    `indices` is the slice's (canonical, stored) index."""
+    original_axis = int(np.nonzero(ornt[:, 0] == canonical_axis)[0][0])
+    return {
+        "axcodes_before": "".join(aff2axcodes(affine)),
+        "axcodes_after": "RAS",
+        "oblique_degrees": round(float(np.degrees(np.max(np.abs(obliquity(affine))))), 3),
+        "axis": canonical_axis,
+        "axis_name": AXIS_NAMES[canonical_axis],
+        "slice_choice": choice,
+        "slice_index": indices[0],
+        "slice_index_original": indices[1],
+        "axis_original": original_axis,
+        "volume_index": volume_index,
+        "n_volumes": n_volumes,
+        "display": "radiological",
+        "pixel_spacing_mm": display_spacing(zooms, ornt, canonical_axis),
+    }
 
 
 def radiological_view(plane: np.ndarray) -> np.ndarray:
@@ -201,9 +212,10 @@ def _load(path: Path) -> nib.Nifti1Image:
     return image
 
 
-def _canonical_orientation(image: nib.Nifti1Image, path: Path) -> np.ndarray:
+def canonical_orientation(affine: np.ndarray, path: Path) -> np.ndarray:
+    """nibabel's orientation (original axis -> RAS+ axis and flip) for a voxel-to-RAS affine."""
     try:
-        ornt = io_orientation(image.affine)
+        ornt = io_orientation(affine)
     except Exception as exc:
         raise ConversionError(f"{path} has an affine that cannot be oriented ({_cause(exc)})") from exc
     if np.isnan(ornt).any():
@@ -217,7 +229,7 @@ def _spatial_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
     return tuple(int(n) for n in padded[:3])  # type: ignore[return-value]
 
 
-def _check_axis(axis: int, path: Path) -> int:
+def check_axis(axis: int, path: Path) -> int:
     if axis not in (0, 1, 2):
         raise ConversionError(
             f"axis {axis} is not a spatial axis of {path}: use 0 (sagittal), 1 (coronal) or 2 (axial)"
@@ -225,7 +237,7 @@ def _check_axis(axis: int, path: Path) -> int:
     return int(axis)
 
 
-def _volume_index(shape: tuple[int, ...], frame: int | str, path: Path) -> tuple[int | None, int]:
+def pick_volume(shape: tuple[int, ...], frame: int | str, path: Path) -> tuple[int | None, int]:
     """The 4-D volume to show: None for 3-D data; extra singleton dims beyond the 4th are allowed."""
     if len(shape) > 4 and any(n != 1 for n in shape[4:]):
         raise ConversionError(
@@ -272,7 +284,7 @@ def _largest_mask_slice(
     """Canonical index of the slice with the most non-zero mask voxels, read slab by slab."""
     same_file = mask_path.resolve() == Path(image.get_filename() or "").resolve()
     mask = image if same_file else _load(mask_path)
-    mask_ornt = _canonical_orientation(mask, mask_path)
+    mask_ornt = canonical_orientation(mask.affine, mask_path)
     mask_spatial = _spatial_shape(mask.shape)
     image_spatial = _spatial_shape(image.shape)
     if not np.array_equal(mask_ornt, ornt) or mask_spatial != image_spatial:
@@ -358,9 +370,10 @@ def _gather_strided_slice(
     return np.concatenate(parts, axis=2)
 
 
-def _pixel_spacing(image: nib.Nifti1Image, ornt: np.ndarray, canonical_axis: int) -> list[float]:
-    """Voxel size (mm) along the displayed rows and columns, in display order [row, column]."""
-    zooms = (tuple(float(z) for z in image.header.get_zooms()) + (1.0, 1.0, 1.0))[:3]
+def display_spacing(zooms: tuple[float, ...], ornt: np.ndarray, canonical_axis: int) -> list[float]:
+    """Voxel size (mm) along the displayed rows and columns, in display order [row, column], from the
+    voxel sizes of the stored axes (a missing third one counts as 1)."""
+    zooms = (tuple(float(z) for z in zooms) + (1.0, 1.0, 1.0))[:3]
     canonical_zooms = [0.0, 0.0, 0.0]
     for original, (target, _flip) in enumerate(ornt):
         canonical_zooms[int(target)] = float(zooms[original])
@@ -368,7 +381,7 @@ def _pixel_spacing(image: nib.Nifti1Image, ornt: np.ndarray, canonical_axis: int
     return [canonical_zooms[second], canonical_zooms[first]]
 
 
-def _window(view: np.ndarray, center_width: tuple[float, float] | None) -> tuple[np.ndarray, dict[str, Any]]:
+def window_slice(view: np.ndarray, center_width: tuple[float, float] | None) -> tuple[np.ndarray, dict[str, Any]]:
     """Percentile window over finite non-zero voxels (zero is background outside the body), or the user's."""
     values = view.astype(np.float64, copy=False)
     if center_width is not None:
@@ -376,10 +389,13 @@ def _window(view: np.ndarray, center_width: tuple[float, float] | None) -> tuple
     lo, hi = display.percentile_window(values, ignore=0.0)
     percentiles = f"{display.DEFAULT_LOW_PERCENTILE:g}-{display.DEFAULT_HIGH_PERCENTILE:g}"
     record = {"lo": lo, "hi": hi, "source": f"percentile {percentiles} of non-zero voxels"}
+    if hi <= lo:  # every non-zero voxel has one value (a binary volume): window over all voxels, zero included
+        lo, hi, source = display.robust_window(values)
+        record = {"lo": lo, "hi": hi, "source": f"{source} of all voxels (the non-zero voxels are constant)"}
     return display.window_to_uint8(values, lo, hi), record
 
 
-def _window_rgb(view: np.ndarray, center_width: tuple[float, float] | None) -> tuple[np.ndarray, dict[str, Any]]:
+def window_rgb(view: np.ndarray, center_width: tuple[float, float] | None) -> tuple[np.ndarray, dict[str, Any]]:
     """RGB components: 8-bit kept; deeper or float data scaled by one window over all three
     components (the percentile window of their finite values, or the user's), keeping the balance."""
     if view.dtype == np.uint8 and center_width is None:

@@ -101,6 +101,10 @@ def identify(path: str | Path) -> Identified:
     nifti = _nifti_version(head)
     if nifti:
         return Identified("nifti", path, nifti)
+    if head.startswith(b"NRRD000"):
+        return Identified("nrrd", path, head[:8].decode("ascii", "replace"))
+    if _is_metaimage_header(head):
+        return Identified("metaimage", path, "MetaImage")
     if head[:2] == b"\x1f\x8b":
         nifti = _nifti_version(_gunzip_head(path))
         if nifti:
@@ -115,7 +119,24 @@ def identify(path: str | Path) -> Identified:
     pillow_format = _pillow_format(path)
     if pillow_format:
         return Identified("raster", path, pillow_format)
-    raise ConversionError(f"{path} is not an image format this converter knows (DICOM, NIfTI, TIFF, whole-slide, JPEG/PNG/BMP/GIF/WebP)")
+    raise ConversionError(f"{path} is not an image format this converter knows (DICOM, NIfTI, MetaImage, NRRD, TIFF, whole-slide, JPEG/PNG/BMP/GIF/WebP)")
+
+
+# keys a MetaImage header (MetaIO) may start with; NDims must follow somewhere in its first lines
+METAIMAGE_FIRST_KEYS = frozenset({
+    "ObjectType", "ObjectSubType", "NDims", "Comment", "Name", "ID", "ParentID", "TransformType", "AcquisitionDate",
+    "BinaryData", "BinaryDataByteOrderMSB", "ElementByteOrderMSB", "CompressedData", "FormTypeName",
+})
+
+
+def _is_metaimage_header(head: bytes) -> bool:
+    """A MetaImage header: text `Key = Value` lines, the first a MetaIO key, and an `NDims` field."""
+    lines = [line.strip() for line in head.decode("latin-1").splitlines() if line.strip()]
+    if not lines or "=" not in lines[0]:
+        return False
+    if lines[0].split("=", 1)[0].strip() not in METAIMAGE_FIRST_KEYS:
+        return False
+    return any(line.split("=", 1)[0].strip() == "NDims" for line in lines if "=" in line)
 
 
 def _identify_mrxs(path: Path) -> Identified:
