@@ -16,7 +16,7 @@ import numpy as np
 
 from mmbu.core.geometry import ConversionGeometry
 
-FORMATS = ("dicom", "nifti", "metaimage", "nrrd", "wsi", "ome-tiff", "tiff", "raster")
+FORMATS = ("dicom", "nifti", "metaimage", "nrrd", "wsi", "ome-tiff", "tiff", "czi", "lif", "nd2", "vsi", "video", "raster")
 
 # format -> "module:function" that reads it (imported lazily: openslide or gdcm load only when needed)
 READERS = {
@@ -27,6 +27,11 @@ READERS = {
     "wsi": "mmbu.build.convert.wsi:read",
     "ome-tiff": "mmbu.build.convert.tiff:read_ome",
     "tiff": "mmbu.build.convert.tiff:read_tiff",
+    "czi": "mmbu.build.convert.microscopy_vendors:read_czi",
+    "lif": "mmbu.build.convert.microscopy_vendors:read_lif",
+    "nd2": "mmbu.build.convert.microscopy_vendors:read_nd2",
+    "vsi": "mmbu.build.convert.microscopy_vendors:read_vsi",
+    "video": "mmbu.build.convert.video:read",
     "raster": "mmbu.build.convert.raster:read",
 }
 
@@ -64,6 +69,12 @@ class ConvertOptions:
     # non-square pixels (DICOM pixel spacing / aspect ratio, NIfTI voxel spacing in the shown plane) are
     # resampled to square ones; False keeps the stored grid (headers known to be wrong, stored-grid outputs)
     square_pixels: bool = True
+    # vendor microscopy (CZI, LIF, ND2, VSI): which series (index or name), Z plane and time point
+    series: int | str = 0
+    z: int | Literal["middle"] = "middle"
+    t: int | Literal["middle"] = "middle"
+    # video: the frame at this time in seconds (the first frame shown at or after it); overrides `frame`
+    frame_time: float | None = None
 
 
 @dataclass

@@ -41,6 +41,10 @@ RASTER_MAGIC = (
     (b"BM", "BMP"),
     (b"\x00\x00\x00\x0cjP  \r\n\x87\n", "JPEG 2000"),
 )
+JP2_SIGNATURE = b"\x00\x00\x00\x0cjP  \r\n\x87\n"
+# ISO base media brands that are still images, not video (HEIF/AVIF photographs)
+IMAGE_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"mif1", b"msf1", b"avif", b"avis"})
+TAG_OLYMPUS_SIS = 33560  # private TIFF tag of Olympus/Evident cellSens .vsi files
 TIFF_MAGIC = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")  # classic and BigTIFF, both byte orders
 
 # Things people put in data folders that are not images: magic -> what to tell them
@@ -91,6 +95,8 @@ def identify(path: str | Path) -> Identified:
 
     if head[128:132] == b"DICM":
         return _identify_dicom(path)
+    if head.startswith(JP2_SIGNATURE) and path.suffix.lower() == ".nd2":
+        return Identified("nd2", path, "Nikon ND2 (legacy, JPEG 2000 based)")  # old NIS-Elements files
     for magic, name in RASTER_MAGIC:
         if head.startswith(magic):
             return Identified("raster", path, name)
@@ -101,6 +107,15 @@ def identify(path: str | Path) -> Identified:
     nifti = _nifti_version(head)
     if nifti:
         return Identified("nifti", path, nifti)
+    if head.startswith(b"ZISRAWFILE"):
+        return Identified("czi", path, "Zeiss CZI")
+    if head[:4] == b"\x70\x00\x00\x00" and head[8:9] == b"\x2a":
+        return Identified("lif", path, "Leica LIF")
+    if head[:4] == b"\xda\xce\xbe\x0a":
+        return Identified("nd2", path, "Nikon ND2")
+    video = _video_container(head)
+    if video:
+        return Identified("video", path, video)
     if head.startswith(b"NRRD000"):
         return Identified("nrrd", path, head[:8].decode("ascii", "replace"))
     if _is_metaimage_header(head):
@@ -119,7 +134,7 @@ def identify(path: str | Path) -> Identified:
     pillow_format = _pillow_format(path)
     if pillow_format:
         return Identified("raster", path, pillow_format)
-    raise ConversionError(f"{path} is not an image format this converter knows (DICOM, NIfTI, MetaImage, NRRD, TIFF, whole-slide, JPEG/PNG/BMP/GIF/WebP)")
+    raise ConversionError(f"{path} is not an image format this converter knows (DICOM, NIfTI, MetaImage, NRRD, TIFF, whole-slide, CZI, LIF, ND2, VSI, MP4/AVI/MKV video, JPEG/PNG/BMP/GIF/WebP)")
 
 
 # keys a MetaImage header (MetaIO) may start with; NDims must follow somewhere in its first lines
@@ -137,6 +152,17 @@ def _is_metaimage_header(head: bytes) -> bool:
     if lines[0].split("=", 1)[0].strip() not in METAIMAGE_FIRST_KEYS:
         return False
     return any(line.split("=", 1)[0].strip() == "NDims" for line in lines if "=" in line)
+
+
+def _video_container(head: bytes) -> str:
+    """'MP4/QuickTime', 'AVI' or 'Matroska/WebM' from the container's magic; '' for anything else."""
+    if head[4:8] == b"ftyp" and head[8:12] not in IMAGE_BRANDS:
+        return "MP4/QuickTime"
+    if head[:4] == b"RIFF" and head[8:12] == b"AVI ":
+        return "AVI"
+    if head[:4] == b"\x1a\x45\xdf\xa3":
+        return "Matroska/WebM"
+    return ""
 
 
 def _identify_mrxs(path: Path) -> Identified:
@@ -228,8 +254,14 @@ def slide_instance_header(path: Path, tags: list[str]) -> Dataset | None:
 
 
 def is_slide_companion(path: Path) -> bool:
-    """True for the data folder of a MIRAX slide (`X/` beside `X.mrxs`): it belongs to that slide."""
-    return path.is_dir() and path.with_name(path.name + ".mrxs").is_file()
+    """True for the data folder of a MIRAX slide (`X/` beside `X.mrxs`) or of a cellSens image (`_X_/`
+    beside `X.vsi`, holding its .ets pixel files): it belongs to that file."""
+    if not path.is_dir():
+        return False
+    if path.with_name(path.name + ".mrxs").is_file():
+        return True
+    name = path.name
+    return len(name) > 2 and name.startswith("_") and name.endswith("_") and path.with_name(name[1:-1] + ".vsi").is_file()
 
 
 def _read_head(path: Path) -> bytes:
@@ -319,6 +351,8 @@ def _identify_tiff(path: Path) -> Identified:
     vendor = _openslide_vendor(path)
     try:
         with _quiet_tifffile(), tifffile.TiffFile(path) as tiff:
+            if tiff.pages and TAG_OLYMPUS_SIS in tiff.pages.first.tags:
+                return Identified("vsi", path, "Olympus cellSens VSI")
             if tiff.pages and tiff.is_ome:
                 return Identified("ome-tiff", path, "OME-XML")
             if vendor in WSI_VENDORS or tiff.is_ndpi:

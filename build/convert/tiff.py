@@ -382,17 +382,17 @@ def _to_display(
     if separated and inkset == INKSET_CMYK and colour_samples >= 4:
         return _cmyk(plane)
     if separated and plane.shape[2] > 1:  # other ink sets: each ink is a channel of the blend
-        return _blend(plane, channels_meta, missing)
+        return blend_channels(plane, channels_meta, missing)
     if plane.shape[2] == 1:
-        return _grey(plane[..., 0], colormap, window, photometric, missing)
+        return grey_channel(plane[..., 0], colormap, window, photometric, missing)
     if colour_samples == 2:  # grey + alpha
-        grey, record = _grey(plane[..., 0], None, window, photometric, missing)
+        grey, record = grey_channel(plane[..., 0], None, window, photometric, missing)
         rgba = np.dstack([grey, grey, grey, _full_range_to_uint8(plane[..., 1])])
         composited = display.composite_on_background(rgba)[..., 0]
         return composited, [{**record[0], "name": "grey+alpha composited onto white"}]
     if colour_samples in (3, 4):
-        return _rgb(plane, missing)
-    return _blend(plane, channels_meta, missing)
+        return rgb_samples(plane, missing)
+    return blend_channels(plane, channels_meta, missing)
 
 
 def _full_range_to_uint8(values: np.ndarray) -> np.ndarray:
@@ -420,7 +420,7 @@ def _cmyk(plane: np.ndarray) -> tuple[np.ndarray, list[dict[str, Any]]]:
     return rgb, [{"name": source, "colour": None, "window": window}]
 
 
-def _grey(
+def grey_channel(
     values: np.ndarray,
     colormap: np.ndarray | None,
     center_width: tuple[float, float] | None,
@@ -458,7 +458,7 @@ def _grey_windowed(
     return pixels, [{"name": None, "colour": None, "window": window}]
 
 
-def _rgb(plane: np.ndarray, missing: np.ndarray | None) -> tuple[np.ndarray, list[dict[str, Any]]]:
+def rgb_samples(plane: np.ndarray, missing: np.ndarray | None) -> tuple[np.ndarray, list[dict[str, Any]]]:
     if plane.dtype != np.uint8:
         ignore = None if missing is None else np.broadcast_to(missing[..., None], plane[..., :3].shape)
         lo, hi = display.percentile_window(plane[..., :3].astype(np.float64), ignore=ignore)
@@ -475,7 +475,7 @@ def _rgb(plane: np.ndarray, missing: np.ndarray | None) -> tuple[np.ndarray, lis
     return rgb, [{"name": source, "colour": None, "window": window}]
 
 
-def _blend(
+def blend_channels(
     plane: np.ndarray, channels_meta: list[dict[str, Any]], missing: np.ndarray | None
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
     """Additive fluorescence blend: per-channel percentile window, times the channel's colour, summed."""
