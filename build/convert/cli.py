@@ -14,20 +14,24 @@ from mmbu.core.cli import ExitCode, InvalidInput
 NoSources = InvalidInput  # re-export for work in flight
 
 
-def _parse_frame(value: str) -> int | str:
-    if value == "middle":
-        return value
-    if value.isdigit():
-        return int(value)
-    raise click.BadParameter(f"{value!r} is not a frame index (0, 1, ...) or 'middle'")
-
-
 def _parse_slice(value: str) -> int | str:
     if value in ("middle", "mask_max_area"):
         return value
     if value.isdigit():
         return int(value)
     raise click.BadParameter(f"{value!r} is not a slice index, 'middle' or 'mask_max_area'")
+
+
+def _parse_index_or_middle(value: str) -> int | str:
+    if value == "middle":
+        return value
+    if value.isdigit():
+        return int(value)
+    raise click.BadParameter(f"{value!r} is not an index (0, 1, ...) or 'middle'")
+
+
+def _parse_series(value: str) -> int | str:
+    return int(value) if value.isdigit() else value
 
 
 def _parse_window(value: str) -> tuple[float, float]:
@@ -52,8 +56,9 @@ def _callback(parse):
               help=f"JSON-lines report, one line per source [default: OUT/{REPORT_NAME}].")
 @click.option("--as-mask", is_flag=True, help="Sources are label masks: values kept, never windowed, nearest resize.")
 @click.option("--max-size", type=click.IntRange(min=1), help="Longest output side in pixels (whole slides default to 2048).")
-@click.option("--frame", default="middle", show_default=True, callback=_callback(_parse_frame),
-              help="Frame of a multi-frame DICOM / TIFF page / 4-D NIfTI volume: 0-based index or 'middle'.")
+@click.option("--frame", default="middle", show_default=True, callback=_callback(_parse_index_or_middle),
+              help="Frame of a multi-frame DICOM / TIFF page / 4-D NIfTI, MetaImage or NRRD volume / video: "
+                   "0-based index or 'middle'.")
 @click.option("--slice", "slice_", default="middle", show_default=True, callback=_callback(_parse_slice),
               help="NIfTI slice along --axis: index, 'middle' or 'mask_max_area' (needs --slice-mask).")
 @click.option("--axis", type=click.IntRange(0, 2), default=2, show_default=True,
@@ -67,10 +72,19 @@ def _callback(parse):
 @click.option("--square-pixels/--no-square-pixels", default=True, show_default=True,
               help="Resample non-square pixels (DICOM Pixel Spacing / Imager Pixel Spacing / Pixel Aspect Ratio, "
                    "NIfTI voxel spacing) to square ones; --no-square-pixels keeps the stored grid.")
+@click.option("--series", default="0", show_default=True, callback=_callback(_parse_series),
+              help="Series of a CZI/LIF/ND2/VSI file (scene, image, position): 0-based index or its name.")
+@click.option("--z", "z_plane", default="middle", show_default=True, callback=_callback(_parse_index_or_middle),
+              help="Z plane of a CZI/LIF/ND2/VSI series: 0-based index or 'middle'.")
+@click.option("--t", "time_point", default="middle", show_default=True, callback=_callback(_parse_index_or_middle),
+              help="Time point of a CZI/LIF/ND2/VSI series: 0-based index or 'middle'.")
+@click.option("--time", "frame_time", type=click.FloatRange(min=0), metavar="SECONDS",
+              help="Video: the frame shown at this time (first frame at or after it); overrides --frame.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Worker processes.")
 def convert(sources, out_dir, report_path, as_mask, max_size, frame, slice_, axis, slice_mask, window, window_index,
-            square_pixels, jobs):
-    """Convert DICOM, NIfTI, whole-slide, OME-TIFF/TIFF and JPEG/PNG/... SOURCES to 8-bit PNGs.
+            square_pixels, series, z_plane, time_point, frame_time, jobs):
+    """Convert DICOM, NIfTI, MetaImage, NRRD, whole-slide, OME-TIFF/TIFF, CZI, LIF, ND2, VSI, video
+    (MP4/AVI/MKV) and JPEG/PNG/... SOURCES to 8-bit PNGs.
 
     A SOURCE is a file, a folder to walk, or a folder holding one MRXS slide. Formats are
     recognised from content, not the extension. Each source gives OUT/<stem>.png (name clashes get
@@ -83,6 +97,7 @@ def convert(sources, out_dir, report_path, as_mask, max_size, frame, slice_, axi
     options = ConvertOptions(
         as_mask=as_mask, max_size=max_size, frame=frame, slice=slice_, axis=axis, window=window,
         window_index=window_index, slice_mask=slice_mask, square_pixels=square_pixels,
+        series=series, z=z_plane, t=time_point, frame_time=frame_time,
     )
     records = convert_paths(sources, out_dir, options, report_path, jobs=jobs, show_progress=sys.stderr.isatty())
     if not records:

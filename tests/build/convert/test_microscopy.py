@@ -189,3 +189,17 @@ def test_formats_are_sniffed_from_content(tmp_path):
         renamed = tmp_path / f"renamed-{expected}.bin"
         renamed.write_bytes(source.read_bytes())
         assert identify(renamed).format == expected
+
+
+def test_cli_picks_series_and_time_point(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from mmbu.cli import cli
+
+    result = CliRunner().invoke(cli, ["convert", str(LIF), "--series", "xzt", "--t", "3", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "convert-report.jsonl").read_text())
+    assert record["format"] == "lif" and record["params"]["series_name"] == "xzt"
+    assert record["params"]["plane"] == {"T": 3} and (record["width"], record["height"]) == (128, 128)
