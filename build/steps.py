@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from mmbu.build.convert.base import ConvertOptions
 from mmbu.build.convert.batch import convert_one
 from mmbu.build.fetch import COMPLETION_RECORD
 from mmbu.build.layouts import Sample, mask_png, read_samples
-from mmbu.build.layouts.files import is_nifti
+from mmbu.build.layouts.files import is_volume
 from mmbu.build.layouts.grounding import ConvertedImage, place_items
 from mmbu.build.layouts.volumes import with_converted_mask
 from mmbu.build.metadata import failures_to_exclusions, normalise_metadata, validate_metadata
@@ -195,11 +195,15 @@ def _raw_identity(raw_dir: Path) -> str:
     return hash_json([(str(p.relative_to(raw_dir)), p.stat().st_size, p.stat().st_mtime_ns) for p in files])
 
 
-def convert_options(manifest: DatasetManifest, *, as_mask: bool = False, slice_mask: Path | None = None) -> ConvertOptions:
+def convert_options(manifest: DatasetManifest, *, as_mask: bool = False, slice_mask: Path | None = None,
+                    view: dict[str, Any] | None = None) -> ConvertOptions:
+    """The manifest's `convert:` options, with one sample's own `view` (a video frame, a series) over them."""
     spec = manifest.convert
-    return ConvertOptions(as_mask=as_mask, max_size=spec.max_size, frame=spec.frame, slice=spec.slice,
-                          axis=spec.axis, window=spec.window, slice_mask=slice_mask,
-                          square_pixels=spec.square_pixels)
+    options = ConvertOptions(as_mask=as_mask, max_size=spec.max_size, frame=spec.frame, slice=spec.slice,
+                             axis=spec.axis, window=spec.window, slice_mask=slice_mask,
+                             square_pixels=spec.square_pixels, series=0 if spec.series == "each" else spec.series,
+                             z=spec.z, t=spec.t)
+    return replace(options, **view) if view else options
 
 
 def _convert_cached(source: Path, output: Path, options: ConvertOptions, code: str,
@@ -243,13 +247,14 @@ def convert_samples(samples: list[Sample], manifest: DatasetManifest, work: Path
         # NIfTI pairs choose the slice from the mask (largest area) when the manifest says so
         slice_mask = sample.mask_path if manifest.convert.slice == "mask_max_area" else None
         image_png = work / "images" / f"{sample.sample_id}.png"
-        record = _convert_cached(Path(sample.image_path), image_png, convert_options(manifest, slice_mask=slice_mask),
+        options = convert_options(manifest, slice_mask=slice_mask, view=sample.view)
+        record = _convert_cached(Path(sample.image_path), image_png, options,
                                  code, tuple(Path(p) for p in sample.companion_paths))
         if record["status"] != "ok":
             dropped.append(_convert_exclusion(sample, sample.source_path, record["error"]))
             continue
         mask_png_path = None
-        if sample.mask_path is not None and is_nifti(Path(sample.mask_path)):
+        if sample.mask_path is not None and is_volume(Path(sample.mask_path)):
             mask_png_path = work / "masks" / f"{sample.sample_id}.png"
             mask_record = _convert_cached(Path(sample.mask_path), mask_png_path,
                                           convert_options(manifest, as_mask=True, slice_mask=slice_mask), code)

@@ -11,6 +11,7 @@ from mmbu.build.layouts.derived import DerivedFiles, DerivedImageError, source_i
 from mmbu.build.layouts.dicom_slides import SlideListing, SlideSeriesCollector
 from mmbu.build.layouts.files import header_metadata, image_size, is_dicom, is_nifti, relative
 from mmbu.build.layouts.sample import Region, Sample, make_sample_id
+from mmbu.build.layouts.views import View, ViewError, views_for
 from mmbu.core.exclusions import Exclusion
 from mmbu.curation.manifest import DatasetManifest
 
@@ -66,8 +67,11 @@ class LayoutContext:
             mask_path: Path | None = None, row_metadata: dict[str, str] | None = None,
             size: tuple[int, int] | None = None, grounded: bool = False,
             provenance: dict[str, str] | None = None, source: str | None = None, frame: str | None = None,
-            companions: tuple[Path, ...] = ()) -> Sample | None:
+            companions: tuple[Path, ...] = (), video_frame: int | None = None) -> Sample | None:
         """Record one sample; returns None (with an exclusion) when it cannot be used.
+
+        A video or a multi-series microscopy file may give several samples (`views.views_for`, from the
+        manifest's `convert:`); `video_frame` is the one frame a label table's row names.
 
         `grounded` says the sample exists for its regions, so losing all of them drops it. `source` and
         `frame` name a sample that is one file of a larger whole (a DICOM series' chosen slice: the series
@@ -89,7 +93,8 @@ class LayoutContext:
             return None
         return self._add_file(image, label=listing.label, regions=listing.regions, mask_path=mask_path,
                               row_metadata=listing.row_metadata, size=size, grounded=grounded,
-                              provenance=provenance or {}, source=source, frame=frame, companions=companions)
+                              provenance=provenance or {}, source=source, frame=frame, companions=companions,
+                              video_frame=video_frame)
 
     def add_derived(self, source: Path, frame: str, image: Callable[[], np.ndarray | bytes], *,
                     label: str | None = None, regions: Iterable[Region] = (), mask: np.ndarray | None = None,
@@ -178,9 +183,27 @@ class LayoutContext:
     def _add_file(self, image: Path, *, label: str | None, regions: Iterable[Region], mask_path: Path | None,
                   row_metadata: dict[str, str], size: tuple[int, int] | None, grounded: bool,
                   companions: tuple[Path, ...] = (), provenance: dict[str, str] | None = None,
-                  source: str | None = None, frame: str | None = None) -> Sample | None:
+                  source: str | None = None, frame: str | None = None,
+                  video_frame: int | None = None) -> Sample | None:
+        try:
+            views = (views_for(image, self.manifest.convert, video_frame) if image.is_file() and frame is None
+                     else [View(None)])
+        except ViewError as exc:
+            self.exclude(source or self.rel(image), str(exc))
+            return None
+        added = None
+        for view in views:
+            added = self._add_view(image, view, label=label, regions=regions, mask_path=mask_path,
+                                   row_metadata=row_metadata, size=size, grounded=grounded, companions=companions,
+                                   provenance=provenance, source=source, frame=frame) or added
+        return added
+
+    def _add_view(self, image: Path, view: View, *, label: str | None, regions: Iterable[Region],
+                  mask_path: Path | None, row_metadata: dict[str, str], size: tuple[int, int] | None,
+                  grounded: bool, companions: tuple[Path, ...], provenance: dict[str, str] | None,
+                  source: str | None, frame: str | None) -> Sample | None:
         source = source or self.rel(image)
-        frame = frame or self.frame_for(image)
+        frame = frame or (view.key if view.key is not None else self.frame_for(image))
         sample_id = make_sample_id(self.dataset_id, source, frame)
         if sample_id in self._seen:
             self.exclude(source, "the image is listed more than once; the first listing is kept", sample_id)
@@ -199,7 +222,7 @@ class LayoutContext:
             sample_id=sample_id, dataset_id=self.dataset_id, source_path=source, image_path=image,
             frame=frame, label=label, regions=tuple(kept), mask_path=mask_path,
             image_size=size or image_size(image), file_metadata=header_metadata(image),
-            row_metadata=row_metadata, companion_paths=companions, provenance=provenance or {},
+            row_metadata=row_metadata, companion_paths=companions, provenance=provenance or {}, view=view.options,
         )
         self.samples.append(sample)
         self._seen.add(sample_id)

@@ -23,6 +23,42 @@ def is_nifti(path: Path) -> bool:
     return path.name.lower().endswith(NIFTI_SUFFIXES)
 
 
+ITK_VOLUME_SUFFIXES = (".mha", ".mhd", ".nrrd", ".nhdr")
+
+
+def is_volume(path: Path) -> bool:
+    """A 3-D volume whose slice the converter chooses: NIfTI, MetaImage or NRRD."""
+    return is_nifti(path) or path.suffix.lower() in ITK_VOLUME_SUFFIXES
+
+
+def volume_shape(path: Path) -> tuple[int, ...]:
+    """The stored (x, y, z, ...) size of a volume, from its header only."""
+    if is_nifti(path):
+        import nibabel
+
+        return tuple(int(n) for n in nibabel.load(path).shape)
+    import SimpleITK as sitk
+
+    reader = sitk.ImageFileReader()
+    reader.SetFileName(str(path))
+    reader.ReadImageInformation()
+    return tuple(int(n) for n in reader.GetSize())
+
+
+def read_volume_labels(path: Path) -> "np.ndarray":
+    """Every voxel of a label volume as an (x, y, z) array (NIfTI via nibabel, MetaImage/NRRD via SimpleITK)."""
+    import numpy as np
+
+    if is_nifti(path):
+        import nibabel
+
+        return np.asanyarray(nibabel.load(path).dataobj)
+    import SimpleITK as sitk
+
+    array = sitk.GetArrayFromImage(sitk.ReadImage(str(path)))
+    return array.transpose(tuple(reversed(range(array.ndim))))
+
+
 def is_dicom(path: Path) -> bool:
     """DICOM Part 10 files carry 'DICM' at byte 128 (sniffed, not guessed from the suffix)."""
     try:
@@ -53,10 +89,8 @@ def image_size(path: Path) -> tuple[int, int] | None:
             if ds.get("TotalPixelMatrixColumns") and ds.get("TotalPixelMatrixRows"):  # a slide level, not one tile
                 return int(ds.TotalPixelMatrixColumns), int(ds.TotalPixelMatrixRows)
             return int(ds.Columns), int(ds.Rows)
-        if is_nifti(path):
-            import nibabel
-
-            shape = nibabel.load(path).shape
+        if is_volume(path):
+            shape = volume_shape(path)
             return int(shape[0]), int(shape[1])
         if path.suffix.lower() in WSI_SUFFIXES and _openslide_vendor(path):
             import openslide

@@ -69,7 +69,8 @@ def read(layout: LabelTableLayout, ctx: LayoutContext) -> None:
     if table is None:
         return
     label_columns = layout.label_columns or [layout.label_column]
-    if missing_columns(ctx, layout.table, table, [layout.image_column, *label_columns,
+    frame_columns = [layout.frame_column] if layout.frame_column else []
+    if missing_columns(ctx, layout.table, table, [layout.image_column, *label_columns, *frame_columns,
                                                   *layout.metadata_columns.values()]):
         return
     images = ImageFinder(ctx, layout.image_root)
@@ -89,7 +90,12 @@ def read(layout: LabelTableLayout, ctx: LayoutContext) -> None:
             continue
         row_metadata = {field: record[column].strip() for field, column in layout.metadata_columns.items()
                         if record[column].strip()}
-        ctx.add(path, label=label, row_metadata=row_metadata)
+        frame = record[layout.frame_column].strip() if layout.frame_column else None
+        if frame is not None and not frame.isdigit():
+            ctx.exclude(f"{layout.table}:{number}", f"the frame column {layout.frame_column!r} holds {frame!r}, "
+                                                    "not a 0-based frame index")
+            continue
+        ctx.add(path, label=label, row_metadata=row_metadata, video_frame=int(frame) if frame is not None else None)
 
 
 def row_label(layout: LabelTableLayout, record: dict[str, str]) -> tuple[str | None, str | None]:

@@ -16,7 +16,7 @@ from PIL import Image
 from scipy import ndimage
 
 from mmbu.build.layouts.context import LayoutContext
-from mmbu.build.layouts.files import image_size, is_nifti
+from mmbu.build.layouts.files import image_size, is_volume
 from mmbu.build.layouts.instances import InstanceCanvas
 from mmbu.build.layouts.mask_pairs import read_volume_pair
 from mmbu.build.layouts.masks import MaskError, MaskRules, read_mask
@@ -39,7 +39,7 @@ def read(layout: MaskFilesLayout, ctx: LayoutContext) -> None:
                                             f"for this image")
             continue
         mask_index.used.update(path for path, _ in masks)
-        if is_nifti(image) or any(is_nifti(path) for path, _ in masks):
+        if is_volume(image) or any(is_volume(path) for path, _ in masks):
             _read_volume(layout, ctx, image, parts, masks)
         else:
             _read_flat(layout, ctx, image, parts, masks)

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from mmbu.build.layouts.context import LayoutContext
-from mmbu.build.layouts.files import glob_files, image_size, is_nifti, stem
+from mmbu.build.layouts.files import glob_files, image_size, is_volume, stem, volume_shape
 from mmbu.build.layouts.masks import MaskError, MaskRules, read_mask, regions_from_mask
 from mmbu.build.layouts.sample import Region
 from mmbu.curation.manifest.layout import ImageMaskPairsLayout
@@ -32,7 +32,7 @@ def read(layout: ImageMaskPairsLayout, ctx: LayoutContext) -> None:
             ctx.exclude(ctx.rel(image), f"no mask matching {layout.masks!r} with stem {key + layout.mask_suffix!r}")
             continue
         used.add(key)
-        if is_nifti(image) or is_nifti(mask):
+        if is_volume(image) or is_volume(mask):
             read_volume_pair(ctx, image, mask, MaskRules.of(layout))
         else:
             _read_flat_pair(layout, ctx, image, mask)
@@ -56,12 +56,10 @@ def _read_flat_pair(layout: ImageMaskPairsLayout, ctx: LayoutContext, image: Pat
 
 def read_volume_pair(ctx: LayoutContext, image: Path, mask_path: Path, rules: MaskRules) -> None:
     """Volumes: check the grids agree and list the values present; boxes come from the converted slice."""
-    import nibabel
-
     try:
-        image_shape = nibabel.load(image).shape[:3]
+        image_shape = volume_shape(image)[:3]
         volume = read_mask(mask_path)
-    except (MaskError, OSError, nibabel.filebasedimages.ImageFileError) as exc:
+    except Exception as exc:  # noqa: BLE001 - nibabel, ITK and our MaskError: each names the cause
         ctx.exclude(ctx.rel(mask_path), f"the image/mask volume pair cannot be read ({exc})")
         return
     if tuple(volume.shape[:3]) != tuple(image_shape):

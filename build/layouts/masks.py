@@ -14,7 +14,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-from mmbu.build.layouts.files import is_nifti
+from mmbu.build.layouts.files import is_volume, read_volume_labels
 from mmbu.build.layouts.sample import Region
 from mmbu.curation.manifest.layout import ImageMaskPairsLayout, MaskFilesLayout
 
@@ -29,10 +29,8 @@ def read_mask(path: Path) -> np.ndarray:
     Values are kept exactly (no windowing). An RGB mask is accepted only when its channels agree.
     """
     try:
-        if is_nifti(path):
-            import nibabel
-
-            return np.asanyarray(nibabel.load(path).dataobj)
+        if is_volume(path):
+            return read_volume_labels(path)
         if path.suffix.lower() in (".tif", ".tiff"):
             import tifffile
 

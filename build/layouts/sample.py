@@ -59,6 +59,9 @@ class Sample(BaseModel):
     provenance: dict[str, str] = Field(
         default_factory=dict, description="How the layout made `image_path`/`mask_path` when they are not files of "
                                           "the dataset (array member and index, Parquet row, mask threshold, ...).")
+    view: dict[str, int | float | str] = Field(
+        default_factory=dict, description="Convert options for this sample only, over the manifest's `convert:` "
+                                          "(a video frame or time, a microscopy series): one file, several samples.")
 
     def region_id(self, region: Region) -> str:
         """The stable id of a grounded row about `region` (dataset + path + frame + instance)."""

@@ -69,6 +69,9 @@ class LabelTableLayout(TableLabels):
     metadata_columns: MetadataColumns = Field(
         default_factory=dict, description="Metadata field -> table column with a per-sample value (e.g. institution)."
     )
+    frame_column: str | None = Field(
+        None, description="For videos: the column naming the 0-based frame each row labels; every row is then one "
+                          "sample (the video's path plus the frame), so one video gives as many samples as rows.")
 
 
 class CocoLayout(LayoutBase):

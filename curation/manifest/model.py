@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError, field_validator, model_validator
 
 from mmbu.curation.manifest.evidence import Evidence
 from mmbu.curation.manifest.hints import pydantic_hint
@@ -93,6 +93,28 @@ class QuestionHints(_Strict):
     none_of_the_above: bool = True
 
 
+class VideoFrames(_Strict):
+    """Which frames of each video become samples: an index list, or one frame every N seconds.
+
+    Each chosen frame is its own sample (id: the video's path plus the frame). A label table with a
+    `frame_column` names the frames row by row instead, and then this is not needed.
+    """
+
+    frames: list[NonNegativeInt] | None = Field(
+        None, min_length=1, description="0-based frame indices (frame N is shown at N / frame rate).")
+    every_seconds: float | None = Field(
+        None, gt=0, description="One frame every this many seconds, from 0 s to the video's end.")
+    max_frames: int | None = Field(None, ge=1, description="At most this many frames per video (the first ones).")
+
+    @model_validator(mode="after")
+    def _one_choice(self) -> "VideoFrames":
+        if (self.frames is None) == (self.every_seconds is None):
+            raise ValueError("give exactly one of frames (an index list) and every_seconds")
+        if self.frames is not None and len(set(self.frames)) != len(self.frames):
+            raise ValueError("frames lists an index twice")
+        return self
+
+
 class ConvertSpec(_Strict):
     """How this dataset's images become PNGs (passed to mmbu.build.convert)."""
 
@@ -107,6 +129,21 @@ class ConvertSpec(_Strict):
                     "NIfTI voxel spacing in the shown plane) to square ones by enlarging the coarser axis. "
                     "false keeps the stored grid (e.g. when the dataset's spacing headers are known to be wrong).",
     )
+    series: NonNegativeInt | Literal["each"] | str = Field(
+        0, description="Vendor microscopy (CZI scenes, LIF images, ND2 positions, VSI scenes): 'each' makes every "
+                       "series its own sample; an index or a series name picks one.")
+    z: NonNegativeInt | Literal["middle"] = Field("middle", description="Z plane of vendor microscopy series.")
+    t: NonNegativeInt | Literal["middle"] = Field("middle", description="Time point of vendor microscopy series.")
+    video: VideoFrames | None = Field(
+        None, description="Frames of each video (MP4, AVI, MKV) to sample; without it one frame, `frame` "
+                          "(default the middle), per video.")
+
+    @field_validator("series")
+    @classmethod
+    def _series_named(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("series is an index, a series name or 'each', not an empty text")
+        return value
 
 
 class CurationEvent(_Strict):

@@ -1,0 +1,84 @@
+"""Several samples from one file: the series of a vendor microscopy file, the frames of a video.
+
+A view is what the converter is told for one sample (`Sample.view`, merged over the manifest's
+`convert:` options) plus the key that makes its sample id: the file's path and the view key, so
+the ids stay the same on every rebuild and two frames of one video never share an id.
+Which views a file has comes from the manifest (`convert: series: each`, `convert: video:`) and,
+for `series: each` and `every_seconds`, from the file's header (series count, duration).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mmbu.build.layouts.files import ITK_VOLUME_SUFFIXES
+from mmbu.curation.manifest.model import ConvertSpec
+
+VIDEO_SUFFIXES = (".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm")
+MICROSCOPY_SUFFIXES = {".czi": "czi", ".lif": "lif", ".nd2": "nd2", ".vsi": "vsi"}
+
+
+@dataclass(frozen=True)
+class View:
+    key: str | None  # part of the sample id; None keeps the id of a plain one-image file
+    options: dict[str, Any] = field(default_factory=dict)  # ConvertOptions fields for this sample
+
+
+class ViewError(ValueError):
+    """The file's views cannot be listed (unreadable header); one readable sentence."""
+
+
+def is_video(path: Path) -> bool:
+    return path.suffix.lower() in VIDEO_SUFFIXES
+
+
+def views_for(path: Path, spec: ConvertSpec, frame: int | None = None) -> list[View]:
+    """The samples one file gives. `frame` is a video frame named by a label table's row."""
+    suffix = path.suffix.lower()
+    if is_video(path):
+        return _video_views(path, spec, frame)
+    if suffix in MICROSCOPY_SUFFIXES:
+        return _series_views(path, spec, MICROSCOPY_SUFFIXES[suffix])
+    if suffix in ITK_VOLUME_SUFFIXES:
+        return [View(f"slice={spec.slice};axis={spec.axis}")]
+    return [View(None)]
+
+
+def _video_views(path: Path, spec: ConvertSpec, frame: int | None) -> list[View]:
+    if frame is not None:
+        return [View(f"video_frame={frame}", {"frame": frame})]
+    video = spec.video
+    if video is None:
+        return [View(f"frame={spec.frame}")]
+    if video.frames is not None:
+        frames = video.frames[: video.max_frames] if video.max_frames else video.frames
+        return [View(f"video_frame={n}", {"frame": n}) for n in frames]
+    from mmbu.build.convert.base import ConversionError
+    from mmbu.build.convert.video import video_info
+
+    try:
+        duration = video_info(path)["duration"]
+    except ConversionError as exc:
+        raise ViewError(str(exc)) from None
+    if not duration:
+        raise ViewError(f"{path.name} declares no duration, so frames every {video.every_seconds:g} s cannot be "
+                        "listed; give frame indices instead")
+    count = int(duration // video.every_seconds) + (1 if duration % video.every_seconds else 0)
+    count = min(count, video.max_frames) if video.max_frames else count
+    times = [round(k * video.every_seconds, 6) for k in range(count)]
+    return [View(f"video_time={t:g}", {"frame_time": t}) for t in times]
+
+
+def _series_views(path: Path, spec: ConvertSpec, format_name: str) -> list[View]:
+    planes = f"z={spec.z};t={spec.t}"
+    if spec.series != "each":
+        return [View(f"series={spec.series};{planes}")]
+    from mmbu.build.convert.base import ConversionError
+    from mmbu.build.convert.microscopy_vendors import list_series
+
+    try:
+        series = list_series(path, format_name)
+    except ConversionError as exc:
+        raise ViewError(str(exc)) from None
+    return [View(f"series={s.index};{planes}", {"series": s.index}) for s in series]
