@@ -238,13 +238,10 @@ def main() -> None:
 
 
 def _replace_section(section: str) -> None:
-    text = RESULTS.read_text(encoding="utf-8")
-    pattern = re.compile(rf"^{re.escape(HEADING)}\n.*?(?=^## |\Z)", re.S | re.M)
-    text = pattern.sub(section + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
-    partial = RESULTS.with_suffix(".partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, RESULTS)
+    sys.path.insert(0, str(ROOT))  # also when run as a script
+    from benchmarks import replace_results_section
 
+    replace_results_section(HEADING, section, RESULTS)
 
 if __name__ == "__main__":
     main()

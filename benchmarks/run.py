@@ -34,6 +34,7 @@ NOT_BENCHMARKS = {"__init__", "run", "latency_server"}  # latency_server: a serv
 QUICK_OPTIONS: dict[str, list[str]] = {
     "build_scale": ["--quick"],
     "convert_dicom": ["--runs", "1"],
+    "convert_formats": ["--runs", "1"],
     "convert_wsi": ["--runs", "1"],
     "eval_runner": ["--levels", "16,64", "--rounds", "5"],
     "eval_scoring": ["--predictions", "100000", "--models", "2", "--resamples", "200"],

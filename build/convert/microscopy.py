@@ -85,9 +85,12 @@ def convert(path: Path, options: ConvertOptions, opener: Callable[[Path], Vendor
         if options.as_mask and (series.rgb or len(series.channels) != 1):
             raise ConversionError(f"{path} series {series.index} has {len(series.channels)} channels"
                                   f"{' of RGB' if series.rgb else ''}, so it is not a single-channel label mask")
+        if options.as_mask and series.width * series.height > PIXEL_BUDGET:
+            raise ConversionError(f"{path} series {series.index} is a {series.width}×{series.height} label plane, "
+                                  "over the memory budget for masks (read at full resolution, then sampled)")
         stacked, factor = [], 1
         for channel in channels:
-            if vendor.scales_natively:
+            if vendor.scales_natively and not options.as_mask:  # a reader's zoom may interpolate: never for labels
                 data = np.asarray(vendor.read_plane(series, plane, channel, target if target != (series.width, series.height) else None))
             else:
                 factor = reduce_factor(series, target)
@@ -107,6 +110,7 @@ def convert(path: Path, options: ConvertOptions, opener: Callable[[Path], Vendor
         "source_size": [series.width, series.height],
         "read_size": [int(values.shape[1]), int(values.shape[0])],
         "read": ("reader's own (pyramid or zoomed) read at the output size" if vendor.scales_natively
+                 and not options.as_mask
                  else "whole plane (memory-mapped)" if factor == 1 else f"box reduce by {factor}, {BAND_ROWS} rows at a time"),
         "dtype": series.dtype,
         "pixel_size_um": list(series.pixel_size_um) if series.pixel_size_um else None,

@@ -6,7 +6,8 @@ openslide opens: the `.mrxs` of a MIRAX slide, or one instance of a DICOM whole-
 Anything that is not an image we can convert (empty, unknown, encrypted, an archive, a PDF) is a
 `ConversionError` whose message says what the file is and why it cannot be converted.
 
-Order matters: magic numbers first (cheap, unambiguous), then TIFF flavours (OME-XML, then openslide's
+Order matters: magic numbers first (cheap, unambiguous: DICOM, raster, NIfTI, CZI, LIF, ND2, video
+containers, NRRD, MetaImage header lines), then TIFF flavours (Olympus VSI, OME-XML, then openslide's
 vendor detection), then DICOM without a preamble (pydicom with sanity checks), then openslide for the
 remaining vendor files (MRXS, VMS), then Pillow's own identification as a last resort.
 """

@@ -203,3 +203,18 @@ def test_cli_picks_series_and_time_point(tmp_path):
     record = json.loads((tmp_path / "convert-report.jsonl").read_text())
     assert record["format"] == "lif" and record["params"]["series_name"] == "xzt"
     assert record["params"]["plane"] == {"T": 3} and (record["width"], record["height"]) == (128, 128)
+
+
+def test_a_czi_label_plane_as_mask_keeps_its_labels_when_shrunk(tmp_path):
+    from pylibCZIrw import czi as pyczi
+
+    labels = np.zeros((64, 96), np.uint8)
+    labels[8:40, 16:48] = 3
+    labels[44:60, 60:90] = 7
+    path = tmp_path / "labels.czi"
+    with pyczi.create_czi(str(path), exist_ok=True) as writer:
+        writer.write(labels, plane={"C": 0, "Z": 0, "T": 0})
+    converted = read_image(path, ConvertOptions(as_mask=True, max_size=48))
+    assert converted.pixels.shape == (32, 48) and set(np.unique(converted.pixels)) == {0, 3, 7}
+    np.testing.assert_array_equal(converted.pixels, labels[1::2, 1::2])  # each 2×2 block's centre pixel
+    assert converted.params["read"].startswith("box reduce by 2")
