@@ -46,6 +46,7 @@ from mmbu.build.convert.nifti import (
     window_rgb,
     window_slice,
 )
+from mmbu.core.geometry import ConversionGeometry
 
 LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0])
 FORMAT_NAMES = {"metaimage": "MetaImage", "nrrd": "NRRD"}
@@ -174,12 +175,17 @@ def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted
         pixels, params["window"] = display.to_label_image(view), None
     else:
         pixels, params["window"] = window_slice(view, options.window)
+    # the stored frame of a volume is the slice as shown (canonical RAS, radiological view), as for NIfTI:
+    # regions come from the mask converted the same way, never from voxel coordinates
+    geometry = ConversionGeometry.kept((pixels.shape[1], pixels.shape[0]))
     if options.square_pixels:
         pixels, params["square_pixels_from"] = square_pixels(pixels, params["pixel_spacing_mm"], options.as_mask)
+        geometry = geometry.then("square_pixels", (pixels.shape[1], pixels.shape[0]),
+                                 how="nearest" if options.as_mask else "lanczos")
     else:
         params["square_pixels_from"] = None
         params["square_pixels"] = {"applied": False, "note": SQUARE_PIXELS_OFF_NOTE}
-    return Converted(pixels=pixels, format=format_name, frame=volume_index, params=params)
+    return Converted(pixels=pixels, format=format_name, frame=volume_index, params=params, geometry=geometry)
 
 
 def radiological_view_of(slab: np.ndarray, ornt: np.ndarray, original_axis: int) -> np.ndarray:

@@ -34,6 +34,7 @@ import tifffile
 from mmbu.build.convert import display
 from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
 from mmbu.build.convert.tiff import PIXEL_BUDGET, blend_channels, grey_channel, rgb_samples
+from mmbu.core.geometry import ConversionGeometry
 
 MINISBLACK = tifffile.PHOTOMETRIC.MINISBLACK  # vendor planes are never stored inverted
 BAND_ROWS = 512  # plane rows box-reduced at a time when a reader cannot shrink itself
@@ -107,7 +108,6 @@ def convert(path: Path, options: ConvertOptions, opener: Callable[[Path], Vendor
         "series_names": [s.name for s in vendor.series],
         "plane": plane,
         "stack": dict(series.stack),
-        "source_size": [series.width, series.height],
         "read_size": [int(values.shape[1]), int(values.shape[0])],
         "read": ("reader's own (pyramid or zoomed) read at the output size" if vendor.scales_natively
                  and not options.as_mask
@@ -125,9 +125,15 @@ def convert(path: Path, options: ConvertOptions, opener: Callable[[Path], Vendor
     else:
         meta = [{"name": c.name, "colour": c.colour, "source": c.colour_source} for c in series.channels]
         pixels, params["channels"] = blend_channels(values.astype(np.float32, copy=False), meta, None)
+    # stored frame: the series' full plane; then the smaller read (pyramid/zoom, or box reduce), then the fit
+    read_step = "level" if vendor.scales_natively and not options.as_mask else "resize"
+    how = "nearest" if options.as_mask else (None if read_step == "level" else "box")
+    geometry = ConversionGeometry.kept((series.width, series.height)).then(
+        read_step, (pixels.shape[1], pixels.shape[0]), how=how)
     if (pixels.shape[1], pixels.shape[0]) != target:
         pixels = display.resize_to(pixels, target[1], target[0], is_mask=options.as_mask)
-    return Converted(pixels=pixels, format=vendor.format, frame=None, params=params)
+        geometry = geometry.then("resize", target, how="nearest" if options.as_mask else "lanczos")
+    return Converted(pixels=pixels, format=vendor.format, frame=None, params=params, geometry=geometry)
 
 
 def pick_series(all_series: list[Series], wanted: int | str, path: Path) -> Series:

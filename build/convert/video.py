@@ -27,6 +27,7 @@ import numpy as np
 
 from mmbu.build.convert import display
 from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions, exception_summary as _cause
+from mmbu.core.geometry import ConversionGeometry
 
 
 def read(path: Path, options: ConvertOptions) -> Converted:
@@ -65,13 +66,17 @@ def read(path: Path, options: ConvertOptions) -> Converted:
             "frame_index": shown_index,
             "frame_time_s": round(float(frame.time), 6) if frame.time is not None else None,
             "seeked_to_keyframe": seeked,
-            "source_size": [int(pixels.shape[1]), int(pixels.shape[0])],
         }
     if pixels.shape[2] == 3 and np.array_equal(pixels[..., 0], pixels[..., 1]) and np.array_equal(pixels[..., 1], pixels[..., 2]):
         pixels, params["mode"] = np.ascontiguousarray(pixels[..., 0]), "grey (R = G = B)"
-    pixels, params["rotation_applied"] = _rotate(pixels, rotation)
+    geometry = ConversionGeometry.kept((pixels.shape[1], pixels.shape[0]))  # the decoded frame as stored
+    pixels, params["rotation_applied"], transpose = _rotate(pixels, rotation)
+    if transpose:
+        geometry = geometry.then("orient", (pixels.shape[1], pixels.shape[0]), how=transpose)
     pixels, params["sample_aspect_ratio"] = _square(pixels, aspect)
-    return Converted(pixels=np.ascontiguousarray(pixels), format="video", frame=shown_index, params=params)
+    geometry = geometry.then("square_pixels", (pixels.shape[1], pixels.shape[0]), how="lanczos")
+    return Converted(pixels=np.ascontiguousarray(pixels), format="video", frame=shown_index, params=params,
+                     geometry=geometry)
 
 
 def stream_info(stream: Any, container: Any) -> dict[str, Any]:
@@ -167,10 +172,16 @@ def _decode_until(container: Any, stream: Any, info: dict[str, Any], target_time
                           "truncated")
 
 
-def _rotate(pixels: np.ndarray, rotation: int) -> tuple[np.ndarray, int | None]:
+# quarter turns counter-clockwise -> the Pillow transpose that does the same (for the geometry record)
+QUARTER_TURNS = {1: "ROTATE_90", 2: "ROTATE_180", 3: "ROTATE_270"}
+
+
+def _rotate(pixels: np.ndarray, rotation: int) -> tuple[np.ndarray, int | None, str | None]:
     """Apply the display matrix's rotation (degrees counter-clockwise, as FFmpeg reports it)."""
     turns = (round(rotation / 90) % 4) if rotation else 0
-    return (np.rot90(pixels, turns), rotation) if turns else (pixels, None)
+    if not turns:
+        return pixels, None, None
+    return np.rot90(pixels, turns), rotation, QUARTER_TURNS[turns]
 
 
 def _square(pixels: np.ndarray, aspect: Fraction | None) -> tuple[np.ndarray, str | None]:

@@ -72,6 +72,7 @@ def test_thick_slices_become_square_pixels_for_image_and_mask_alike(tmp_path):
     assert image.params["pixel_spacing_mm"] == [2.5, 1.0]
     assert image.params["square_pixels_from"] == [SHAPE[2], SHAPE[0]]
     assert image.pixels.shape == mask.pixels.shape == (40, SHAPE[0])
+    assert image.geometry.stored_size == (SHAPE[0], SHAPE[2]) and image.geometry.output_size == (SHAPE[0], 40)
     assert image.pixels[mask.pixels == 1].mean() > 200 > image.pixels[mask.pixels == 0].mean() + 100
     kept = read_image(tmp_path / "img.mha", ConvertOptions(axis=1, square_pixels=False))
     assert kept.pixels.shape == (SHAPE[2], SHAPE[0]) and kept.params["square_pixels"]["applied"] is False

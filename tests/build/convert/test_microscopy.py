@@ -107,6 +107,7 @@ def test_a_plane_over_the_budget_is_box_reduced_in_bands(monkeypatch):
         data = lif.images[2].asarray().astype(np.float64)
     reduced = [data[c].reshape(128, 4, 128, 4).mean(axis=(1, 3)) for c in range(2)]
     assert converted.params["read"].startswith("box reduce by 4")
+    assert converted.geometry.stored_size == (512, 512) and converted.geometry.output_size == (128, 128)
     assert_close(converted.pixels, reference_blend(reduced, [(0, 255, 0), (255, 0, 0)]))
 
 
@@ -121,7 +122,8 @@ def test_vsi_matches_an_independent_reader_and_colours_channels_by_name():
     assert_close(converted.pixels, reference_blend(planes, [(0, 0, 255), (0, 255, 0)]))  # C405 blue, C488 green
     assert [c["colour_source"] for c in converted.params["channels"]] == ["name:405", "name:488"]
     small = read_image(VSI, ConvertOptions(max_size=400))
-    assert small.pixels.shape == (400, 391, 3) and small.params["source_size"] == [1645, 1682]
+    assert small.pixels.shape == (400, 391, 3) and small.geometry.stored_size == (1645, 1682)
+    assert [step.kind for step in small.geometry.transforms] == ["level"]  # slideio read at the output size
 
 
 def test_vsi_without_its_ets_folder_is_one_sentence(tmp_path):
@@ -157,7 +159,8 @@ def test_czi_scene_z_and_display_colours(tmp_path):
 def test_czi_zoomed_read_fits_max_size(tmp_path):
     path = write_czi(tmp_path / "scan.czi", height=300, width=400)
     converted = read_image(path, ConvertOptions(max_size=100))
-    assert converted.pixels.shape == (75, 100, 3) and converted.params["source_size"] == [400, 300]
+    assert converted.pixels.shape == (75, 100, 3) and converted.geometry.stored_size == (400, 300)
+    assert converted.geometry.scale == (0.25, 0.25)  # boxes on the full plane map onto the PNG by this
 
 
 def test_czi_brightfield_stays_rgb_in_rgb_order(tmp_path):

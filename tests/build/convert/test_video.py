@@ -43,6 +43,7 @@ def test_frame_by_index_equals_the_sequential_grab(videos, suffix, index):
     assert converted.params["frame_index"] == index and converted.frame == index
     assert converted.format == "video" and converted.params["frame_count"] == 60
     assert converted.params["seeked_to_keyframe"] is (index > 0)
+    assert converted.geometry.stored_size == converted.geometry.output_size == (96, 64)
 
 
 @pytest.mark.parametrize("suffix", list(CONTAINERS))
