@@ -29,14 +29,17 @@ def level_of(pixels: np.ndarray) -> float:
 
 
 def write_video(path: Path, frames: int = 60, fps: int = 25, codec: str = "libx264", gop: int = 12,
-                grey: bool = False, faststart: bool = False) -> Path:
-    """`frames` frames at `fps`; H.264 in MP4 by default (keyframe every `gop`, B-frames on)."""
+                grey: bool = False, faststart: bool = False, sample_aspect: Fraction | None = None) -> Path:
+    """`frames` frames at `fps`; H.264 in MP4 by default (keyframe every `gop`, B-frames on).
+    `sample_aspect` declares anamorphic pixels (width / height of one stored pixel)."""
     options = {"movflags": "+faststart"} if faststart else {}
     with av.open(str(path), mode="w", options=options) as container:
         stream = container.add_stream(codec, rate=fps)
         stream.width, stream.height = WIDTH, HEIGHT
         stream.pix_fmt = "yuvj420p" if codec == "mjpeg" else "yuv420p"
         stream.codec_context.gop_size = gop
+        if sample_aspect:
+            stream.sample_aspect_ratio = stream.codec_context.sample_aspect_ratio = sample_aspect
         if codec == "libx264":
             stream.codec_context.options = {"crf": "12", "bf": "2"}
         stream.time_base = Fraction(1, fps)

@@ -92,3 +92,21 @@ def test_containers_are_sniffed_from_content(videos, tmp_path):
 def test_a_video_is_never_a_mask(videos):
     with pytest.raises(ConversionError, match="not label masks"):
         read_image(videos["mkv"], ConvertOptions(as_mask=True))
+
+
+def test_anamorphic_pixels_are_widened_to_square_ones(tmp_path):
+    from fractions import Fraction
+
+    path = write_video(tmp_path / "wide.mp4", frames=10, sample_aspect=Fraction(2, 1))
+    converted = read_image(path, ConvertOptions(frame=4))
+    assert converted.pixels.shape == (64, 192, 3) and converted.params["sample_aspect_ratio"] == "2"
+    assert converted.geometry.stored_size == (96, 64) and converted.geometry.scale == (2.0, 1.0)
+    stored = grab(path, 4)
+    assert abs(int(converted.pixels[:, 100:180].mean()) - int(stored[:, 50:90].mean())) <= 2  # same picture, wider
+
+
+def test_heif_photographs_are_not_taken_for_video(tmp_path):
+    photo = tmp_path / "photo.heic"
+    photo.write_bytes(b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic" + b"\x00" * 64)
+    with pytest.raises(ConversionError, match="not an image format this converter knows"):
+        identify(photo)
