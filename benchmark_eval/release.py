@@ -1,6 +1,7 @@
 """Read a built MMBU release directory (DESIGN §3.4) without the build stack.
 
-Layout: ``<release>/data/<config>/*.parquet``, one config per task. Sample tables are read with
+Layout: ``<release>/data/<config>/*.parquet``, one config per task; the columns are the contract of
+:mod:`mmbu.core.release`, the table the release writer writes from. Sample tables are read with
 pyarrow column projection, so the embedded PNG bytes (``image``, ``mask``) are never loaded
 unless asked for; images are streamed per Parquet batch by :func:`iter_images`.
 """
@@ -15,29 +16,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-TASKS: tuple[str, ...] = (
-    "ungrounded_classification",
-    "box_grounded_classification",
-    "mask_grounded_classification",
-    "object_detection",
-)
-QUESTION_COLUMNS: dict[str, str] = {
-    "no_context": "question_no_context",
-    "modality": "question_modality",
-    "full_context": "question_full_context",
-}
-METADATA_COLUMNS: tuple[str, ...] = (
-    "image_source", "dataset_name", "domain", "modality", "sub_modality", "stain", "specimen",
-    "specimen_subregion", "topic", "original_task", "context", "institution", "url",
-)
-IMAGE_COLUMNS: tuple[str, ...] = ("image", "mask")
-# Every column of the contract table in DESIGN §3.4; more may exist, none may be missing.
-CONTRACT_COLUMNS: tuple[str, ...] = (
-    "sample_id", "dataset_id", "image", "boxes", "mask", "target", "answer", "options",
-    *QUESTION_COLUMNS.values(), *METADATA_COLUMNS, "license",
-)
-# Optional extras other stages may add; read when present.
-OPTIONAL_COLUMNS: tuple[str, ...] = ("answer_aliases", "image_sha256")
+from mmbu.core.release import CONTRACT_COLUMNS, IMAGE_COLUMNS, TASKS
+from mmbu.core.release import METADATA_FIELDS as METADATA_COLUMNS  # noqa: F401  # re-export for work in flight
+from mmbu.core.release import QUESTION_COLUMNS  # noqa: F401  # re-export for work in flight
 
 
 class ReleaseError(Exception):

@@ -12,4 +12,5 @@ its full name (`from mmbu.core.files import write_text_atomic`), so that importi
     boxes       `Box` / `PixelBox`, IoU and the release's spelling of a box
     exclusions  `Exclusion`: an item some stage dropped, and the columns of `exclusions.csv`
     geometry    `ConversionGeometry`: how a converter took the stored pixel grid to the PNG, step by step
+    release     the release contract: tasks, templates, every column with its type (and the HF features)
 """

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from mmbu.core.release import Task
+
 from ..backends.base import BackendError
 from ..scoring.output import write_json
 from ..scoring.rundir import JUDGE_FILE, RunDir, load_gold
@@ -24,7 +26,7 @@ from .cache import JUDGEMENTS_FILE, Judgement, VerdictCache, now, verdict_key
 from .precheck import final_answer_text, precheck_equivalent
 from .prompt import JUDGE_PROMPT_VERSION, judge_messages, parse_verdict, prompt_sha256
 
-DETECTION = "object_detection"
+DETECTION = Task.DETECTION.value
 DEFAULT_VERDICT_ATTEMPTS = 3
 SAVE_EVERY = 32
 ChatFunction = Callable[[list[dict]], Awaitable[str]]

@@ -5,16 +5,11 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from ..release import TASKS
-from ..scoring.baselines import expected_f1
-from ..scoring.scores import TEMPLATES, ScoreReport
+from mmbu.core.release import TASK_TITLES, TASKS, TEMPLATES
 
-TASK_TITLES = {
-    "ungrounded_classification": "Ungrounded classification",
-    "box_grounded_classification": "Box-grounded classification",
-    "mask_grounded_classification": "Mask-grounded classification",
-    "object_detection": "Object detection",
-}
+from ..scoring.baselines import expected_f1
+from ..scoring.scores import ScoreReport
+
 TEMPLATE_TITLES = {"no_context": "No Context", "modality": "Modality", "full_context": "Full Context"}
 
 

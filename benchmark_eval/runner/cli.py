@@ -14,13 +14,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgres
 from rich.table import Table
 
 from mmbu.core.cli import ExitCode, InvalidInput
+from mmbu.core.release import TASKS
 
 from ..backends.base import Backend
 from ..backends.openai_compat import DEFAULT_API_KEY_ENV, OpenAICompatBackend, OpenAICompatClient
 from ..models.box_format import BoxFormat
 from ..models.registry import ModelEntry, RegistryError, ad_hoc_entry, load_registry
 from ..records import RecordsError
-from ..release import TASKS, ReleaseError, list_tasks
+from ..release import ReleaseError, list_tasks
 from ..tasks.prompts import PROMPT_VERSION
 from ..tasks.spec import FORMS, TEMPLATES, parse_choice
 from .core import Progress, RunConfig, RunLocked, Runner, completeness, run_lock

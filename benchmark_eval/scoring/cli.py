@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from mmbu.core.cli import ExitCode, InvalidInput
+from mmbu.core.release import TASK_SHORT_TITLES
 
 from .output import write_json, write_record_outcomes
 from .rundir import RunInputError
@@ -61,8 +62,7 @@ def problems(report: ScoreReport) -> list[str]:
     return messages
 
 
-TASK_SHORT = {"ungrounded_classification": "ungrounded", "box_grounded_classification": "box-grounded",
-              "mask_grounded_classification": "mask-grounded", "object_detection": "detection"}
+TASK_SHORT = TASK_SHORT_TITLES  # re-export for work in flight
 
 
 def summary_table(report: ScoreReport) -> Table:
@@ -74,7 +74,7 @@ def summary_table(report: ScoreReport) -> Table:
         f1 = "—" if item["f1"] is None or item["n"] == 0 else f"{item['f1']:.3f}"
         ci = "—" if item["ci_low"] is None else f"{item['ci_low']:.3f}–{item['ci_high']:.3f}"
         random = "—" if item["random_baseline"] is None else f"{item['random_baseline']:.3f}"
-        table.add_row(item["model"], TASK_SHORT.get(item["task"], item["task"]), item["form"], item["template"],
+        table.add_row(item["model"], TASK_SHORT_TITLES.get(item["task"], item["task"]), item["form"], item["template"],
                       str(item["n"]), f1, ci, random, str(item["parse_failures"]), str(item["judge_errors"]))
     return table
 

@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from mmbu.core.release import Task
+
 from ..judge.cache import JUDGEMENTS_FILE, VerdictCache, verdict_key
 from ..judge.precheck import final_answer_text, precheck_equivalent
 from ..models.box_format import BoxFormat
@@ -42,7 +44,7 @@ from .baselines import open_label_odds, random_box_hit_odds
 from .metrics import detection_counts
 from .rundir import RunDir, RunInputError
 
-DETECTION = "object_detection"
+DETECTION = Task.DETECTION.value
 
 
 class Outcome(NamedTuple):

@@ -16,6 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from mmbu.core.release import Task
+
 from ..parser import DEFAULT_REASONING, ReasoningMarkers
 from ..records import Form, RecordsError, RunRecord, Status, Template, read_records
 from ..release import ReleaseError, list_tasks, load_samples
@@ -30,7 +32,7 @@ TEXT_COLUMNS = RECORD_COLUMNS[:9]
 GEOMETRY_COLUMNS = RECORD_COLUMNS[9:]  # needed for detection records only
 REQUIRED = ("sample_id", "task", "form", "template", "model", "prompt_version", "status", "request_hash")
 ALLOWED = {"form": get_args(Form), "template": get_args(Template), "status": get_args(Status)}
-DETECTION = "object_detection"
+DETECTION = Task.DETECTION.value
 
 
 class RunInputError(Exception):

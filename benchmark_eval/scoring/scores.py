@@ -24,14 +24,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..release import TASKS
+from mmbu.core.release import TASKS, TEMPLATES
+
 from .baselines import expected_f1
 from .bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap_f1, bootstrap_paired_delta, config_rng
 from .outcomes import attach_metadata, score_records
 from .rundir import RunInputError, load_gold, open_run
 
 FORMS = ("closed", "open")
-TEMPLATES = ("no_context", "modality", "full_context")
 CONFIG = ["model", "task", "form", "template"]
 CLUSTER_COLUMN = "image_sha256"
 

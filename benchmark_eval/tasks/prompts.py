@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models.box_format import BoxFormat, describe_convention, model_frame_size, to_model_convention
-from ..release import QUESTION_COLUMNS
+from mmbu.core.release import QUESTION_COLUMNS
 from .images import ROI_COLOUR_NAME, Frames
 from .spec import TASK_SPECS
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..release import QUESTION_COLUMNS, TASKS
+from mmbu.core.release import QUESTION_COLUMNS, TASKS, TEMPLATES
 
 FORMS: tuple[str, ...] = ("closed", "open")
-TEMPLATES: tuple[str, ...] = tuple(QUESTION_COLUMNS)  # no_context, modality, full_context
 
 
 @dataclass(frozen=True)

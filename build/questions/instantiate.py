@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 
 from mmbu.build.questions.options import box_options, label_options, plan_options, rng_for
-from mmbu.build.questions.prototypes import load_prototypes
+from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, load_prototypes
 from mmbu.core.exclusions import Exclusion
 from mmbu.curation.manifest import DatasetManifest
 from mmbu.taxonomy.model import Taxonomy
 
-QUESTION_COLUMNS = ("answer", "options", "question_no_context", "question_modality", "question_full_context",
+QUESTION_COLUMNS = ("answer", "options", *TEMPLATE_COLUMNS.values(),
                     "label", "target", "answer_aliases", "question_version")
 DEFAULT_NONE_ANSWER_RATE = 0.0
 MIN_BOX_OPTIONS = 2

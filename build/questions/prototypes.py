@@ -10,12 +10,10 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from mmbu.curation.manifest import TASKS
+from mmbu.core.release import QUESTION_COLUMNS, TASKS, TEMPLATES
 
 PROTOTYPES_PATH = Path(__file__).with_name("prototypes.yaml")
-TEMPLATES = ("no_context", "modality", "full_context")
-# release column of each template
-TEMPLATE_COLUMNS = {template: f"question_{template}" for template in TEMPLATES}
+TEMPLATE_COLUMNS = QUESTION_COLUMNS  # template -> its release column
 
 
 class StainPhrase(BaseModel):

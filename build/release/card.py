@@ -6,19 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import yaml
 
-from mmbu.build.release.features import CONTRACT_COLUMNS, SPLIT
+from mmbu.core.release import COLUMNS, SPLIT
 from mmbu.curation.manifest import DatasetManifest
-
-COLUMN_NOTES = {
-    "sample_id": "stable id of the question row (same on every rebuild)",
-    "dataset_id": "source dataset id (its manifest's file name)",
-    "image": "the image as PNG (Image feature)",
-    "boxes": "ROI or detection boxes, [x1, y1, x2, y2] in image pixels (pixel edges); null when unused",
-    "mask": "ROI mask PNG for mask-grounded rows (255 inside); null otherwise",
-    "target": "class asked about in object detection; null otherwise",
-    "answer": "gold answer: the label text, or for detection the gold box as an [x1, y1, x2, y2] string",
-    "options": "closed-form options in presentation order (letter them A, B, C, ...); answer is one of them",
-}
 
 
 def size_category(n: int) -> str:
@@ -62,14 +51,9 @@ def render_card(counts: Mapping[str, Mapping[str, int]], manifests: Sequence[Dat
     lines += ["", "Load one with `datasets.load_dataset(\"<release dir>\", \"ungrounded_classification\", "
               "split=\"test\")`, or any shard set with `load_dataset(\"parquet\", data_files=...)`.", "",
               "## Columns", "", "| column | content |", "|---|---|"]
-    for column in CONTRACT_COLUMNS:
-        note = COLUMN_NOTES.get(column, "metadata field" if column != "license" else "SPDX id of the source")
-        if column.startswith("question_"):
-            note = f"the {column.removeprefix('question_').replace('_', ' ')} template question"
-        lines.append(f"| `{column}` | {note} |")
-    lines += ["", "Extra columns: `task`, `label` (gold class, also when the closed answer is \"None of the "
-              "above\"), `answer_aliases`, `image_sha256`, `image_width`, `image_height`, `source_path`, "
-              "`question_version`, `scanner_vendor`, `objective_power`, `microns_per_pixel`.", "",
+    lines += [f"| `{column.name}` | {column.note} |" for column in COLUMNS if column.contract]
+    extras = [f"`{c.name}` ({c.note})" if c.note else f"`{c.name}`" for c in COLUMNS if not c.contract]
+    lines += ["", f"Extra columns: {', '.join(extras)}.", "",
               "## Source datasets and licences", "",
               "Each source keeps its own licence; the `license` column repeats it per row. Filter on it "
               "before any use the licence does not allow.", "",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mmbu.build.release.features import RELEASE_COLUMNS
+from mmbu.core.release import COLUMN_TYPES, IMAGE_COLUMNS, LIST_COLUMNS, RELEASE_COLUMNS
 from mmbu.curation.manifest import DatasetManifest
 
 CONTEXT = {
@@ -47,10 +47,8 @@ CONTEXT = {
     "subField": "cr:subField",
     "transform": "cr:transform",
 }
-# columns whose Croissant type is not text
-DATA_TYPES = {"image": "sc:ImageObject", "mask": "sc:ImageObject", "image_width": "sc:Integer",
-              "image_height": "sc:Integer", "objective_power": "sc:Float", "microns_per_pixel": "sc:Float"}
-LIST_COLUMNS = ("boxes", "options", "answer_aliases")
+# column type (mmbu.core.release) -> Croissant data type; the others are text
+DATA_TYPES = {"image": "sc:ImageObject", "int32": "sc:Integer", "float64": "sc:Float"}
 
 
 def spdx_url(license_id: str) -> str:
@@ -59,10 +57,10 @@ def spdx_url(license_id: str) -> str:
 
 def _field(config: str, column: str, fileset: str) -> dict:
     source: dict = {"fileSet": {"@id": fileset}, "extract": {"column": column}}
-    if column in ("image", "mask"):
+    if column in IMAGE_COLUMNS:
         source["transform"] = {"jsonPath": "bytes"}
     field = {"@type": "cr:Field", "@id": f"{config}/{column}", "name": f"{config}/{column}",
-             "dataType": DATA_TYPES.get(column, "sc:Text"), "source": source}
+             "dataType": DATA_TYPES.get(COLUMN_TYPES[column], "sc:Text"), "source": source}
     if column in LIST_COLUMNS:
         field["description"] = "a list (boxes: lists of four integers)"
     return field

@@ -11,12 +11,11 @@ import numpy as np
 import pandas as pd
 
 from mmbu.build.layouts.masks import mask_png
-from mmbu.build.release.features import RELEASE_COLUMNS
 from mmbu.core.exclusions import Exclusion
+from mmbu.core.release import QUESTION_COLUMNS, RELEASE_COLUMNS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-REQUIRED = ("sample_id", "dataset_id", "image", "answer", "options", "question_no_context", "question_modality",
-            "question_full_context", "license")
+REQUIRED = ("sample_id", "dataset_id", "image", "answer", "options", *QUESTION_COLUMNS.values(), "license")
 
 
 class ReleaseInputError(ValueError):

@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mmbu.build.release.features import SPLIT, release_features
 from mmbu.build.release.rows import materialise
 from mmbu.core.files import atomic_path
+from mmbu.core.release import SPLIT, release_features
 
 MAX_SHARD_BYTES = 500 * 1000 * 1000  # datasets.config.MAX_SHARD_SIZE ("500MB")
 MAX_ROW_GROUP_BYTES = 100 * 1000 * 1000  # datasets.config.MAX_ROW_GROUP_SIZE ("100MB")

@@ -12,15 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from mmbu.core.files import atomic_path  # noqa: E402
+from mmbu.core.release import TASK_SHORT_TITLES, TASK_TITLES, TASKS  # noqa: E402
 
-TASK_LABELS = {
-    "ungrounded_classification": "Ungrounded classification",
-    "box_grounded_classification": "Box-grounded classification",
-    "mask_grounded_classification": "Mask-grounded classification",
-    "object_detection": "Object detection",
-}
-SHORT_TASK_LABELS = {"ungrounded_classification": "ungrounded", "box_grounded_classification": "box-grounded",
-                     "mask_grounded_classification": "mask-grounded", "object_detection": "detection"}
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies
 TASK_COLOURS = {"ungrounded_classification": "#0072B2", "box_grounded_classification": "#E69F00",
                 "mask_grounded_classification": "#009E73", "object_detection": "#CC79A7"}
@@ -36,12 +29,12 @@ def summary_table(rows_by_task: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 def _stacked_bars(table: pd.DataFrame, field: str, title: str, path: Path) -> None:
     counts = table.groupby([field, "task"]).size().unstack("task", fill_value=0)
     counts = counts.loc[counts.sum(axis=1).sort_values().index]
-    tasks = [t for t in TASK_LABELS if t in counts.columns]
+    tasks = [t for t in TASKS if t in counts.columns]
     height = max(2.6, 0.42 * len(counts) + 1.7)
     fig, ax = plt.subplots(figsize=(9, height), dpi=150)
     left = pd.Series(0, index=counts.index)
     for task in tasks:
-        ax.barh(counts.index, counts[task], left=left, color=TASK_COLOURS[task], label=SHORT_TASK_LABELS[task],
+        ax.barh(counts.index, counts[task], left=left, color=TASK_COLOURS[task], label=TASK_SHORT_TITLES[task],
                 height=0.7, edgecolor="white", linewidth=0.6)
         left = left + counts[task]
     for y, total in enumerate(left):
@@ -55,9 +48,9 @@ def _stacked_bars(table: pd.DataFrame, field: str, title: str, path: Path) -> No
 
 
 def _task_bars(table: pd.DataFrame, path: Path) -> None:
-    counts = table.groupby("task").size().reindex([t for t in TASK_LABELS if t in set(table["task"])])
+    counts = table.groupby("task").size().reindex([t for t in TASKS if t in set(table["task"])])
     fig, ax = plt.subplots(figsize=(8.5, 2.8), dpi=150)
-    labels = [TASK_LABELS[t] for t in counts.index][::-1]
+    labels = [TASK_TITLES[t] for t in counts.index][::-1]
     values = list(counts.values)[::-1]
     ax.barh(labels, values, color=[TASK_COLOURS[t] for t in counts.index][::-1], height=0.65)
     for y, value in enumerate(values):

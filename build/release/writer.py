@@ -19,11 +19,11 @@ import pandas as pd
 from mmbu.build.release.card import render_card, render_license
 from mmbu.build.release.checksums import file_sha256, write_sha256sums
 from mmbu.build.release.croissant import build_croissant
-from mmbu.build.release.features import CONFIGS
 from mmbu.build.release.rows import plan_release
 from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, write_shards
 from mmbu.build.release.stats import write_statistics
 from mmbu.core.exclusions import EXCLUSION_COLUMNS, Exclusion
+from mmbu.core.release import TASKS as CONFIGS
 from mmbu.curation.manifest import DatasetManifest
 
 DESCRIPTION = ("Biomedical visual-perception benchmark (MMBU) rebuilt from public datasets: ungrounded, "

@@ -9,27 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationErr
 
 from mmbu.curation.manifest.evidence import Evidence
 from mmbu.curation.manifest.hints import pydantic_hint
+from mmbu.core.release import METADATA_FIELDS, TASKS
 from mmbu.curation.manifest.layout import Layout
 from mmbu.curation.manifest.source import Source
 
-TASKS = (
-    "ungrounded_classification",
-    "box_grounded_classification",
-    "mask_grounded_classification",
-    "object_detection",
-)
-TaskName = Literal[
-    "ungrounded_classification",
-    "box_grounded_classification",
-    "mask_grounded_classification",
-    "object_detection",
-]
-
-# The 13 per-sample metadata fields of MMBU, in release column order.
-METADATA_FIELDS = (
-    "image_source", "dataset_name", "domain", "modality", "sub_modality", "stain", "specimen",
-    "specimen_subregion", "topic", "original_task", "context", "institution", "url",
-)
+TaskName = Literal[TASKS]  # the release's task configs (mmbu.core.release), as the manifests spell them
 # metadata field -> taxonomy facet holding its closed vocabulary (the other fields are free text)
 METADATA_FACETS = {
     "domain": "domain",
