@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from support.catalogue_replica import DATASETS, build_replica, is_demo, load_specs
+from support.catalogue_replica import DATASETS, build_replica, is_demo, layout_shape, load_specs
 
 from mmbu.build.layouts import read_samples
 from mmbu.curation.manifest import find_manifest_files, load_manifest
@@ -59,3 +59,12 @@ def test_replica_specs_name_existing_manifests_once():
     names = Counter(spec["manifest"] for spec in SPECS)
     assert all((DATASETS / f"{name}.yaml").is_file() for name in names), sorted(names)
     assert all(spec["_path"].stem == spec["manifest"] for spec in SPECS), "name each spec <manifest id>.yaml"
+
+
+MIN_LAYOUT_SHAPES = 20  # issue 11: one replica per distinct layout shape, at least 20 across the catalogue
+
+
+def test_replicas_cover_at_least_twenty_layout_shapes():
+    """A shape is a layout kind with the options it sets (see support.catalogue_replica.layout_shape)."""
+    shapes = {layout_shape(load_manifest(DATASETS / f"{spec['manifest']}.yaml").layout) for spec in SPECS}
+    assert len(shapes) >= MIN_LAYOUT_SHAPES, sorted(shapes)
