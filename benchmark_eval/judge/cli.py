@@ -1,38 +1,20 @@
-"""``mmbu eval judge``: verdicts for a run's open answers, cached beside the run."""
+"""``mmbu eval judge``: the command over `run_judge(JudgeConfig)` (judge/api.py): verdicts for a run's open
+answers, cached beside the run."""
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from mmbu.core.cli import ExitCode, InvalidInput
+from mmbu.core.cli import InvalidInput
 
-from ..backends.openai_compat import DEFAULT_API_KEY_ENV, OpenAICompatClient
-from ..scoring.output import write_json
-from ..scoring.rundir import RunInputError, load_gold, open_run
-from .agreement import judge_agreement
-from .cache import JUDGEMENTS_FILE, VerdictCache
-from .prompt import DEFAULT_JUDGE_MODEL, JUDGE_PROMPT_VERSION
-from .run import DEFAULT_VERDICT_ATTEMPTS, JudgeItem, JudgeSummary, judge_items, open_items, write_judge_file
-
-AGREEMENT_FILE = "judge_agreement.json"
-
-
-async def _judge_with(items: list[JudgeItem], cache: VerdictCache, model: str, base_url: str, api_key_env: str,
-                      concurrency: int, max_tokens: int, attempts: int, console: Console) -> JudgeSummary:
-    async with OpenAICompatClient(base_url, model, api_key_env=api_key_env, concurrency=concurrency) as client:
-        async def chat(messages: list[dict]) -> str:
-            return (await client.chat(messages, temperature=0.0, max_tokens=max_tokens)).text
-
-        with Progress(TextColumn(f"judging with {model}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      console=console, transient=True) as progress:
-            task = progress.add_task("judge", total=None)
-            return await judge_items(items, chat, cache, model, verdict_attempts=attempts,
-                                     on_start=lambda total: progress.update(task, total=total),
-                                     progress=lambda done: progress.advance(task, done))
+from ..backends.openai_compat import DEFAULT_API_KEY_ENV
+from ..scoring.rundir import RunInputError
+from .api import AGREEMENT_FILE, JudgeConfig, run_judge  # noqa: F401  # AGREEMENT_FILE: re-export for work in flight
+from .prompt import DEFAULT_JUDGE_MODEL
+from .run import DEFAULT_VERDICT_ATTEMPTS, JudgeSummary
 
 
 def _report(console: Console, summary: JudgeSummary) -> None:
@@ -75,30 +57,28 @@ def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str
     or failed. Exit 1 when some answers got no verdict (judge errors).
     """
     console = Console(stderr=True)
-    try:
-        run = open_run(run_dir, release)
-        items = open_items(run, load_gold(run.release_dir))
-    except RunInputError as exc:
-        raise InvalidInput(str(exc)) from None
-    if second_judge_model == judge_model:
-        raise click.UsageError("--second-judge-model must differ from --judge-model")
-    cache = VerdictCache(run.path / JUDGEMENTS_FILE)
-    settings = dict(api_key_env=api_key_env, concurrency=concurrency, max_tokens=max_tokens,
-                    attempts=verdict_attempts, console=console)
-    summary = asyncio.run(_judge_with(items, cache, judge_model, judge_base_url, **settings))
-    write_judge_file(run.path, judge_model, JUDGE_PROMPT_VERSION, second_judge_model)
-    _report(console, summary)
-    errors = summary.errors
-    if second_judge_model:
-        second = asyncio.run(_judge_with(items, cache, second_judge_model, second_judge_base_url or judge_base_url,
-                                         **settings))
-        _report(console, second)
-        errors += second.errors
-        agreement = judge_agreement(cache, judge_model, second_judge_model, JUDGE_PROMPT_VERSION)
-        write_json(run.path / AGREEMENT_FILE, agreement)
+    config = JudgeConfig(run_dir=run_dir, judge_base_url=judge_base_url, judge_model=judge_model,
+                         api_key_env=api_key_env, release_dir=release, second_judge_model=second_judge_model,
+                         second_judge_base_url=second_judge_base_url, concurrency=concurrency, max_tokens=max_tokens,
+                         verdict_attempts=verdict_attempts)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console, transient=True) as bar:
+        def progress(model: str):
+            task = bar.add_task(f"judging with {model}", total=None)
+            return (lambda total: bar.update(task, total=total)), (lambda done: bar.advance(task, done))
+
+        try:
+            report = run_judge(config, progress)
+        except RunInputError as exc:
+            raise InvalidInput(str(exc)) from None
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+    for summary in report.summaries:
+        _report(console, summary)
+    if report.agreement is not None:
+        agreement = report.agreement
         kappa = "undefined" if agreement["kappa"] is None else f"{agreement['kappa']:.3f}"
         flip = "—" if agreement["flip_rate"] is None else f"{agreement['flip_rate']:.3f}"
         console.print(f"agreement over {agreement['n']} pairs: Cohen's kappa {kappa}, flip rate {flip} "
-                      f"(written to {run.path / AGREEMENT_FILE})")
-    if errors:
-        raise SystemExit(ExitCode.ITEMS_FAILED)
+                      f"(written to {report.agreement_file})")
+    raise SystemExit(report.exit_code)

@@ -1,62 +1,13 @@
-"""``mmbu eval report``: Markdown, CSV, JSON and PNG plots for one or more runs."""
+"""``mmbu eval report``: the command over `run_report(ReportConfig)` (report/api.py): Markdown, CSV, JSON and PNG
+plots for one or more runs."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from ..models.registry import RegistryError, default_registry
-from mmbu.core.cli import ExitCode, InvalidInput
-from mmbu.core.files import write_text_atomic
-
-from ..scoring.cli import problems, scored_with_progress, scoring_options, split_fields
-from ..scoring.output import write_csv, write_json, write_record_outcomes
-from ..scoring.rundir import RunInputError
-from ..scoring.scores import ScoreOptions, ScoreReport
-from .plots import all_plots
-from .tables import markdown_report
-
-
-def display_name(model: str) -> str:
-    """The paper's name for a registered model (``Qwen2.5-VL-7B``), else the name as given."""
-    try:
-        entry = default_registry().find(model)
-    except RegistryError:
-        return model
-    return entry.display_name if entry is not None else model
-
-
-def judge_agreements(run_dirs: tuple[Path, ...]) -> list[dict]:
-    found = []
-    for run_dir in run_dirs:
-        path = Path(run_dir) / "judge_agreement.json"
-        if path.exists():
-            found.append({"run": Path(run_dir).name, **json.loads(path.read_text(encoding="utf-8"))})
-    return found
-
-
-def write_report(report: ScoreReport, out_dir: Path, run_dirs: tuple[Path, ...], options: ScoreOptions,
-                 heatmap_field: str = "sub_modality") -> dict[str, Path]:
-    """Every report artefact into `out_dir`; returns {what: path}."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = {
-        "scores.json": write_json(out_dir / "scores.json", report.contract_records()),
-        "scores.csv": write_csv(out_dir / "scores.csv", report.scores),
-        "deltas.csv": write_csv(out_dir / "deltas.csv", report.deltas),
-        "breakdowns.json": write_json(out_dir / "breakdowns.json", report.breakdowns),
-        "breakdowns.csv": write_csv(out_dir / "breakdowns.csv", report.breakdowns),
-        "paired.csv": write_csv(out_dir / "paired.csv", report.paired),
-        "diagnostics.csv": write_csv(out_dir / "diagnostics.csv", report.diagnostics),
-        "records.parquet": write_record_outcomes(out_dir / "records.parquet", report.outcomes),
-    }
-    plots = all_plots(report.scores, report.deltas, report.outcomes, report, display_name, out_dir, heatmap_field)
-    written.update({name: out_dir / name for name in plots.values()})
-    clustering = "whole images (image_sha256)" if options.cluster_by_image else "questions"
-    options_text = (f"Intervals: {options.resamples} percentile-bootstrap resamples of {clustering}, seed {options.seed}.")
-    text = markdown_report(report, display_name, plots, judge_agreements(run_dirs), options_text)
-    written["report.md"] = write_text_atomic(out_dir / "report.md", text)
-    return written
+from ..scoring.cli import print_incomplete, scored, scoring_options, split_fields
+from .api import ReportConfig, display_name, judge_agreements, run_report, write_report  # noqa: F401  # display_name, judge_agreements, write_report: re-export for work in flight
 
 
 @click.command("report")
@@ -69,18 +20,10 @@ def report(run_dirs: tuple[Path, ...], out_dir: Path, release: Path | None, by: 
     (closed / open (Δ) per task, with the random baseline row), CIs, diagnostics,
     paired comparisons and plots. Exit 1 when some records could not be scored.
     """
-    fields = split_fields(("sub_modality", heatmap_field, *by))
-    options = ScoreOptions(resamples=resamples, seed=seed, cluster_by_image=cluster_by_image, by=fields)
-    try:
-        scored = scored_with_progress(run_dirs, release, options, jobs)
-    except RunInputError as exc:
-        raise InvalidInput(str(exc)) from None
-    written = write_report(scored, out_dir, run_dirs, options, heatmap_field)
-    for message in scored.warnings:
-        click.echo(f"warning: {message}", err=True)
-    issues = problems(scored)
-    for message in issues:
-        click.echo(f"incomplete: {message}", err=True)
-    click.echo(f"wrote {len(written)} files into {out_dir}: {', '.join(sorted(written))}", err=True)
-    if issues:
-        raise SystemExit(ExitCode.ITEMS_FAILED)
+    config = ReportConfig(run_dirs=run_dirs, out_dir=out_dir, release_dir=release, by=split_fields(by),
+                          cluster_by_image=cluster_by_image, seed=seed, resamples=resamples, jobs=jobs,
+                          heatmap_field=heatmap_field)
+    result = scored(run_report, config)
+    print_incomplete(result)
+    click.echo(f"wrote {len(result.written)} files into {out_dir}: {', '.join(sorted(result.written))}", err=True)
+    raise SystemExit(result.exit_code)

@@ -1,10 +1,7 @@
-"""`mmbu eval run`: ask a model every selected question of a release; append run records."""
+"""`mmbu eval run`: the command over `run_eval(EvalConfig)` (runner/api.py): options in, progress bar and
+completeness table out."""
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
-import sys
 import time
 from pathlib import Path
 
@@ -13,53 +10,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mmbu.core.cli import ExitCode, InvalidInput
+from mmbu.core.cli import InvalidInput
 from mmbu.core.release import TASKS
 
-from ..backends.base import Backend
-from ..backends.openai_compat import DEFAULT_API_KEY_ENV, OpenAICompatBackend, OpenAICompatClient
-from ..models.box_format import BoxFormat
-from ..models.registry import ModelEntry, RegistryError, ad_hoc_entry, load_registry
+from ..backends.openai_compat import DEFAULT_API_KEY_ENV
+from ..models.registry import RegistryError
 from ..records import RecordsError
-from ..release import ReleaseError, list_tasks
-from ..tasks.prompts import PROMPT_VERSION
-from ..tasks.spec import FORMS, TEMPLATES, parse_choice
-from .core import Progress, RunConfig, RunLocked, Runner, completeness, run_lock
-from .manifest import COMPLETENESS_FILE, RUN_FILE, build_manifest, read_previous, write_json_atomic
-from .workers import OpenAIBackendRecipe, WorkerFailed, run_sharded
-
-
-def resolve_model(name: str, box_format: str | None, registry_path: Path | None) -> ModelEntry:
-    """The registry entry for `name`, or an ad-hoc one when `--box-format` is given for an unknown model."""
-    try:
-        registry = load_registry(registry_path)
-    except RegistryError as exc:
-        raise InvalidInput(str(exc)) from None
-    entry = registry.find(name)
-    if entry is None:
-        if not box_format:
-            raise click.UsageError(f"model '{name}' is not in the registry; give its box convention with "
-                                   f"--box-format pixel|norm1000|norm1")
-        return ad_hoc_entry(name, box_format)
-    if box_format and box_format != entry.box_format.scale:
-        entry = entry.model_copy(update={"box_format": BoxFormat(scale=box_format, order=entry.box_format.order)})
-    return entry
-
-
-def make_backend(kind: str, entry: ModelEntry, *, base_urls: list[str], api_key_env: str, served_model: str,
-                 concurrency: int, timeout: float, max_attempts: int, retry_backoff: float,
-                 tensor_parallel_size: int) -> Backend:
-    if kind == "openai":
-        client = OpenAICompatClient(base_urls, served_model, api_key_env=api_key_env, concurrency=concurrency,
-                                    timeout_s=timeout, max_attempts=max_attempts, backoff_s=retry_backoff)
-        return OpenAICompatBackend(client, entry.chat)
-    if kind == "vllm":
-        from ..backends.vllm_offline import VLLMOfflineBackend
-
-        return VLLMOfflineBackend(entry, tensor_parallel_size=tensor_parallel_size)
-    from ..backends.transformers_local import TransformersBackend
-
-    return TransformersBackend(entry)
+from ..release import ReleaseError
+from .api import EvalConfig, EvalReport, EvalUsageError, make_backend, resolve_model, run_eval  # noqa: F401  # make_backend, resolve_model: re-export for work in flight
+from .core import Progress, RunLocked
+from .workers import WorkerFailed
 
 
 def completeness_table(rows: list[dict]) -> Table:
@@ -122,112 +82,53 @@ def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_
     some are errors, 2 for bad usage or input.
     """
     console = Console(stderr=True)
-    entry = resolve_model(model_name, box_format, registry_path)
+    config = EvalConfig(
+        release_dir=release_dir, runs_dir=runs_dir, model=model_name, base_urls=base_urls, backend=backend_kind,
+        api_key_env=api_key_env, served_model_name=served_model_name, concurrency=concurrency, workers=workers,
+        tasks=_selected(tasks), forms=_selected(forms), templates=_selected(templates), limit=limit,
+        box_format=box_format, max_tokens=max_tokens, seed=seed, timeout=timeout, max_attempts=max_attempts,
+        retry_backoff=retry_backoff, batch_size=batch_size, tensor_parallel_size=tensor_parallel_size,
+        registry_path=registry_path)
     try:
-        present = list_tasks(release_dir)
-        selected_tasks = parse_choice(tasks, tuple(t for t in TASKS if t in present) if tasks is None else TASKS, "task")
-        selected_forms = parse_choice(forms, FORMS, "form")
-        selected_templates = parse_choice(templates, TEMPLATES, "template")
-    except ReleaseError as exc:
-        raise InvalidInput(str(exc)) from None
-    except ValueError as exc:
+        report = _run_with_bar(config, console)
+    except EvalUsageError as exc:
         raise click.UsageError(str(exc)) from None
-    missing = [t for t in selected_tasks if t not in present]
-    if missing:
-        raise InvalidInput(f"{release_dir}: the release has no task {', '.join(missing)} (present: {', '.join(present)})")
-    if workers > 1 and backend_kind != "openai":
-        raise click.UsageError(f"--workers needs the openai backend; {backend_kind} runs one batch engine on this GPU")
-    if backend_kind not in entry.backends:
-        raise click.UsageError(f"{entry.name} cannot use backend '{backend_kind}' (registry: {', '.join(entry.backends)})")
-    urls = [u.strip() for value in base_urls for u in value.split(",") if u.strip()]
-    if backend_kind == "openai" and not urls:
-        if not entry.default_base_url:
-            raise click.UsageError("--base-url is required for the openai backend (e.g. http://localhost:8000/v1)")
-        urls = [entry.default_base_url]
-    key_env = api_key_env or DEFAULT_API_KEY_ENV
-    needs_key = api_key_env is not None or (backend_kind == "openai" and entry.default_base_url in urls)
-    if needs_key and not os.environ.get(key_env):
-        raise click.UsageError(f"the API key variable {key_env} is not set")
-    served = served_model_name or entry.served_name
-    config = RunConfig(release_dir=release_dir, runs_dir=runs_dir, entry=entry, tasks=selected_tasks,
-                       forms=selected_forms, templates=selected_templates, limit=limit,
-                       max_tokens=max_tokens or entry.max_tokens, seed=seed, concurrency=concurrency,
-                       batch_size=batch_size, backend_name=backend_kind)
-    backend = make_backend(backend_kind, entry, base_urls=urls, api_key_env=key_env, served_model=served,
-                           concurrency=concurrency, timeout=timeout, max_attempts=max_attempts,
-                           retry_backoff=retry_backoff, tensor_parallel_size=tensor_parallel_size)
-    recipe = OpenAIBackendRecipe(tuple(urls), served, key_env, timeout_s=timeout, max_attempts=max_attempts,
-                                 backoff_s=retry_backoff, quirks=entry.chat) if workers > 1 else None
-    started = time.time()
-    generation = {"temperature": config.temperature, "max_tokens": config.max_tokens, "seed": seed}
-    selection = {"tasks": list(selected_tasks), "forms": list(selected_forms), "templates": list(selected_templates),
-                 "limit": limit}
-    run_file = config.run_dir / RUN_FILE
-    manifest_args = dict(release_dir=release_dir, entry=entry.model_dump(mode="json"), served_model=served,
-                         backend=backend.describe() | {"workers": workers}, prompt_version=PROMPT_VERSION, generation=generation,
-                         selection=selection, argv=["mmbu", "eval", "run", *sys.argv[sys.argv.index("run") + 1:]]
-                         if "run" in sys.argv else sys.argv, started_at=started)
-    config.run_dir.mkdir(parents=True, exist_ok=True)
-    with contextlib.ExitStack() as stack:
-        try:
-            stack.enter_context(run_lock(config.run_dir))   # one writer per run directory
-        except RunLocked as exc:
-            raise InvalidInput(str(exc)) from None
-        previous = read_previous(run_file)
-        write_json_atomic(run_file, build_manifest(**manifest_args, finished_at=None, previous=previous))
-        outcome = _execute(config, backend, console, recipe, workers)
-        write_json_atomic(run_file, build_manifest(**manifest_args, finished_at=time.time(), previous=previous))
-    if outcome.truncated_tail is not None:
-        console.print(f"[yellow]{config.predictions}: removed a truncated last line left by an interrupted run; "
+    except (ReleaseError, RegistryError, RunLocked) as exc:
+        raise InvalidInput(str(exc)) from None
+    except RecordsError as exc:
+        raise InvalidInput(f"{exc}; move the file aside or repair that line to resume") from None
+    except WorkerFailed as exc:
+        raise click.ClickException(str(exc)) from None
+    if report.truncated_tail:
+        console.print(f"[yellow]{report.predictions}: removed a truncated last line left by an interrupted run; "
                       f"that request was asked again.[/]")
-    rows = completeness(config.predictions, outcome.expected)
-    write_json_atomic(config.run_dir / COMPLETENESS_FILE, {"model": entry.name, "prompt_version": PROMPT_VERSION,
-                                                          "configs": rows})
-    console.print(completeness_table(rows))
-    expected = sum(r["expected"] for r in rows)
-    ok = sum(r["ok"] for r in rows)
-    console.print(f"{ok}/{expected} ok; records in {config.predictions}")
-    raise SystemExit(ExitCode.OK if ok == expected else ExitCode.ITEMS_FAILED)
+    console.print(completeness_table(report.completeness))
+    console.print(f"{report.ok}/{report.expected} ok; records in {report.predictions}")
+    raise SystemExit(report.exit_code)
 
 
-def _execute(config: RunConfig, backend: Backend, console: Console, recipe: OpenAIBackendRecipe | None = None,
-             workers: int = 1):
+def _selected(value: str | None) -> tuple[str, ...] | None:
+    """A comma-separated option as the config's tuple (None: the default selection)."""
+    return None if value is None else tuple(value.split(","))
+
+
+def _run_with_bar(config: EvalConfig, console: Console) -> EvalReport:
+    """`run_eval` behind a rich progress bar (redrawn at most 10 times a second)."""
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("ok {task.fields[ok]} · error {task.fields[error]} · skipped {task.fields[skipped]} · "
                           "retries {task.fields[retries]}"), TimeElapsedColumn())
-    client = getattr(backend, "client", None)
     with RichProgress(*columns, console=console, transient=False) as bar:
-        handle = bar.add_task(config.entry.name, total=None, ok=0, error=0, skipped=0, retries=0)
-
+        handle = bar.add_task(config.model, total=None, ok=0, error=0, skipped=0, retries=0)
         last = [0.0]
 
         def update(progress: Progress, force: bool = False) -> None:
             now = time.monotonic()
-            if not force and now - last[0] < 0.1:   # the bar redraws at 10 Hz anyway
+            if not force and now - last[0] < 0.1:  # the bar redraws at 10 Hz anyway
                 return
             last[0] = now
-            retries = max(progress.retries, client.counters["retries"] if client is not None else 0)
             bar.update(handle, total=progress.expected or None, completed=progress.done, ok=progress.ok,
-                       error=progress.error, skipped=progress.skipped, retries=retries)
+                       error=progress.error, skipped=progress.skipped, retries=progress.retries)
 
-        progress = Progress(on_change=update)
-
-        async def go():
-            try:
-                return await Runner(config, backend, progress, take_lock=False).run()
-            finally:
-                await backend.aclose()
-
-        try:
-            if recipe is not None:
-                outcome = run_sharded(config, recipe, workers, progress)
-            else:
-                outcome = asyncio.run(go())
-        except WorkerFailed as exc:
-            raise click.ClickException(str(exc)) from None
-        except ReleaseError as exc:
-            raise InvalidInput(str(exc)) from None
-        except RecordsError as exc:
-            raise InvalidInput(f"{exc}; move the file aside or repair that line to resume") from None
-        update(progress, force=True)
-    return outcome
+        report = run_eval(config, on_progress=update)
+        update(report.progress, force=True)
+    return report

@@ -1,7 +1,9 @@
-"""``mmbu eval score``: micro-F1 with bootstrap CIs, closed−open deltas, baselines and breakdowns."""
+"""``mmbu eval score``: the command over `run_score(ScoreConfig)` (scoring/api.py): micro-F1 with bootstrap CIs,
+closed−open deltas, baselines and breakdowns."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -9,23 +11,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mmbu.core.cli import ExitCode, InvalidInput
+from mmbu.core.cli import InvalidInput
 from mmbu.core.release import TASK_SHORT_TITLES
 
-from .output import write_json, write_record_outcomes
+from .api import ScoreConfig, ScoringConfig, ScoringResult, run_score
+from .api import incomplete as problems  # noqa: F401  # re-export for work in flight
+from .api import side_files  # noqa: F401  # re-export for work in flight
 from .rundir import RunInputError
-from .scores import ScoreOptions, ScoreReport, score_runs
+from .scores import ScoreReport
 
 
 InvalidRunInput = InvalidInput  # re-export for work in flight
-
-
-def side_files(out: Path) -> dict[str, Path]:
-    """Where the artefacts beside ``scores.json`` go: ``<stem>.breakdowns.json`` and so on."""
-    stem = out.with_suffix("") if out.suffix == ".json" else out
-    paths = {name: stem.parent / f"{stem.name}.{name}.json" for name in ("breakdowns", "paired", "diagnostics")}
-    paths["records"] = stem.parent / f"{stem.name}.records.parquet"
-    return paths
 
 
 def split_fields(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -33,33 +29,31 @@ def split_fields(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(part.strip() for value in values for part in value.split(",") if part.strip()))
 
 
-def scored_with_progress(run_dirs: tuple[Path, ...], release: Path | None, options: ScoreOptions,
-                         jobs: int) -> ScoreReport:
-    """:func:`score_runs` behind a rich progress bar (one step per run, then the aggregates)."""
+@contextmanager
+def scoring_bar(runs: int) -> Iterator[Callable[[str], None]]:
+    """A rich progress bar over the scoring of `runs` runs, then the aggregates; yields the progress callback."""
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("scoring runs", total=len(run_dirs))
-        return score_runs(run_dirs, release, options, jobs=jobs,
-                          progress=lambda path: bar.update(task, advance=1, description=(
-                              "bootstrapping" if bar.tasks[task].completed + 1 >= len(run_dirs)
-                              else f"scored {Path(path).name}")))
+        task = bar.add_task("scoring runs", total=runs)
+        yield lambda path: bar.update(task, advance=1, description=(
+            "bootstrapping" if bar.tasks[task].completed + 1 >= runs else f"scored {Path(path).name}"))
 
 
-def problems(report: ScoreReport) -> list[str]:
-    """What makes the scores incomplete: run errors and open records without a verdict."""
-    messages = []
-    for item in report.diagnostics:
-        where = f"{item['model']} {item['task']}/{item['form']}/{item['template']}"
-        if item["judge_pending"]:
-            messages.append(f"{where}: {item['judge_pending']} open answers have no verdict — `mmbu eval judge` has not "
-                            f"run on them; they are left out of F1 and counted in judge_errors")
-        if item["judge_failed"]:
-            messages.append(f"{where}: {item['judge_failed']} open answers got no readable verdict from the judge "
-                            f"(judge errors, left out of F1; re-run `mmbu eval judge` to retry them)")
-        if item["run_errors"]:
-            messages.append(f"{where}: {item['run_errors']} records have no model answer (run errors, left out; "
-                            f"re-run `mmbu eval run` to retry them)")
-    return messages
+def scored(run: Callable[..., ScoringResult], config: ScoringConfig) -> ScoringResult:
+    """`run(config, progress)` behind the bar, with unusable input as exit 2."""
+    try:
+        with scoring_bar(len(config.run_dirs)) as progress:
+            return run(config, progress)
+    except RunInputError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def print_incomplete(result: ScoringResult) -> None:
+    """Warnings and what makes the scores incomplete, as plain stderr lines (never re-wrapped, greppable)."""
+    for message in result.report.warnings:
+        click.echo(f"warning: {message}", err=True)
+    for message in result.incomplete:
+        click.echo(f"incomplete: {message}", err=True)
 
 
 TASK_SHORT = TASK_SHORT_TITLES  # re-export for work in flight
@@ -116,28 +110,14 @@ def score(run_dirs: tuple[Path, ...], out: Path, release: Path | None, by: tuple
     judge errors. Exit 1 when some records could not be scored (run errors, judge
     errors); 2 for unusable input.
     """
-    options = ScoreOptions(resamples=resamples, seed=seed, cluster_by_image=cluster_by_image, by=split_fields(by))
-    try:
-        report = scored_with_progress(run_dirs, release, options, jobs)
-    except RunInputError as exc:
-        raise InvalidInput(str(exc)) from None
-    write_json(out, report.contract_records())
-    paths = side_files(out)
-    write_json(paths["breakdowns"], report.breakdowns)
-    write_json(paths["paired"], report.paired)
-    write_json(paths["diagnostics"], report.diagnostics)
-    write_record_outcomes(paths["records"], report.outcomes)
+    config = ScoreConfig(run_dirs=run_dirs, out=out, release_dir=release, by=split_fields(by),
+                         cluster_by_image=cluster_by_image, seed=seed, resamples=resamples, jobs=jobs)
+    result = scored(run_score, config)
     console = Console()
     if not console.is_terminal:
         console = Console(width=200)  # a pipe or CI log gets the whole table, not one squeezed to 80 columns
-    console.print(summary_table(report))
-    # plain lines (not rich) so messages are never re-wrapped and stay greppable
-    for message in report.warnings:
-        click.echo(f"warning: {message}", err=True)
-    issues = problems(report)
-    for message in issues:
-        click.echo(f"incomplete: {message}", err=True)
-    click.echo(f"wrote {out} ({len(report.scores)} scores, {len(report.deltas)} deltas) and "
-               f"{', '.join(p.name for p in paths.values())}", err=True)
-    if issues:
-        raise SystemExit(ExitCode.ITEMS_FAILED)
+    console.print(summary_table(result.report))
+    print_incomplete(result)
+    click.echo(f"wrote {out} ({len(result.report.scores)} scores, {len(result.report.deltas)} deltas) and "
+               f"{', '.join(p.name for name, p in result.written.items() if name != 'scores')}", err=True)
+    raise SystemExit(result.exit_code)

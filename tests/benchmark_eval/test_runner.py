@@ -18,6 +18,7 @@ from mmbu.benchmark_eval.models import BoxFormat, from_model_convention
 from mmbu.benchmark_eval.records import latest_by_key, read_records
 from mmbu.benchmark_eval.runner.cli import run
 from mmbu.benchmark_eval.tasks import PROMPT_VERSION, ROI_COLOUR
+from mmbu.core.boxes import iou
 from support.eval_release import SCHEMA_FIELDS, make_rows, png, write_release
 from support.eval_subprocess import eval_run_command, wait_for_records
 from support.openai_server import OpenAIServer
@@ -45,13 +46,6 @@ def invoke(*args: str):
 
 def records_of(runs, slug):
     return read_records(runs / slug / "predictions.jsonl")
-
-
-def iou(a, b):
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
 
 
 @pytest.mark.parametrize("model, slug", [

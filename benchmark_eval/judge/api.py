@@ -1,0 +1,99 @@
+"""`run_judge(JudgeConfig)`: judge a run's open answers from Python; `mmbu eval judge` is a thin wrapper over it.
+
+    from mmbu.benchmark_eval.judge.api import JudgeConfig, run_judge
+    report = run_judge(JudgeConfig(run_dir=Path("runs/qwen2.5-vl-7b"), judge_base_url="http://judge:8000/v1"))
+    report.errors, report.agreement
+
+Verdicts are cached in RUN_DIR/judgements.jsonl by (answer, gold, judge model, prompt version), so a second call
+asks only what is new or failed; `judge.json` records which judge's verdicts `score` uses. With a second judge,
+both judge the same pairs and their agreement (Cohen's kappa, flip rate) goes to judge_agreement.json.
+Unusable input raises `RunInputError` (files) or `ValueError` (options).
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mmbu.core.cli import ExitCode
+
+from ..backends.openai_compat import DEFAULT_API_KEY_ENV, OpenAICompatClient
+from ..scoring.output import write_json
+from ..scoring.rundir import load_gold, open_run
+from .agreement import judge_agreement
+from .cache import JUDGEMENTS_FILE, VerdictCache
+from .prompt import DEFAULT_JUDGE_MODEL, JUDGE_PROMPT_VERSION
+from .run import DEFAULT_VERDICT_ATTEMPTS, JudgeItem, JudgeSummary, judge_items, open_items, write_judge_file
+
+AGREEMENT_FILE = "judge_agreement.json"
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """One `mmbu eval judge`: every option of the command, with its defaults."""
+
+    run_dir: Path  # RUNS_DIR/<model>
+    judge_base_url: str  # OpenAI-compatible base URL of the judge, including /v1
+    judge_model: str = DEFAULT_JUDGE_MODEL  # as the server knows it (the paper: Qwen3-32B)
+    api_key_env: str = DEFAULT_API_KEY_ENV  # unset: no key sent
+    release_dir: Path | None = None  # default: the one named in the run's run.json
+    second_judge_model: str | None = None  # a second judge for an agreement report
+    second_judge_base_url: str | None = None  # default: judge_base_url
+    concurrency: int = 16
+    max_tokens: int = 2048  # reasoning judges think before the verdict line
+    verdict_attempts: int = DEFAULT_VERDICT_ATTEMPTS  # asked again when a reply has no VERDICT line
+
+
+@dataclass
+class JudgeReport:
+    summaries: list[JudgeSummary] = field(default_factory=list)  # the judge's, then the second judge's
+    agreement: dict | None = None
+    agreement_file: Path | None = None
+
+    @property
+    def errors(self) -> int:
+        """Answers left without a verdict (judge errors), over both judges."""
+        return sum(summary.errors for summary in self.summaries)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.ITEMS_FAILED if self.errors else ExitCode.OK
+
+
+JudgeProgress = Callable[[str], tuple[Callable[[int], None], Callable[[int], None]]]
+"""judge model -> (on_start(total pairs to ask), on_advance(pairs done)) for one judge's pass."""
+
+
+def run_judge(config: JudgeConfig, progress: JudgeProgress | None = None) -> JudgeReport:
+    """Judge the open answers of `config.run_dir` (and with a second judge, report their agreement)."""
+    if config.second_judge_model == config.judge_model:
+        raise ValueError("--second-judge-model must differ from --judge-model")
+    run = open_run(config.run_dir, config.release_dir)
+    items = open_items(run, load_gold(run.release_dir))
+    cache = VerdictCache(run.path / JUDGEMENTS_FILE)
+    report = JudgeReport()
+    report.summaries.append(_judge_pass(items, cache, config.judge_model, config.judge_base_url, config, progress))
+    write_judge_file(run.path, config.judge_model, JUDGE_PROMPT_VERSION, config.second_judge_model)
+    if config.second_judge_model:
+        report.summaries.append(_judge_pass(items, cache, config.second_judge_model,
+                                            config.second_judge_base_url or config.judge_base_url, config, progress))
+        report.agreement = judge_agreement(cache, config.judge_model, config.second_judge_model, JUDGE_PROMPT_VERSION)
+        report.agreement_file = write_json(run.path / AGREEMENT_FILE, report.agreement)
+    return report
+
+
+def _judge_pass(items: list[JudgeItem], cache: VerdictCache, model: str, base_url: str, config: JudgeConfig,
+                progress: JudgeProgress | None) -> JudgeSummary:
+    on_start, on_advance = progress(model) if progress else (None, None)
+
+    async def judge_all() -> JudgeSummary:
+        async with OpenAICompatClient(base_url, model, api_key_env=config.api_key_env,
+                                      concurrency=config.concurrency) as client:
+            async def chat(messages: list[dict]) -> str:
+                return (await client.chat(messages, temperature=0.0, max_tokens=config.max_tokens)).text
+
+            return await judge_items(items, chat, cache, model, verdict_attempts=config.verdict_attempts,
+                                     on_start=on_start, progress=on_advance)
+
+    return asyncio.run(judge_all())
