@@ -1,17 +1,21 @@
-# Two commands for a fresh machine with Python 3.11+ and make:
-#   make dataset   build the benchmark release into $(MMBU_DATA)/release (offline: from the bundled mirror)
+# Commands for a fresh machine with Python 3.11+ and make (each creates ./.venv and installs the project when needed):
+#   make demo      build the bundled offline demo release into $(DEMO_DATA)/release: manifests/demo + the mirror in
+#                  manifests/mirror, no network, seconds
 #   make test      run the whole test suite
-# Both create ./.venv and install the project into it when needed.
+#   make dataset   build the real catalogue (manifests/datasets) from the network into $(MMBU_DATA)/release: the
+#                  fetch plan first, then fetch and build with resume; offline it fails fast, one line per dataset
+#   make catalogue the catalogue's coverage against the taxonomy and the paper into $(MMBU_DATA)/catalogue (Markdown, JSON, PNG)
+#   make bench     speed/memory benchmarks (by hand, not in CI)
 
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mmbu-installed
 export MMBU_DATA ?= $(CURDIR)/data
-export MMBU_MIRROR ?= $(CURDIR)/manifests/mirror
+DEMO_DATA ?= $(MMBU_DATA)/demo
 JOBS   ?= 2
 
-.PHONY: dataset test bench venv clean
+.PHONY: demo dataset catalogue test bench venv clean
 
 $(STAMP): pyproject.toml setup.py
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (found %s); set PYTHON=..." % sys.version.split()[0])'
@@ -22,8 +26,14 @@ $(STAMP): pyproject.toml setup.py
 
 venv: $(STAMP)
 
+demo: $(STAMP)
+	$(BIN)/mmbu build --manifests manifests/demo --mirror manifests/mirror --data $(DEMO_DATA) --jobs $(JOBS)
+
 dataset: $(STAMP)
 	$(BIN)/mmbu build --manifests manifests/datasets --data $(MMBU_DATA) --jobs $(JOBS)
+
+catalogue: $(STAMP)
+	$(BIN)/mmbu catalogue --out $(MMBU_DATA)/catalogue
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

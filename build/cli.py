@@ -1,4 +1,4 @@
-"""`mmbu build`: the whole build from manifests to `$MMBU_DATA/release/` (what `make dataset` runs)."""
+"""`mmbu build`: the whole build from manifests to `$MMBU_DATA/release/` (what `make dataset` and `make demo` run)."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,8 @@ from rich.table import Table
 
 from mmbu.build.executors import ExecutorError
 from mmbu.build.fetch import LockError
-from mmbu.build.pipeline import BuildConfig, BuildReport, run_build
+from mmbu.build.fetch.plan import plan_lines
+from mmbu.build.pipeline import BuildConfig, BuildReport, manifest_paths, plan_build, run_build
 from mmbu.core.cli import InvalidInput
 from mmbu.taxonomy import TaxonomyError
 
@@ -48,6 +49,15 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
     mirror = mirror or (Path(os.environ["MMBU_MIRROR"]) if os.environ.get("MMBU_MIRROR") else None)
     config = BuildConfig(manifests_dir=manifests_dir, data_dir=data_dir, mirror=mirror, lock_path=lock_path,
                          taxonomy_path=taxonomy_path, seed=seed, jobs=jobs, executor=executor, scheduler=scheduler)
+    if not manifest_paths(manifests_dir):
+        click.echo(f"{manifests_dir} holds no manifest (*.yaml) yet: nothing to build. `make demo` builds the "
+                   "offline demo; manifests/README.md says how to add a dataset.")
+        return
+    try:
+        plan = plan_build(config)
+    except LockError as exc:
+        raise InvalidInput(str(exc)) from None
+    click.echo("\n".join(plan_lines(plan, str(manifests_dir), with_errors=False)))
     console = Console(stderr=True)
     columns = (TextColumn("[bold]building"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                TimeElapsedColumn())
@@ -58,7 +68,7 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
             def advance(dataset_id: str, done: int, total: int) -> None:
                 bar.update(task, total=total, completed=done, description=dataset_id)
 
-            report = run_build(config, progress=advance)
+            report = run_build(config, progress=advance, plan=plan)
     except (ExecutorError, TaxonomyError, LockError) as exc:
         raise InvalidInput(str(exc)) from None
     _print_summary(report, console)
@@ -66,17 +76,28 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
 
 
 def _print_summary(report: BuildReport, console: Console) -> None:
-    table = Table(title="datasets", show_lines=False)
-    for column in ("dataset", "evidence", "steps run", "steps skipped", "rows", "excluded", "status"):
-        table.add_column(column)
-    for outcome in report.datasets:
-        rows = ", ".join(f"{task.split('_')[0]} {n}" for task, n in outcome.rows_per_task.items())
-        table.add_row(outcome.dataset_id, outcome.evidence, ",".join(outcome.ran) or "-",
-                      ",".join(outcome.skipped) or "-", rows, str(len(outcome.exclusions)),
-                      "ok" if outcome.ok else "[red]failed")
-    console.print(table)
-    for message in report.failed:
+    if report.datasets:
+        table = Table(title="datasets", show_lines=False)
+        for column in ("dataset", "evidence", "steps run", "steps skipped", "rows", "excluded", "status"):
+            table.add_column(column)
+        for outcome in report.datasets:
+            rows = ", ".join(f"{task.split('_')[0]} {n}" for task, n in outcome.rows_per_task.items())
+            table.add_row(outcome.dataset_id, outcome.evidence, ",".join(outcome.ran) or "-",
+                          ",".join(outcome.skipped) or "-", rows, str(len(outcome.exclusions)),
+                          "ok" if outcome.ok else "[red]failed")
+        console.print(table)
+    for message in report.manifest_errors:
         console.print(f"[red]failed:[/] {message}")
+    for result in report.fetch:  # one line per dataset that could not be fetched (offline: every one of them)
+        if not result.ok:
+            console.print(f"✗ dataset {result.dataset_id}: {result.error}", markup=False, highlight=False,
+                          soft_wrap=True)
+    for outcome in report.datasets:
+        if not outcome.ok:
+            console.print(f"[red]failed:[/] {outcome.error or outcome.dataset_id}")
+    if not report.datasets:
+        console.print(f"no dataset was built; {report.release_dir / 'exclusions.csv'} lists why.")
+        return
     written = "written" if report.release_written else "unchanged (inputs identical)"
     console.print(f"release {report.release_dir}: {written}; rows per task: {report.release_rows}; "
                   f"{report.exclusions} item(s) excluded (see exclusions.csv and build-report.json)")

@@ -17,6 +17,7 @@ import pandas as pd
 from mmbu.build.cache import hash_file, hash_json
 from mmbu.build.executors import ExecutorName, run_all
 from mmbu.build.fetch import FetchResult, LockFile, fetch_all, repository_root
+from mmbu.build.fetch.plan import FetchPlan, plan_fetch
 from mmbu.build.steps import DatasetJob, DatasetOutcome, cached_taxonomy, process_dataset
 from mmbu.core.exclusions import EXCLUSION_COLUMNS
 from mmbu.core.files import write_json_atomic, write_text_atomic
@@ -69,11 +70,32 @@ class BuildReport:
         return 1 if self.failed or self.exclusions else 0
 
 
-def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | None = None) -> BuildReport:
-    """Build `config.data_dir/release`; bad datasets and items are reported, never fatal to the rest."""
+def manifest_paths(manifests_dir: Path) -> list[Path]:
+    """The manifests a build reads: every *.yaml / *.yml directly in the folder, sorted."""
+    return sorted(p for p in Path(manifests_dir).glob("*.y*ml") if p.is_file())
+
+
+def lock_for(config: BuildConfig) -> LockFile:
+    return LockFile(config.lock_path or Path(config.manifests_dir).parent / "manifests.lock")
+
+
+def plan_build(config: BuildConfig) -> FetchPlan:
+    """The fetch plan of the build's manifests (printed before `run_build`; see `mmbu.build.fetch.plan`)."""
+    manifests_dir = Path(config.manifests_dir)
+    return plan_fetch(manifest_paths(manifests_dir), config.data_dir, mirror=config.mirror, lock=lock_for(config),
+                      repo_root=config.repo_root or repository_root(manifests_dir))
+
+
+def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | None = None,
+              plan: FetchPlan | None = None) -> BuildReport:
+    """Build `config.data_dir/release`; bad datasets and items are reported, never fatal to the rest.
+
+    `plan` (default: `plan_build(config)`) decides which datasets are not fetched at all because their host
+    does not answer: each fails with one sentence while the others build.
+    """
     report = BuildReport(release_dir=config.release_dir)
     manifests_dir = Path(config.manifests_dir)
-    paths = sorted(p for p in manifests_dir.glob("*.y*ml") if p.is_file())
+    paths = manifest_paths(manifests_dir)
     # cached per process: forked local workers inherit it instead of parsing the YAML again
     taxonomy = cached_taxonomy(str(config.taxonomy_path) if config.taxonomy_path else None)
 
@@ -83,7 +105,9 @@ def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | N
     good = [p for p in paths if p not in validation.invalid_files]
 
     repo_root = config.repo_root or repository_root(manifests_dir)
-    lock = LockFile(config.lock_path or manifests_dir.parent / "manifests.lock")
+    lock = lock_for(config)
+    plan = plan or plan_build(config)
+    blocked = {d.dataset_id: d.error or "" for d in plan.blocked}
     session = PoliteSession()
 
     jobs: list[DatasetJob] = []
@@ -92,7 +116,7 @@ def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | N
         """Fetch one dataset at a time in this process; each is handed to a worker as soon as it is on disk."""
         for path in largest_first(good, lock):
             result = fetch_all([path], config.data_dir, mirror=config.mirror, lock=lock, session=session,
-                               repo_root=repo_root)[0]
+                               repo_root=repo_root, blocked=blocked)[0]
             report.fetch.append(result)
             if result.ok and result.manifest:
                 jobs.append(DatasetJob(manifest_path=Path(result.manifest).resolve(),

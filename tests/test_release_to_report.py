@@ -1,4 +1,4 @@
-"""The whole product in one go: the demo release built by the pipeline (what `make dataset` builds) is
+"""The whole product in one go: the demo release built by the pipeline (what `make demo` builds) is
 evaluated with `mmbu eval run → judge → score → report` against loopback servers, for two models
 with different box conventions (Qwen2.5-VL: pixels of the smart-resized image; InternVL: 0-1000)."""
 from __future__ import annotations
@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from support.build_manifests import demo_manifests
 from support.openai_server import OpenAIServer
 
 from mmbu.build.pipeline import BuildConfig, run_build
@@ -33,7 +32,7 @@ def judge_reply(call) -> str:
 def built_release(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("product")
     shutil.copy(REPO / "manifests" / "manifests.lock", work / "manifests.lock")
-    report = run_build(BuildConfig(manifests_dir=demo_manifests(REPO, work), data_dir=work / "data",
+    report = run_build(BuildConfig(manifests_dir=REPO / "manifests" / "demo", data_dir=work / "data",
                                    mirror=REPO / "manifests" / "mirror", lock_path=work / "manifests.lock",
                                    repo_root=REPO))
     assert report.exit_code == 0, report.failed

@@ -9,6 +9,7 @@ from rich.console import Console
 from mmbu.build.fetch.fetcher import fetch_all, repository_root, write_report
 from mmbu.build.fetch.lockfile import LockError, LockFile
 from mmbu.build.fetch.model import FetchResult
+from mmbu.build.fetch.plan import plan_fetch, plan_lines, probing_session
 from mmbu.build.fetch.progress import RichFetchProgress
 from mmbu.core.cli import ExitCode, InvalidInput
 from mmbu.curation.http import PoliteSession, load_policies
@@ -49,13 +50,17 @@ def _describe(result: FetchResult) -> str:
 @click.option("--only", multiple=True, metavar="ID", help="Fetch only these dataset ids (repeatable).")
 @click.option("--http-policies", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help='YAML {host: {requests_per_second: .., max_attempts: ..}}; host "*" sets the default.')
+@click.option("--dry-run", is_flag=True,
+              help="Print the plan only (datasets, hosts, bytes to download, free disk needed, what is already "
+                   "fetched); exit 1 when a dataset cannot be fetched now.")
 def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path | None, report_path: Path | None,
-          only: tuple[str, ...], http_policies: Path | None) -> None:
+          only: tuple[str, ...], http_policies: Path | None, dry_run: bool) -> None:
     """Fetch each dataset's files into DATA/raw/<id>/, verified and safely extracted.
 
     Sources: the mirror first, then Zenodo (MMBU_ZENODO_URL), Hugging Face (HF_ENDPOINT, HF_TOKEN),
     Kaggle (MMBU_KAGGLE_URL, KAGGLE_USERNAME/KAGGLE_KEY or ~/.kaggle/kaggle.json), plain URLs or local
-    paths. A dataset that is already complete is skipped without any network request.
+    paths. A dataset that is already complete is skipped without any network request. The plan is
+    printed first; a dataset whose host does not answer fails at once with one line.
     Exit 0 all fetched, 1 some datasets failed (see the report), 2 bad usage or unreadable input.
     """
     paths = _manifest_paths(manifests)
@@ -78,15 +83,23 @@ def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path 
     session = PoliteSession(policies, **({"default_policy": default_policy} if default_policy else {}))
     mirror = mirror if mirror and str(mirror) else None
     report_path = report_path or data_dir / "reports" / "fetch-report.jsonl"
+    repo_root = repository_root(manifests)
 
+    plan = plan_fetch(paths, data_dir, mirror=mirror, lock=lock, repo_root=repo_root,
+                      session=probing_session(policies, default_policy))
+    if dry_run:
+        click.echo("\n".join(plan_lines(plan, str(manifests))))
+        sys.exit(1 if plan.blocked else 0)
+    click.echo("\n".join(plan_lines(plan, str(manifests), with_errors=False)))
     console = Console(stderr=True)
     with RichFetchProgress(len(paths), console=console) as progress:
         def on_result(result: FetchResult) -> None:
             progress.print(_describe(result))
             progress.dataset_done()
 
-        results = fetch_all(paths, data_dir, mirror=mirror, lock=lock, session=session,
-                            repo_root=repository_root(manifests), progress=progress, on_result=on_result)
+        results = fetch_all(paths, data_dir, mirror=mirror, lock=lock, session=session, repo_root=repo_root,
+                            progress=progress, on_result=on_result,
+                            blocked={d.dataset_id: d.error or "" for d in plan.blocked})
     write_report(results, report_path)
     failed = [r for r in results if r.status == "error"]
     console.print(f"{len(results) - len(failed)} of {len(results)} datasets ready in {data_dir / 'raw'}; "

@@ -137,7 +137,8 @@ def _read_sidecar(sidecar: Path) -> dict[str, Any]:
         return {}
 
 
-def _total_size(response: requests.Response) -> int | None:
+def stated_total_size(response: requests.Response) -> int | None:
+    """The whole file's size from a 206's Content-Range or a plain 200's Content-Length (None if not stated)."""
     content_range = response.headers.get("Content-Range", "")
     match = re.match(r"bytes \d+-\d+/(\d+)$", content_range)
     if match:
@@ -176,7 +177,7 @@ def _one_pass(session: PoliteSession, request: DownloadRequest, part: Path, side
 def _write_body(response: requests.Response, url: str, name: str, offset: int, state: dict[str, Any],
                 part: Path, sidecar: Path, progress: ByteProgress) -> None:
     etag = response.headers.get("ETag")
-    total = _total_size(response)
+    total = stated_total_size(response)
     if offset and response.status_code == 206:
         same_object = (
             response.headers.get("Content-Range", "").startswith(f"bytes {offset}-")

@@ -16,7 +16,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from mmbu.build.fetch.archives import ExtractLimits, extract_archive, is_archive, looks_like_archive
@@ -205,8 +205,13 @@ def fetch_all(
     repo_root: Path | None = None,
     progress: ByteProgress | None = None,
     on_result: Callable[[FetchResult], None] | None = None,
+    blocked: Mapping[str, str] | None = None,
 ) -> list[FetchResult]:
-    """Fetch every manifest in turn; one dataset's failure never stops the others."""
+    """Fetch every manifest in turn; one dataset's failure never stops the others.
+
+    `blocked` maps dataset ids the fetch plan found unfetchable (host unreachable) to the cause: they fail at
+    once with it, without a request.
+    """
     session = session or PoliteSession()
     results = []
     for path in manifest_paths:
@@ -217,8 +222,10 @@ def fetch_all(
                                  error=" ".join(str(exc).split()))  # YAML errors span lines; the report wants one
         else:
             try:
-                result = fetch_dataset(manifest, data_dir, mirror=mirror, lock=lock, session=session,
-                                       repo_root=repo_root, progress=progress)
+                result = (FetchResult(dataset_id=manifest.id, status="error", source=manifest.source.kind,
+                                      error=blocked[manifest.id]) if blocked and manifest.id in blocked
+                          else fetch_dataset(manifest, data_dir, mirror=mirror, lock=lock, session=session,
+                                             repo_root=repo_root, progress=progress))
             except Exception as exc:  # noqa: BLE001 - a bug with one dataset must not stop the batch
                 result = FetchResult(dataset_id=manifest.id, status="error",
                                      error=f"unexpected {type(exc).__name__}: {exc}")

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mmbu.core.files import write_text_atomic
 
-HEADER = ("# Pinned downloads of manifests/datasets/*.yaml, written by `mmbu fetch`.\n"
+HEADER = ("# Pinned downloads of manifests/datasets/*.yaml and manifests/demo/*.yaml, written by `mmbu fetch`.\n"
           "# A fetched file whose sha256 differs from its pin is rejected. Review changes like code.\n")
 
 

@@ -1,11 +1,10 @@
-"""`make dataset` offline: the repository's demo manifests + bundled mirror build a complete, valid release."""
+"""`make demo` offline: the repository's demo manifests (manifests/demo/) + bundled mirror build a complete, valid release."""
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
 import pytest
-from support.build_manifests import demo_manifests
 
 from mmbu.build.pipeline import BuildConfig, run_build
 from mmbu.build.release import CONFIGS, CONTRACT_COLUMNS, verify_sha256sums
@@ -18,7 +17,7 @@ def demo(tmp_path_factory):
     work = tmp_path_factory.mktemp("demo")
     lock = work / "manifests.lock"
     shutil.copy(REPO / "manifests" / "manifests.lock", lock)  # the test must not rewrite the repository's pins
-    config = BuildConfig(manifests_dir=demo_manifests(REPO, work), data_dir=work / "data",
+    config = BuildConfig(manifests_dir=REPO / "manifests" / "demo", data_dir=work / "data",
                          mirror=REPO / "manifests" / "mirror", lock_path=lock, repo_root=REPO, jobs=2)
     return config, run_build(config)
 

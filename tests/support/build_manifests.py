@@ -157,15 +157,3 @@ def write_aperio_slide(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tifffile.imwrite(path, pixels, tile=(256, 256), photometric="rgb", description=description, metadata=None)
     return path
-
-
-def demo_manifests(repo: Path, work: Path) -> Path:
-    """A folder with the repository's demo manifests alone (manifests/datasets/demo_*.yaml): the real catalogue's
-    manifests beside them need the network, and these builds run offline from the bundled mirror."""
-    import shutil
-
-    folder = work / "demo-manifests"
-    folder.mkdir(exist_ok=True)
-    for path in (repo / "manifests" / "datasets").glob("demo_*.yaml"):
-        shutil.copy(path, folder / path.name)
-    return folder

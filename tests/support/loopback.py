@@ -164,3 +164,13 @@ class LoopbackServer:
             do_GET = do_POST = do_HEAD = do_PUT = _serve
 
         return _Handler
+
+
+def closed_port_url() -> str:
+    """An address on this machine where nothing listens: a connection is refused at once (a host that is down)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"

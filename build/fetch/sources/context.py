@@ -60,6 +60,32 @@ class FetchContext:
         return FetchedFile(name=relative, size=digests.size, sha256=digests.sha256, md5=digests.md5, origin=origin)
 
 
+@dataclass(frozen=True)
+class RemoteFile:
+    """A file a source will provide, as its host (or the lock) describes it before anything is downloaded.
+
+    `size` is None when nobody states it; `basis` says who stated it (zenodo, huggingface, kaggle,
+    content-range, manifests.lock, disk). `uncompressed` is the host's figure for what an archive holds
+    (Kaggle gives the files' sizes, not the zip's).
+    """
+
+    name: str
+    size: int | None
+    basis: str
+    uncompressed: int | None = None
+
+
+@dataclass
+class RemoteContext:
+    """What a source's `remote_files` needs: the session (the plan's, with short timeouts), the licence and
+    what manifests.lock resolved for fields the manifest leaves out (a Hugging Face revision, a Kaggle version)."""
+
+    session: PoliteSession
+    licence: str
+    repo_root: Path
+    pinned: dict[str, Any] = field(default_factory=dict)
+
+
 def tree_files(root: Path, patterns: list[str] | None = None, *, follow_links: bool = False) -> list[str]:
     """Regular files under `root` (relative POSIX paths, sorted), optionally filtered by glob patterns.
 

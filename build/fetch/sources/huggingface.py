@@ -14,9 +14,10 @@ import os
 from pathlib import Path
 
 from mmbu.build.fetch.model import FetchedFile, FetchError
-from mmbu.build.fetch.sources.context import FetchContext, tree_files
+from mmbu.build.fetch.sources.context import FetchContext, RemoteContext, RemoteFile, tree_files
 from mmbu.curation.http import USER_AGENT
 from mmbu.curation.manifest.source import HuggingFaceSource
+from mmbu.curation.sources.huggingface import next_link
 
 
 def fetch_huggingface(source: HuggingFaceSource, context: FetchContext) -> list[FetchedFile]:
@@ -51,3 +52,33 @@ def fetch_huggingface(source: HuggingFaceSource, context: FetchContext) -> list[
     if not names:
         raise FetchError(f"Hugging Face dataset {shown} has no files matching {source.patterns or '*'}")
     return [context.copy_in(root, name, origin=f"hf://datasets/{source.repo}@{revision}/{name}") for name in names]
+
+
+def huggingface_remote_files(source: HuggingFaceSource, context: RemoteContext) -> list[RemoteFile]:
+    """The files at the pinned commit with the Hub's sizes, from its tree listing (`/api/datasets/<repo>/tree/<rev>`,
+    paged by `Link` headers), filtered by `patterns` exactly as snapshot_download filters them. Without a revision
+    in the manifest or the lock, the default branch as it is now (what the first fetch will pin).
+
+    Asked through our own session rather than `HfApi.list_repo_tree`, which retries a dead host for about
+    20 seconds: the plan must tell an offline user in seconds.
+    """
+    from huggingface_hub.utils import filter_repo_objects
+
+    endpoint = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+    token = os.environ.get("HF_TOKEN")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    revision = source.revision or context.pinned.get("revision") or "main"
+    url: str | None = f"{endpoint}/api/datasets/{source.repo}/tree/{revision}"
+    params: dict[str, str] | None = {"recursive": "true"}
+    sizes: dict[str, int | None] = {}
+    while url:
+        answer = context.session.request_json("GET", url, params=params, headers=headers, use_cache=False)
+        for entry in answer.data if isinstance(answer.data, list) else []:
+            if entry.get("type") == "file":
+                sizes[entry["path"]] = entry.get("size")
+        url, params = next_link(answer.headers.get("Link")), None  # the next URL carries the query itself
+    names = list(filter_repo_objects(sorted(sizes), allow_patterns=source.patterns))
+    if not names:
+        raise FetchError(f"Hugging Face dataset {source.repo}@{revision[:12]} has no files matching "
+                         f"{source.patterns or '*'}")
+    return [RemoteFile(name=name, size=sizes[name], basis="huggingface") for name in names]

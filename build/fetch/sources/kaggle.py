@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mmbu.build.fetch.download import DownloadRequest
 from mmbu.build.fetch.model import FetchedFile, FetchError
-from mmbu.build.fetch.sources.context import FetchContext
+from mmbu.build.fetch.sources.context import FetchContext, RemoteContext, RemoteFile
 from mmbu.curation.manifest.source import KaggleSource
 
 DEFAULT_URL = "https://api.kaggle.com"
@@ -75,3 +75,39 @@ def fetch_kaggle(source: KaggleSource, context: FetchContext) -> list[FetchedFil
             url=url, name=file_name or f"{slug}.zip", method="POST", json=body, auth=auth, headers=dict(headers),
         )))
     return fetched
+
+
+def kaggle_remote_files(source: KaggleSource, context: RemoteContext) -> list[RemoteFile]:
+    """The files of the pinned version with Kaggle's sizes (`ListDatasetFiles`, paged by `nextPageToken`); without
+    a version in the manifest or the lock, the current one (what the first fetch will pin).
+
+    Kaggle states each file's `totalBytes`, not the size of the zip a whole-dataset download is: that
+    zip's size stays unknown and the files' total is given as what it will unpack to.
+    """
+    auth, headers = kaggle_credentials()
+    owner, slug = source.dataset.split("/", 1)
+    version = source.version or context.pinned.get("version")
+    shown = f"Kaggle dataset {source.dataset}" + (f" version {version}" if version else "")
+    url = f"{kaggle_base_url()}/v1/datasets.DatasetApiService/ListDatasetFiles"
+    sizes: dict[str, int] = {}
+    token: str | None = None
+    while True:
+        body = {"ownerSlug": owner, "datasetSlug": slug, "pageSize": 200}
+        if version:
+            body["datasetVersionNumber"] = version
+        if token:
+            body["pageToken"] = token
+        answer = context.session.post_json(url, json=body, auth=auth, headers=headers, use_cache=False)
+        if answer.get("errorMessage"):
+            raise FetchError(f"{shown}: {answer['errorMessage']}")
+        for entry in answer.get("datasetFiles") or []:
+            sizes[entry.get("name") or entry.get("ref")] = int(entry.get("totalBytes") or 0)
+        token = answer.get("nextPageToken")
+        if not token:
+            break
+    if source.files:
+        missing = [name for name in source.files if name not in sizes]
+        if missing:
+            raise FetchError(f"{shown} has no file(s) {', '.join(missing)}")
+        return [RemoteFile(name=name, size=sizes[name], basis="kaggle") for name in source.files]
+    return [RemoteFile(name=f"{slug}.zip", size=None, basis="kaggle", uncompressed=sum(sizes.values()))]

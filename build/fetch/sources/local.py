@@ -4,21 +4,32 @@ from __future__ import annotations
 from pathlib import Path
 
 from mmbu.build.fetch.model import FetchedFile, FetchError
-from mmbu.build.fetch.sources.context import FetchContext, tree_files
+from mmbu.build.fetch.sources.context import FetchContext, RemoteContext, RemoteFile, tree_files
 from mmbu.curation.manifest.source import LocalSource
 
 
-def fetch_local(source: LocalSource, context: FetchContext) -> list[FetchedFile]:
+def local_files(source: LocalSource, repo_root: Path) -> tuple[Path, list[str]]:
+    """(folder, file names relative to it) of a local source; FetchError if it is missing or empty."""
     path = Path(source.path)
-    path = path if path.is_absolute() else context.repo_root / path
+    path = path if path.is_absolute() else repo_root / path
     if path.is_file():
-        return [context.copy_in(path.parent, path.name, origin=str(path))]
+        return path.parent, [path.name]
     if not path.is_dir():
         raise FetchError(f"local source {source.path} does not exist (looked in {path})")
     names = tree_files(path, source.patterns)
     if not names:
         raise FetchError(f"local source {source.path} has no files matching {source.patterns or '*'}")
-    return [context.copy_in(path, name, origin=f"{path}/{name}") for name in names]
+    return path, names
+
+
+def fetch_local(source: LocalSource, context: FetchContext) -> list[FetchedFile]:
+    folder, names = local_files(source, context.repo_root)
+    return [context.copy_in(folder, name, origin=f"{folder}/{name}") for name in names]
+
+
+def local_remote_files(source: LocalSource, context: RemoteContext) -> list[RemoteFile]:
+    folder, names = local_files(source, context.repo_root)
+    return [RemoteFile(name=name, size=(folder / name).stat().st_size, basis="disk") for name in names]
 
 
 def fetch_mirror(mirror_dir: Path, context: FetchContext) -> list[FetchedFile]:

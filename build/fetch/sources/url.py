@@ -4,9 +4,9 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-from mmbu.build.fetch.download import DownloadRequest
+from mmbu.build.fetch.download import DownloadRequest, stated_total_size
 from mmbu.build.fetch.model import FetchedFile, FetchError
-from mmbu.build.fetch.sources.context import FetchContext
+from mmbu.build.fetch.sources.context import FetchContext, RemoteContext, RemoteFile
 from mmbu.curation.manifest.source import UrlSource
 
 
@@ -25,3 +25,15 @@ def fetch_url(source: UrlSource, context: FetchContext) -> list[FetchedFile]:
         fetched.append(context.download(DownloadRequest(url=entry.url, name=name, md5=entry.md5,
                                                         sha256=entry.sha256)))
     return fetched
+
+
+def url_remote_files(source: UrlSource, context: RemoteContext) -> list[RemoteFile]:
+    """Each file's size from a one-byte ranged GET (`Content-Range: bytes 0-0/<size>`), or the full answer's
+    Content-Length when the server ignores ranges; the connection is closed before the body is read."""
+    files = []
+    for entry in source.files:
+        with context.session.stream(entry.url, headers={"Range": "bytes=0-0", "Accept-Encoding": "identity"}) as answer:
+            files.append(RemoteFile(name=file_name_for(entry.url, entry.name), size=stated_total_size(answer),
+                                    basis="content-range"))
+    return files
+

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from mmbu.build.fetch.download import DownloadRequest
 from mmbu.build.fetch.model import FetchedFile, FetchError
-from mmbu.build.fetch.sources.context import FetchContext
+from mmbu.build.fetch.sources.context import FetchContext, RemoteContext, RemoteFile
 from mmbu.core.licences import same_licence, to_spdx
 from mmbu.curation.manifest.source import ZenodoSource
 
@@ -35,7 +35,8 @@ def check_licence(record: dict, source: ZenodoSource, manifest_licence: str) -> 
                          f"({spdx}), the manifest says {manifest_licence}; review the dataset before fetching")
 
 
-def fetch_zenodo(source: ZenodoSource, context: FetchContext) -> list[FetchedFile]:
+def wanted_entries(source: ZenodoSource, context: FetchContext | RemoteContext) -> tuple[str, list[dict]]:
+    """(base URL, the record's file entries the manifest asks for), after the licence check."""
     base = zenodo_base_url()
     record = context.session.get_json(f"{base}/api/records/{source.record}", use_cache=False)
     check_licence(record, source, context.licence)
@@ -45,9 +46,14 @@ def fetch_zenodo(source: ZenodoSource, context: FetchContext) -> list[FetchedFil
     if missing:
         raise FetchError(f"Zenodo record {source.record} has no file(s) {', '.join(missing)} "
                          f"(it has: {', '.join(sorted(entries)) or 'none'})")
+    return base, [entries[key] for key in wanted]
+
+
+def fetch_zenodo(source: ZenodoSource, context: FetchContext) -> list[FetchedFile]:
+    base, entries = wanted_entries(source, context)
     fetched = []
-    for key in wanted:
-        entry = entries[key]
+    for entry in entries:
+        key = entry["key"]
         checksum = entry.get("checksum") or ""
         url = (entry.get("links") or {}).get("self") or ""
         if not url.startswith(base + "/"):  # missing, or pointing elsewhere than MMBU_ZENODO_URL says
@@ -57,3 +63,9 @@ def fetch_zenodo(source: ZenodoSource, context: FetchContext) -> list[FetchedFil
             md5=checksum.removeprefix("md5:") if checksum.startswith("md5:") else None,
         )))
     return fetched
+
+
+def zenodo_remote_files(source: ZenodoSource, context: RemoteContext) -> list[RemoteFile]:
+    """The record's files with the sizes Zenodo states (one metadata request; the licence is re-checked)."""
+    _, entries = wanted_entries(source, context)
+    return [RemoteFile(name=entry["key"], size=entry.get("size"), basis="zenodo") for entry in entries]

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -77,12 +78,13 @@ def test_committed_schema_matches_the_models(repo_root):
     assert set(committed["required"]) >= {"id", "source", "license", "tasks", "layout", "metadata", "labels"}
 
 
-def test_every_manifest_in_the_repository_is_valid(repo_root):
-    """This is how CI validates contributors' manifests."""
-    files = find_manifest_files([repo_root / "manifests" / "datasets"])
+@pytest.mark.parametrize("folder", ["datasets", "demo"])
+def test_every_manifest_in_the_repository_is_valid(repo_root, folder):
+    """This is how CI validates contributors' manifests (the real catalogue and the offline demo)."""
+    files = find_manifest_files([repo_root / "manifests" / folder])
     report = validate_files(files, load_taxonomy())
     assert [str(p) for p in report.problems] == []
-    assert len(report.files) == len(list((repo_root / "manifests" / "datasets").glob("*.y*ml")))
+    assert len(report.files) == len(list((repo_root / "manifests" / folder).glob("*.y*ml")))
 
 
 def test_the_example_in_the_contributor_guide_validates(repo_root, tmp_path):

@@ -24,7 +24,7 @@ from mmbu.curation.manifest.validate import layout_tasks
 
 ROOT = Path(__file__).resolve().parents[3]
 MIRROR = ROOT / "manifests" / "mirror"
-DATASETS = ROOT / "manifests" / "datasets"
+DATASETS = ROOT / "manifests" / "demo"
 MAX_MIRROR_BYTES = 20 * 1024 * 1024
 
 
