@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mmbu.build.duplicates import DEFAULT_MAX_DISTANCE
 from mmbu.build.executors import ExecutorError
 from mmbu.build.fetch import LockError
 from mmbu.build.fetch.plan import plan_lines
@@ -33,8 +34,13 @@ from mmbu.taxonomy import TaxonomyError
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True)
 @click.option("--scheduler", default=None, help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (with --executor dask).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of option order and distractors.")
+@click.option("--duplicate-distance", type=click.IntRange(0, 47), default=DEFAULT_MAX_DISTANCE, show_default=True,
+              help="Images whose perceptual hashes differ by at most this many bits of 256 are one image: one copy "
+                   "per task stays (0: identical hashes only).")
+@click.option("--keep-duplicates", is_flag=True, help="Skip the duplicate-image check.")
 def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_path: Path | None,
-          taxonomy_path: Path | None, jobs: int, executor: str, scheduler: str | None, seed: int) -> None:
+          taxonomy_path: Path | None, jobs: int, executor: str, scheduler: str | None, seed: int,
+          duplicate_distance: int, keep_duplicates: bool) -> None:
     """Build the benchmark release from the manifests: fetch → layout → convert → metadata → questions → release.
 
     Each step of each dataset is skipped when its inputs are unchanged, and an interrupted build
@@ -48,7 +54,8 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
     data_dir = data_dir or Path(os.environ.get("MMBU_DATA", "data"))
     mirror = mirror or (Path(os.environ["MMBU_MIRROR"]) if os.environ.get("MMBU_MIRROR") else None)
     config = BuildConfig(manifests_dir=manifests_dir, data_dir=data_dir, mirror=mirror, lock_path=lock_path,
-                         taxonomy_path=taxonomy_path, seed=seed, jobs=jobs, executor=executor, scheduler=scheduler)
+                         taxonomy_path=taxonomy_path, seed=seed, jobs=jobs, executor=executor, scheduler=scheduler,
+                         duplicate_distance=None if keep_duplicates else duplicate_distance)
     if not manifest_paths(manifests_dir):
         click.echo(f"{manifests_dir} holds no manifest (*.yaml) yet: nothing to build. `make demo` builds the "
                    "offline demo; manifests/README.md says how to add a dataset.")
@@ -98,6 +105,11 @@ def _print_summary(report: BuildReport, console: Console) -> None:
     if not report.datasets:
         console.print(f"no dataset was built; {report.release_dir / 'exclusions.csv'} lists why.")
         return
+    duplicates = report.duplicates
+    if duplicates.drops:
+        console.print(f"duplicates: {len({(d.image_id, d.task) for d in duplicates.drops})} image(s) of "
+                      f"{duplicates.images_checked} dropped as copies of another ({len(duplicates.exclusions)} "
+                      "row(s); stage `duplicates` in exclusions.csv)")
     written = "written" if report.release_written else "unchanged (inputs identical)"
     console.print(f"release {report.release_dir}: {written}; rows per task: {report.release_rows}; "
                   f"{report.exclusions} item(s) excluded (see exclusions.csv and build-report.json)")

@@ -1,4 +1,4 @@
-"""The whole build: manifests → fetch → (per dataset) layout, convert, rows → release.
+"""The whole build: manifests → fetch → (per dataset) layout, convert, rows, hashes → duplicates → release.
 
 Fetching runs in this process (the lock file of sha256 pins has one writer); the per-dataset work
 runs on local processes or a Dask cluster through the same function, `steps.process_dataset`. The
@@ -15,6 +15,8 @@ from typing import Any
 import pandas as pd
 
 from mmbu.build.cache import hash_file, hash_json
+from mmbu.build.duplicates import DEFAULT_MAX_DISTANCE, DuplicateCheck, check_duplicates
+from mmbu.build.duplicates.check import keep_rows
 from mmbu.build.executors import ExecutorName, run_all
 from mmbu.build.fetch import FetchResult, LockFile, fetch_all, repository_root
 from mmbu.build.fetch.plan import FetchPlan, plan_fetch
@@ -43,6 +45,7 @@ class BuildConfig:
     executor: ExecutorName = "local"
     scheduler: str | None = None
     release_version: str = "0.1.0"
+    duplicate_distance: int | None = DEFAULT_MAX_DISTANCE  # None: no duplicate check (see mmbu.build.duplicates)
 
     @property
     def release_dir(self) -> Path:
@@ -58,6 +61,7 @@ class BuildReport:
     release_written: bool = False
     release_rows: dict[str, int] = field(default_factory=dict)
     exclusions: int = 0
+    duplicates: DuplicateCheck = field(default_factory=DuplicateCheck)
 
     @property
     def failed(self) -> list[str]:
@@ -137,6 +141,9 @@ def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | N
     # reports and release rows in manifest order, whatever order the datasets were processed in
     report.fetch.sort(key=lambda result: result.manifest or result.dataset_id)
     report.datasets = sorted(outcomes.values(), key=lambda outcome: outcome.manifest_path)
+    if config.duplicate_distance is not None:
+        report.duplicates = check_duplicates({o.dataset_id: Path(o.rows_path) for o in report.datasets
+                                              if o.ok and o.rows_path}, config.duplicate_distance)
 
     _write_release_if_changed(config, report, taxonomy.content_hash)
     write_json_atomic(Path(config.data_dir) / "build-report.json", _report_document(report))
@@ -182,6 +189,7 @@ def review_checks(report: BuildReport) -> list[dict[str, Any]]:
 
 def _dataset_exclusions(report: BuildReport) -> pd.DataFrame:
     rows = [e for outcome in report.datasets for e in outcome.exclusions]
+    rows += [e.model_dump() for e in report.duplicates.exclusions]
     for message in report.manifest_errors:
         rows.append({"dataset_id": Path(message.split(":", 1)[0]).stem, "sample_id": None,
                      "item": message.split(":", 1)[0], "stage": "manifest", "reason": message})
@@ -225,7 +233,8 @@ def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy
                "executor": config.executor})
     manifests = [load_manifest(o.manifest_path) for o in built]
     # a generator: the per-dataset frames are released once grouped, so rows are not held twice
-    rows_by_task = group_by_task(_read_rows(Path(o.rows_path)) for o in built)
+    rows_by_task = group_by_task(keep_rows(_read_rows(Path(o.rows_path)), report.duplicates.dropped_keys(o.dataset_id))
+                                 for o in built)
     summary = write_release(rows_by_task, config.release_dir, manifests, build_info,
                             exclusions=exclusions, version=config.release_version)
     report.release_written = True
@@ -257,4 +266,7 @@ def _report_document(report: BuildReport) -> dict[str, Any]:
         "exclusions": report.exclusions,
         "fetch": [r.model_dump(mode="json") for r in report.fetch],
         "datasets": [asdict(o) | {"exclusions": len(o.exclusions)} for o in report.datasets],
+        "duplicates": {"images_checked": report.duplicates.images_checked,
+                       "images_dropped": len({(d.image_id, d.task) for d in report.duplicates.drops}),
+                       "rows_dropped": len(report.duplicates.exclusions)},
     }

@@ -1,4 +1,4 @@
-"""One dataset's build after its files are fetched: layout → convert → metadata → questions → rows.
+"""One dataset's build after its files are fetched: layout → convert → metadata → questions → rows → hashes.
 
 `process_dataset(job)` is what the pipeline runs on a local process or a Dask worker. Each step is
 skipped when its inputs' hash is unchanged (`StepState`), converted images are reused one by one
@@ -22,6 +22,8 @@ from PIL import Image
 from mmbu.build.cache import StepState, hash_file, hash_json
 from mmbu.build.convert.base import ConvertOptions
 from mmbu.build.convert.batch import convert_one
+from mmbu.build.duplicates import HASH_VERSION, image_table
+from mmbu.build.duplicates.check import HASHES_FILE
 from mmbu.build.fetch import COMPLETION_RECORD
 from mmbu.build.layouts import Sample, mask_png, read_samples
 from mmbu.build.layouts.files import is_volume
@@ -111,7 +113,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     if state.is_fresh("layout", layout_key):
         outcome.skipped.append("layout")
     else:
-        state.forget_from(["convert", "rows"])
+        state.forget_from(["convert", "rows", "hashes"])
         samples, exclusions = read_samples(manifest, raw_dir, work / "layout-cache")
         write_json_atomic(samples_path, [s.model_dump(mode="json") for s in samples])
         write_json_atomic(layout_exclusions_path, [e.model_dump() for e in exclusions])
@@ -127,7 +129,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     if state.is_fresh("convert", convert_key):
         outcome.skipped.append("convert")
     else:
-        state.forget_from(["rows"])
+        state.forget_from(["rows", "hashes"])
         # the samples are parsed only when a step needs them: a no-op rebuild of 78K samples stays in seconds
         samples = [Sample.model_validate(s) for s in json.loads(samples_path.read_text(encoding="utf-8"))]
         converted, conversions, dropped = convert_samples(samples, manifest, work, code)
@@ -161,6 +163,20 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
                      {"rows": len(rows), "per_task": _count_tasks(rows["task"])})
         outcome.ran.append("rows")
     exclusions += _read_exclusions(rows_exclusions_path)
+
+    # hashes: each image's perceptual hashes, for the build's cross-dataset duplicate check
+    hashes_key = hash_json([rows_key, HASH_VERSION])
+    hashes_path = work / HASHES_FILE
+    if state.is_fresh("hashes", hashes_key):
+        outcome.skipped.append("hashes")
+    else:
+        previous = pd.read_parquet(hashes_path) if hashes_path.exists() else None  # unchanged PNGs keep theirs
+        rows = pd.read_parquet(rows_path, columns=["sample_id", "image_sample_id", "dataset_id", "source_path",
+                                                   "task", "image", "answer"])
+        table = image_table(rows, previous)
+        _write_parquet_atomic(table, hashes_path)
+        state.record("hashes", hashes_key, [hashes_path], {"images": int(table["image_id"].nunique())})
+        outcome.ran.append("hashes")
     outcome.lint_report = report_path.read_text(encoding="utf-8")
     outcome.rows_path = str(rows_path)
     outcome.exclusions = [e.model_dump() for e in exclusions]

@@ -12,9 +12,12 @@ class Exclusion(BaseModel):
     dataset_id: str
     sample_id: str | None = None
     item: str = Field(description="The file, row or object concerned (relative path where possible).")
-    stage: str = Field(description="layout, convert, metadata, questions, lint, release ...")
+    stage: str = Field(description="layout, convert, metadata, questions, lint, duplicates, release ...")
     reason: str
+    duplicate_of: str | None = Field(None, description="Duplicates: the sample id of the copy that was kept.")
+    distance: int | None = Field(None, description="Duplicates: perceptual-hash distance to it (bits of 256; 0 = "
+                                                   "the same file).")
 
 
-EXCLUSION_COLUMNS = ("dataset_id", "sample_id", "item", "stage", "reason")
+EXCLUSION_COLUMNS = ("dataset_id", "sample_id", "item", "stage", "reason", "duplicate_of", "distance")
 """The columns of `exclusions.csv`, in order: the fields of `Exclusion`."""

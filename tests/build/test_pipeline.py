@@ -58,7 +58,7 @@ def make_repo(root: Path, *, broken: bool = False) -> Path:
     for index in range(2):
         image = np.full((64, 80), 20, dtype=np.uint8)
         mask = np.zeros((64, 80), dtype=np.uint8)
-        mask[10:20, 10:24] = 1  # a nucleus
+        mask[10 + 40 * index:20 + 40 * index, 10:24] = 1  # a nucleus (elsewhere in each field: two distinct images)
         mask[30 + index:44 + index, 40:60] = 2  # a mitotic figure
         image[mask > 0] = 200
         Image.fromarray(image).save(root / "src" / "nuclei" / "images" / f"field{index}.png")
@@ -254,7 +254,7 @@ def test_a_steps_format_bump_reruns_the_steps_and_reuses_the_images(tmp_path, mo
     monkeypatch.setattr(steps, "STEPS_FORMAT", steps.STEPS_FORMAT + 1)
     report = run_build(config_for(tmp_path))  # jobs=1: the steps run in this process, with the bumped format
     assert report.exit_code == 0, report.failed
-    assert all(outcome.ran == ["layout", "convert", "rows"] for outcome in report.datasets)
+    assert all(outcome.ran == ["layout", "convert", "rows", "hashes"] for outcome in report.datasets)
     assert {p: p.stat().st_mtime_ns for p in images} == made
 
 

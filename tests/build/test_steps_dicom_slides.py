@@ -76,7 +76,7 @@ def test_each_slide_is_one_sample_converted_as_mmbu_convert_converts_its_folder(
     first = process_dataset(job)
 
     assert first.ok, first.error
-    assert first.ran == ["layout", "convert", "rows"]
+    assert first.ran == ["layout", "convert", "rows", "hashes"]
     assert first.exclusions == []
     converted = _converted(work)
     assert sorted(converted) == ["dense/slide-a/pyramid-2.dcm", "sparse/ct/ct-0.dcm", "sparse/ct/ct-1.dcm",
@@ -110,7 +110,7 @@ def test_each_slide_is_one_sample_converted_as_mmbu_convert_converts_its_folder(
     header = pydicom.dcmread(level1, stop_before_pixels=True)
     write_slide_instance(level1, np.full((48, 64, 3), 40, np.uint8), header.SeriesInstanceUID, header.StudyInstanceUID)
     third = process_dataset(job)
-    assert third.ok and third.ran == ["layout", "convert", "rows"]
+    assert third.ok and third.ran == ["layout", "convert", "rows", "hashes"]
     again = _converted(work)
     assert (_pixels(again["dense/slide-a/pyramid-2.dcm"]["png"]) == 40).all()
     assert slide_b_png.stat().st_mtime_ns == untouched

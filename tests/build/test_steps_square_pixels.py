@@ -112,8 +112,9 @@ def _pngs(root: Path) -> dict[str, tuple[tuple[int, int], str]]:
 
 def test_flipping_the_switch_in_the_manifest_reconverts_the_images(tmp_path):
     manifest_path = _repo(tmp_path, square_pixels=None)
+    # the four CTs are one picture at four intensities: copies to the duplicate check, which is not tested here
     config = BuildConfig(manifests_dir=manifest_path.parent, data_dir=tmp_path / "data", repo_root=tmp_path,
-                         taxonomy_path=tmp_path / "taxonomy.yaml")
+                         taxonomy_path=tmp_path / "taxonomy.yaml", duplicate_distance=None)
     write_taxonomy(tmp_path)
 
     first = run_build(config)
@@ -126,7 +127,7 @@ def test_flipping_the_switch_in_the_manifest_reconverts_the_images(tmp_path):
     manifest_path.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8")
     second = run_build(config)
     assert second.exit_code == 0, second.failed
-    assert second.datasets[0].ran == ["layout", "convert", "rows"]
+    assert second.datasets[0].ran == ["layout", "convert", "rows", "hashes"]
     stored = _pngs(tmp_path)
     assert stored.keys() == squared.keys()  # same sample ids: the switch does not rename images
     assert {size for size, _ in stored.values()} == {(COLUMNS, ROWS)}

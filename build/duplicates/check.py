@@ -1,0 +1,67 @@
+"""The duplicate step of a build: every built dataset's image table → drops → exclusions and a row filter.
+
+Runs in the build's main process once all datasets are processed (it compares across datasets). Every release
+row of a dropped image in that task becomes an exclusion (stage `duplicates`) naming the kept copy and the
+distance; `keep_rows` removes those rows while the release is written.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from mmbu.build.duplicates.resolve import DuplicateDrop, find_duplicates
+from mmbu.core.exclusions import Exclusion
+
+HASHES_FILE = "image-hashes.parquet"  # in work/<id>/, written by the dataset's `hashes` step
+
+
+@dataclass
+class DuplicateCheck:
+    drops: list[DuplicateDrop] = field(default_factory=list)
+    exclusions: list[Exclusion] = field(default_factory=list)
+    images_checked: int = 0
+
+    def dropped_keys(self, dataset_id: str) -> set[tuple[str, str]]:
+        """(image id, task) pairs whose rows leave this dataset's part of the release."""
+        return {(d.image_id, d.task) for d in self.drops if d.dataset_id == dataset_id}
+
+    def decisions(self) -> list[list[str | int]]:
+        """What the release depends on (part of its inputs hash)."""
+        return sorted([d.dataset_id, d.image_id, d.task, d.keeper_id, d.distance] for d in self.drops)
+
+
+def image_ids(rows: pd.DataFrame) -> pd.Series:
+    """The image a row asks about: `image_sample_id` for grounded rows, the row's own id otherwise."""
+    return rows["image_sample_id"].fillna(rows["sample_id"]) if "image_sample_id" in rows else rows["sample_id"]
+
+
+def keep_rows(rows: pd.DataFrame, dropped: set[tuple[str, str]]) -> pd.DataFrame:
+    if not dropped or rows.empty:
+        return rows
+    keys = pd.Series(list(zip(image_ids(rows), rows["task"])), index=rows.index)
+    return rows[~keys.isin(dropped)]
+
+
+def check_duplicates(rows_paths: dict[str, Path], max_distance: int) -> DuplicateCheck:
+    """Duplicates among the datasets whose `rows.parquet` paths are given (their image tables lie beside)."""
+    tables = [pd.read_parquet(Path(path).with_name(HASHES_FILE)) for path in rows_paths.values()
+              if Path(path).with_name(HASHES_FILE).exists()]
+    images = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    check = DuplicateCheck(images_checked=int(images["image_id"].nunique()) if len(images) else 0)
+    check.drops = find_duplicates(images, max_distance)
+    by_dataset: dict[str, list[DuplicateDrop]] = {}
+    for drop in check.drops:
+        by_dataset.setdefault(drop.dataset_id, []).append(drop)
+    for dataset_id, drops in sorted(by_dataset.items()):
+        rows = pd.read_parquet(rows_paths[dataset_id], columns=["sample_id", "image_sample_id", "task"])
+        rows["image_id"] = image_ids(rows)
+        wanted = {(d.image_id, d.task): d for d in drops}
+        for sample_id, image_id, task in rows[["sample_id", "image_id", "task"]].itertuples(index=False):
+            drop = wanted.get((image_id, task))
+            if drop is not None:
+                check.exclusions.append(Exclusion(
+                    dataset_id=dataset_id, sample_id=sample_id, item=drop.source_path, stage="duplicates",
+                    reason=drop.reason, duplicate_of=drop.keeper_id, distance=drop.distance))
+    return check

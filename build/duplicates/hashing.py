@@ -1,0 +1,57 @@
+"""Perceptual hashes of release images, chosen for biomedical images (evidence: benchmarks/RESULTS.md, "Duplicates").
+
+Each image gets two 256-bit DCT perceptual hashes (imagehash's `phash` with `hash_size=16`, i.e. the signs of the
+16×16 lowest DCT frequencies of a 64×64 grey thumbnail against their median):
+  * `grey`: of the luma image as it is. Survives resizing, re-encoding and colour/contrast changes of H&E tiles;
+  * `equalised`: of the histogram-equalised luma. Equalisation turns any monotone intensity mapping into the same
+    image, so two conversions of one DICOM or fluorescence image with different windows hash alike.
+Two images are near-duplicates when either distance is small. Average and wavelet hashes were rejected on
+measurement: distinct MR/CT slices sit 2 bits apart under them (grey images share their mean-threshold pattern),
+and 64-bit hashes leave too few bits between distinct H&E tiles.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageOps
+
+HASH_SIZE = 16  # 16×16 = 256 bits per hash
+HASH_BYTES = HASH_SIZE * HASH_SIZE // 8
+THUMBNAIL = 512  # images are box-reduced to at most this side first: the hash only sees 64×64 anyway
+HASH_VERSION = "phash16-grey+equalised-v1"  # part of cache keys: bump when the hashes change
+
+
+@dataclass(frozen=True)
+class ImageHashes:
+    grey: bytes
+    equalised: bytes
+    sha256: str  # of the file: identical files are exact duplicates whatever their hashes say
+    width: int
+    height: int
+
+
+def phash_bytes(image: Image.Image) -> bytes:
+    """imagehash's 256-bit pHash of `image`, packed into 32 bytes (row-major bits)."""
+    import imagehash
+
+    return np.packbits(imagehash.phash(image, hash_size=HASH_SIZE).hash.flatten()).tobytes()
+
+
+def image_hashes(path: Path) -> ImageHashes:
+    """Both perceptual hashes of one image file, its sha256 and size. Raises OSError/ValueError if unreadable."""
+    data = Path(path).read_bytes()
+    with Image.open(Path(path)) as image:
+        width, height = image.size
+        factor = max(1, max(width, height) // THUMBNAIL)
+        grey = image.convert("L")
+        if factor > 1:
+            grey = grey.reduce(factor)  # a box filter: cheap, and the 64×64 thumbnail averages far more anyway
+    return ImageHashes(grey=phash_bytes(grey), equalised=phash_bytes(ImageOps.equalize(grey)),
+                       sha256=hashlib.sha256(data).hexdigest(), width=width, height=height)
+
+
+def hamming(a: bytes, b: bytes) -> int:
+    return int(np.unpackbits(np.frombuffer(a, np.uint8) ^ np.frombuffer(b, np.uint8)).sum())
