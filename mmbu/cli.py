@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "manifests": ("mmbu.curation.manifest.cli:manifests", "Validate dataset manifests or export their JSON Schema."),
     "discover": ("mmbu.curation.agent.cli:discover", "Search Zenodo, Hugging Face, Kaggle and Papers with Code for candidates."),
     "review": ("mmbu.curation.review.cli:review", "Reviewer manifests, consensus and promotion between curation rounds."),
+    "catalogue": ("mmbu.curation.catalogue.cli:catalogue", "Coverage of the catalogue against the taxonomy and the paper."),
     "fetch": ("mmbu.build.fetch.cli:fetch", "Download every manifest's files into $MMBU_DATA/raw/<id>/."),
     "convert": ("mmbu.build.convert.cli:convert", "Convert DICOM, NIfTI, whole-slide, OME-TIFF and raster images to PNG."),
     "build": ("mmbu.build.cli:build", "Build the benchmark release from the manifests."),

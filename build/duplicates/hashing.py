@@ -6,8 +6,8 @@ Each image gets two 256-bit DCT perceptual hashes (imagehash's `phash` with `has
   * `equalised`: of the histogram-equalised luma. Equalisation turns any monotone intensity mapping into the same
     image, so two conversions of one DICOM or fluorescence image with different windows hash alike.
 Two images are near-duplicates when either distance is small. Average and wavelet hashes were rejected on
-measurement: distinct MR/CT slices sit 2 bits apart under them (grey images share their mean-threshold pattern),
-and 64-bit hashes leave too few bits between distinct H&E tiles.
+measurement: distinct MR/CT/NM slices come within 0–4 bits under them (grey images share their mean-threshold
+pattern), and 64-bit pHashes leave distinct H&E tiles 16 bits apart, too few for a threshold.
 """
 from __future__ import annotations
 

@@ -6,8 +6,9 @@ r < 32, 137 for r < 48) and only those candidates are compared bit by bit. Each 
 lookup of every item's key in a 65,536-entry bucket table, so the cost grows with n and the candidates, not with n²
 (78K images: benchmarks/RESULTS.md). The result is exact: the same pairs as comparing every pair.
 
-No well-kept Python library does this: faiss's `IndexBinaryMultiHash` answered the same 78K range query about
-20× slower than its own brute force here, and BK-trees degrade to near-linear scans per query at this radius.
+faiss's `IndexBinaryMultiHash` answers the same 78K range query 14× slower than this here, and its brute-force
+index is quadratic (benchmarks/RESULTS.md, "Duplicates"); BK-trees degrade to near-linear scans per query at
+this radius. Hence this short, exact implementation.
 """
 from __future__ import annotations
 

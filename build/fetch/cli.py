@@ -89,7 +89,7 @@ def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path 
                       session=probing_session(policies, default_policy))
     if dry_run:
         click.echo("\n".join(plan_lines(plan, str(manifests))))
-        sys.exit(1 if plan.blocked else 0)
+        raise SystemExit(ExitCode.ITEMS_FAILED if plan.blocked else ExitCode.OK)
     click.echo("\n".join(plan_lines(plan, str(manifests), with_errors=False)))
     console = Console(stderr=True)
     with RichFetchProgress(len(paths), console=console) as progress:

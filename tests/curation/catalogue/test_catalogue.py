@@ -1,0 +1,132 @@
+"""`mmbu catalogue`: coverage of manifests written by the real YAML writer, against the bundled taxonomy and the
+paper's targets; Markdown, JSON and the chart (read back with Pillow); the comparison CI shows on a pull request."""
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner
+from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "manifest"))
+from factories import manifest_dict, write_manifest  # noqa: E402
+
+from mmbu.cli import cli
+from mmbu.curation.catalogue import catalogue_coverage, paper_targets
+from mmbu.taxonomy import load_taxonomy
+
+BRAIN = {"domain": "neurology", "modality": "magnetic resonance imaging", "sub_modality": "structural MRI",
+         "stain": None, "specimen": "human", "specimen_subregion": "brain", "topic": "brain tumours",
+         "original_task": "tumour segmentation"}
+
+
+def catalogue(folder: Path) -> Path:
+    """Three datasets: blood smears (classification, Zenodo, primary evidence), brain MR (segmentation, Hugging
+    Face, CC-BY-SA-4.0, no sample count) and a detection set from a URL with only secondary layout evidence."""
+    write_manifest(folder, manifest_dict())
+    brain = manifest_dict(id="brain_mr", license="CC-BY-SA-4.0",
+                          source={"kind": "huggingface", "repo": "org/brain", "revision": "a" * 40},
+                          tasks=["mask_grounded_classification", "box_grounded_classification"],
+                          layout={"kind": "image_mask_pairs", "images": "img/*.png", "masks": "seg/*.png",
+                                  "mask_values": {1: "neutrophil"}})
+    brain["metadata"].update(BRAIN)
+    brain["evidence"] = copy.deepcopy(brain["evidence"])
+    brain["evidence"]["samples"] = {"cites": {"source": "https://example.org/brain", "level": "secondary"}}
+    write_manifest(folder, brain)
+    boxes = manifest_dict(id="parasite_boxes", tasks=["object_detection"],
+                          source={"kind": "url", "files": [{"url": "https://data.example.org/malaria.zip"}]})
+    boxes["evidence"] = copy.deepcopy(boxes["evidence"])
+    boxes["evidence"]["host"] = {"source": "https://data.example.org", "level": "secondary"}
+    boxes["evidence"]["samples"]["count"] = 1364
+    write_manifest(folder, boxes)
+    return folder
+
+
+def test_counts_per_modality_kind_host_licence_and_level(tmp_path):
+    coverage = catalogue_coverage(catalogue(tmp_path / "datasets"), load_taxonomy())
+
+    assert (coverage.datasets, coverage.samples, coverage.unknown_counts) == (3, 17092 + 1364, 1)
+    modalities = {m.name: m for m in coverage.modalities}
+    assert modalities["light microscopy"].datasets == 2 and modalities["light microscopy"].samples == 18456
+    brightfield = {s.name: s for s in modalities["light microscopy"].sub_modalities}["brightfield microscopy"]
+    assert brightfield.dataset_ids == ["blood_cells", "parasite_boxes"]
+    mri = modalities["magnetic resonance imaging"]
+    assert mri.datasets == 1 and mri.unknown_counts == 1 and "diffusion magnetic resonance imaging" in mri.gaps
+    assert "computed tomography" in coverage.modality_gaps and "light microscopy" not in coverage.modality_gaps
+    assert {t.name: t.datasets for t in coverage.source_kinds} == {"classification": 1, "segmentation": 1,
+                                                                  "detection": 1}
+    assert {t.name: t.datasets for t in coverage.tasks}["box_grounded_classification"] == 1
+    assert {t.name: t.dataset_ids for t in coverage.hosts} == {"zenodo.org": ["blood_cells"],
+                                                              "huggingface.co": ["brain_mr"],
+                                                              "data.example.org": ["parasite_boxes"]}
+    assert {t.name: t.datasets for t in coverage.licences} == {"CC-BY-4.0": 2, "CC-BY-SA-4.0": 1}
+    # the weakest of host, licence and layout: the factory's layout evidence is secondary
+    assert {t.name: t.datasets for t in coverage.levels} == {"primary": 0, "secondary": 3, "unverified": 0,
+                                                            "no evidence": 0}
+    assert coverage.fact_levels["host"] == {"primary": 2, "secondary": 1, "unverified": 0}
+    assert coverage.paper.sources_by_kind == {"classification": 250, "segmentation": 84, "detection": 76}
+
+
+def test_command_prints_and_writes_markdown_json_and_chart(tmp_path):
+    folder = catalogue(tmp_path / "datasets")
+    summary = tmp_path / "summary.md"
+    result = CliRunner().invoke(cli, ["catalogue", "--manifests", str(folder), "--out", str(tmp_path / "out"),
+                                      "--summary", str(summary)])
+
+    assert result.exit_code == 0, result.output
+    assert "**3** dataset(s) of the paper's 410" in result.output
+    assert "| segmentation | 1 | 0 (+1 without a count) | 84 |" in result.output
+    assert "- modalities: computed tomography," in result.output
+    markdown = (tmp_path / "out" / "catalogue.md").read_text(encoding="utf-8")
+    assert summary.read_text(encoding="utf-8") == markdown
+    written = json.loads((tmp_path / "out" / "catalogue.json").read_text(encoding="utf-8"))
+    assert written["datasets"] == 3 and written["paper"]["datasets"] == paper_targets().datasets
+    with Image.open(tmp_path / "out" / "catalogue.png") as chart:
+        assert chart.format == "PNG" and chart.width > 1000
+        colours = np.unique(np.asarray(chart.convert("RGB")).reshape(-1, 3), axis=0)
+        assert len(colours) > 10  # bars and text, not a blank canvas
+
+
+def test_compare_names_what_a_pull_request_changes(tmp_path):
+    base = catalogue(tmp_path / "base")
+    head = catalogue(tmp_path / "head")
+    (head / "brain_mr.yaml").unlink()
+    ct = manifest_dict(id="chest_ct", source={"kind": "zenodo", "record": 99}, license="CC0-1.0")
+    ct["metadata"].update(modality="computed tomography", sub_modality="conventional computed tomography",
+                          stain=None, specimen="human", specimen_subregion="chest", domain="radiology")
+    write_manifest(head, ct)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["catalogue", "--manifests", str(base), "--out", str(tmp_path / "b"),
+                               "--quiet"]).exit_code == 0
+
+    result = runner.invoke(cli, ["catalogue", "--manifests", str(head), "--compare", str(tmp_path / "b" /
+                                                                                           "catalogue.json")])
+
+    assert "## Changes against the base" in result.output
+    assert "- added: chest_ct" in result.output and "- removed: brain_mr" in result.output
+    assert "computed tomography 0 → 1" in result.output and "magnetic resonance imaging 1 → 0" in result.output
+    assert "CC0-1.0 0 → 1" in result.output and "gaps filled: conventional computed tomography" in result.output
+
+
+def test_unreadable_manifests_are_listed_and_bad_usage_is_exit_2(tmp_path):
+    folder = catalogue(tmp_path / "datasets")
+    (folder / "broken.yaml").write_text("id: broken\ntitle: [unclosed\n", encoding="utf-8")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["catalogue", "--manifests", str(folder)])
+    assert result.exit_code == 1 and "1 manifest(s) could not be read" in result.output
+    assert "broken.yaml" in result.output and "**3** dataset(s)" in result.output
+    missing = runner.invoke(cli, ["catalogue", "--manifests", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and "no such folder" in missing.output
+    (tmp_path / "not.json").write_text("[]", encoding="utf-8")
+    bad = runner.invoke(cli, ["catalogue", "--manifests", str(folder), "--compare", str(tmp_path / "not.json")])
+    assert bad.exit_code == 2 and "not a catalogue.json" in bad.output
+
+
+def test_the_repository_catalogue_and_demo_report(repo_root):
+    """What CI runs on every pull request."""
+    for folder in ("manifests/datasets", "manifests/demo"):
+        result = CliRunner().invoke(cli, ["catalogue", "--manifests", str(repo_root / folder), "--quiet"])
+        assert result.exit_code == 0, result.output
