@@ -213,7 +213,7 @@ def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy
         "taxonomy": taxonomy_hash,
         "rows": {o.dataset_id: hash_file(Path(o.rows_path)) for o in built},
         "manifests": {o.dataset_id: o.manifest_hash for o in built},  # hashed by the worker that parsed it
-        "exclusions": exclusions.fillna("").to_dict(orient="records"),
+        "exclusions": exclusions.astype(object).where(exclusions.notna(), "").to_dict(orient="records"),
     })
     info_path = config.release_dir / "build_info.json"
     if info_path.exists() and (config.release_dir / "SHA256SUMS").exists():

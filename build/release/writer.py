@@ -47,6 +47,7 @@ def _exclusion_frame(exclusions: Iterable[Exclusion] | pd.DataFrame) -> pd.DataF
         frame = exclusions.reindex(columns=list(EXCLUSION_COLUMNS))
     else:
         frame = pd.DataFrame([e.model_dump() for e in exclusions], columns=list(EXCLUSION_COLUMNS))
+    frame["distance"] = frame["distance"].astype("Int64")  # "3", not "3.0", beside the empty cells
     return frame.sort_values(["dataset_id", "stage", "item", "reason"], na_position="first").reset_index(drop=True)
 
 

@@ -28,7 +28,8 @@ def write_dataset(root, dataset_id, evidence):
         folder = root / "src" / dataset_id / label
         folder.mkdir(parents=True)
         for index in range(2):
-            pixels = np.random.default_rng(index).integers(0, 255, (24, 32, 3), dtype=np.uint8)
+            seed = [index, *map(ord, dataset_id + label)]  # distinct images: copies would be dropped as duplicates
+            pixels = np.random.default_rng(seed).integers(0, 255, (24, 32, 3), dtype=np.uint8)
             Image.fromarray(pixels).save(folder / f"{label}{index}.png")
     document = {"id": dataset_id, "title": dataset_id, "source": {"kind": "local", "path": f"src/{dataset_id}"},
                 "license": "CC-BY-4.0", "citation": "test data", "tasks": ["ungrounded_classification"],

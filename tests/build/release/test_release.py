@@ -123,7 +123,7 @@ def test_build_info_and_exclusions(release, built):
     assert info["packages"]["pandera"] and info["rows"] == summary.rows
     with (out / "exclusions.csv").open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["dataset_id", "sample_id", "item", "stage", "reason"]
+    assert list(rows[0]) == ["dataset_id", "sample_id", "item", "stage", "reason", "duplicate_of", "distance"]
     assert any(r["item"] == "XYZ/stray.png" and r["stage"] == "layout" for r in rows)
 
 
