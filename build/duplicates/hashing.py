@@ -21,7 +21,11 @@ from PIL import Image, ImageOps
 HASH_SIZE = 16  # 16×16 = 256 bits per hash
 HASH_BYTES = HASH_SIZE * HASH_SIZE // 8
 THUMBNAIL = 512  # images are box-reduced to at most this side first: the hash only sees 64×64 anyway
-HASH_VERSION = "phash16-grey+equalised-v1"  # part of cache keys: bump when the hashes change
+HASH_VERSION = "phash16-grey+equalised-v2"  # part of cache keys: bump when the hashes change
+# A flat image (one grey level, bare glass, an empty frame) has no structure for a perceptual hash to describe:
+# every flat image hashes alike whatever its level, and near-flat ones hash noise. Below this standard deviation
+# of the 64×64 grey thumbnail (in 8-bit levels) an image is matched by identical bytes only.
+MIN_STRUCTURE = 2.0
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,7 @@ class ImageHashes:
     sha256: str  # of the file: identical files are exact duplicates whatever their hashes say
     width: int
     height: int
+    structure: float  # standard deviation of the 64×64 grey thumbnail (see MIN_STRUCTURE)
 
 
 def phash_bytes(image: Image.Image) -> bytes:
@@ -49,8 +54,9 @@ def image_hashes(path: Path) -> ImageHashes:
         grey = image.convert("L")
         if factor > 1:
             grey = grey.reduce(factor)  # a box filter: cheap, and the 64×64 thumbnail averages far more anyway
+    structure = float(np.asarray(grey.resize((64, 64), Image.Resampling.LANCZOS), dtype=np.float32).std())
     return ImageHashes(grey=phash_bytes(grey), equalised=phash_bytes(ImageOps.equalize(grey)),
-                       sha256=hashlib.sha256(data).hexdigest(), width=width, height=height)
+                       sha256=hashlib.sha256(data).hexdigest(), width=width, height=height, structure=structure)
 
 
 def hamming(a: bytes, b: bytes) -> int:

@@ -2,7 +2,8 @@
 
 Duplicates are looked for among the images that have rows in the same task (the same image asked about in two
 tasks is two different questions, e.g. a whole-image label and a boxed region). Pairs within `max_distance` on
-either hash (`hashing.py`), and files with identical bytes, are linked; each connected group keeps one image:
+either hash (`hashing.py`; flat images, which all hash alike, only by identical bytes), and files with identical
+bytes, are linked; each connected group keeps one image:
 
   1. the larger image (more pixels): the source over its downsampled copies (MedMNIST, thumbnails);
   2. then the dataset listed first (manifest ids in sorted order, as the build lists them);
@@ -20,7 +21,7 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from mmbu.build.duplicates.hashing import HASH_BYTES
+from mmbu.build.duplicates.hashing import HASH_BYTES, MIN_STRUCTURE
 from mmbu.build.duplicates.index import hamming_rows, pairs_within
 
 # The largest distance (bits of 256) at which two images count as copies. Chosen on measurement
@@ -29,7 +30,7 @@ from mmbu.build.duplicates.index import hamming_rows, pairs_within
 DEFAULT_MAX_DISTANCE = 24
 
 IMAGE_COLUMNS = ("image_id", "dataset_id", "source_path", "task", "answer", "grey", "equalised", "sha256",
-                 "width", "height")
+                 "width", "height", "structure")
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,8 @@ def find_duplicates(images: pd.DataFrame, max_distance: int = DEFAULT_MAX_DISTAN
     position = {image_id: index for index, image_id in enumerate(unique["image_id"])}
     grey = _codes(unique["grey"])
     equalised = _codes(unique["equalised"])
-    left, right = _linked_pairs(grey, equalised, unique["sha256"].to_numpy(), max_distance)
+    structured = unique["structure"].to_numpy() >= MIN_STRUCTURE
+    left, right = _linked_pairs(grey, equalised, unique["sha256"].to_numpy(), structured, max_distance)
     drops: list[DuplicateDrop] = []
     for task, rows in images.groupby("task", sort=True):
         members = np.array([position[i] for i in rows["image_id"]])
@@ -84,10 +86,14 @@ def _codes(column: pd.Series) -> np.ndarray:
     return np.frombuffer(b"".join(column), dtype=np.uint8).reshape(-1, HASH_BYTES)
 
 
-def _linked_pairs(grey: np.ndarray, equalised: np.ndarray, sha256: np.ndarray,
+def _linked_pairs(grey: np.ndarray, equalised: np.ndarray, sha256: np.ndarray, structured: np.ndarray,
                   max_distance: int) -> tuple[np.ndarray, np.ndarray]:
-    """Index pairs (i < j) close on either hash, plus identical files."""
-    found = [pairs_within(grey, max_distance)[:2], pairs_within(equalised, max_distance)[:2]]
+    """Index pairs (i < j) close on either hash (both images with structure to hash), plus identical files."""
+    found = []
+    for codes in (grey, equalised):
+        left, right, _ = pairs_within(codes, max_distance)
+        both = structured[left] & structured[right]
+        found.append((left[both], right[both]))
     _, first, inverse = np.unique(sha256, return_index=True, return_inverse=True)
     same = np.flatnonzero(first[inverse] != np.arange(len(sha256)))  # later copies of an identical file
     found.append((first[inverse][same], same))

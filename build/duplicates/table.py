@@ -39,11 +39,12 @@ def image_table(rows: pd.DataFrame, previous: pd.DataFrame | None = None) -> pd.
             key = png_key(Path(png))
             cached = known.get((image_id, key))
             hashes[image_id] = (ImageHashes(cached.grey, cached.equalised, cached.sha256, cached.width,
-                                            cached.height) if cached is not None else image_hashes(Path(png)), key)
+                                            cached.height, cached.structure) if cached is not None
+                                else image_hashes(Path(png)), key)
         except (OSError, ValueError):
             continue
     frame = frame[frame["image_id"].isin(hashes)].reset_index(drop=True)
-    for column in ("grey", "equalised", "sha256", "width", "height"):
+    for column in ("grey", "equalised", "sha256", "width", "height", "structure"):
         frame[column] = [getattr(hashes[i][0], column) for i in frame["image_id"]]
     frame["png_key"] = [hashes[i][1] for i in frame["image_id"]]
     return frame[[*IMAGE_COLUMNS, *CACHE_COLUMNS]]

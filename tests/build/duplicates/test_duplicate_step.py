@@ -33,7 +33,7 @@ def table_row(path: Path, image_id: str, dataset_id: str, task: str = "ungrounde
     hashes = image_hashes(path)
     return {"image_id": image_id, "dataset_id": dataset_id, "source_path": path.name, "task": task,
             "answer": answer, "grey": hashes.grey, "equalised": hashes.equalised, "sha256": hashes.sha256,
-            "width": hashes.width, "height": hashes.height}
+            "width": hashes.width, "height": hashes.height, "structure": hashes.structure}
 
 
 def test_the_larger_copy_stays_and_the_drop_names_it_with_the_distance(tmp_path):
@@ -69,6 +69,19 @@ def test_one_image_in_two_tasks_is_two_questions_not_a_duplicate(tmp_path):
                            table_row(tmp_path / "b.png", "masks-1", "masks", task="mask_grounded_classification",
                                      answer=None)])
     assert find_duplicates(images, 24) == []
+
+
+def test_flat_images_are_copies_only_when_their_files_are_identical(tmp_path):
+    """Every one-level image has the same pHash whatever the level: dark and bright fields are not copies."""
+    import numpy as np
+
+    for name, level in (("dark", 40), ("bright", 200)):
+        Image.fromarray(np.full((24, 32, 3), level, np.uint8)).save(tmp_path / f"{name}.png")
+    Image.fromarray(np.full((24, 32, 3), 40, np.uint8)).save(tmp_path / "dark-again.png")
+    rows = [table_row(tmp_path / f"{name}.png", f"{name}-1", name) for name in ("dark", "bright", "dark-again")]
+    assert rows[0]["grey"] == rows[1]["grey"] and rows[0]["structure"] < 2
+    (drop,) = find_duplicates(pd.DataFrame(rows), 24)
+    assert (drop.image_id, drop.keeper_id, drop.distance) == ("dark-again-1", "dark-1", 0)
 
 
 def test_a_chain_of_copies_keeps_one(tmp_path):
