@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +23,9 @@ def stage_folders() -> dict[str, str]:
     return ast.literal_eval(node.value)
 
 
-LINT_IMPORTS = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or "lint-imports"
+# import-linter's `lint-imports` script, run by this interpreter: a worktree's venv may import the package
+# without having the script on PATH
+LINT_IMPORTS = [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"]
 
 
 def installed_layout(target: Path, extra: dict[str, str] | None = None) -> Path:
@@ -45,7 +46,7 @@ def installed_layout(target: Path, extra: dict[str, str] | None = None) -> Path:
 
 def lint_imports(layout: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(layout)}
-    return subprocess.run([LINT_IMPORTS, "--config", str(ROOT / ".importlinter"), "--no-cache"], cwd=layout,
+    return subprocess.run([*LINT_IMPORTS, "--config", str(ROOT / ".importlinter"), "--no-cache"], cwd=layout,
                           env=env, capture_output=True, text=True)
 
 
