@@ -75,3 +75,18 @@ def test_a_damaged_png_is_still_reported_as_unreadable():
     assert zlib.crc32(bytes(original)) != zlib.crc32(png(object_image(SIZE, (40, 40, 120, 100), seed=4)))
     with pytest.raises(ImageUnreadable):
         prepare_image(bytes(original), QWEN3)
+
+
+@pytest.mark.parametrize("size", [(320, 255), (255, 320)])   # odd differences: where does the spare row or column go?
+@pytest.mark.parametrize(("model", "fill"), [("MedGemma-1.5-4B", (0, 0, 0)), ("LLaVA-v1.5-7B", (122, 116, 104))])
+def test_square_padding_matches_the_models_own_preprocessing(size, model, fill):
+    # Google-Health/medgemma@ca633909 cxr_anatomy_localization notebook: np.pad((d // 2, d - d // 2)) with 0;
+    # haotian-liu/LLaVA@c121f043 expand2square: pasted at d // 2 on the CLIP mean. Both leave the spare pixel after.
+    original = object_image(size, (40, 40, 120, 100), seed=5)
+    prepared = prepare_image(png(original), default_registry().get(model))
+    w, h = size
+    d = abs(w - h)
+    spread = ((d // 2, d - d // 2), (0, 0)) if h < w else ((0, 0), (d // 2, d - d // 2))
+    source = np.asarray(original)
+    expected = np.stack([np.pad(source[..., c], spread, constant_values=fill[c]) for c in range(3)], axis=-1)
+    assert np.array_equal(pixels(prepared.data), expected)
