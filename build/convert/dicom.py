@@ -54,6 +54,12 @@ from pydicom.uid import (
 )
 
 from mmbu.build.convert.base import SQUARE_PIXELS_OFF_NOTE, ConversionError, Converted, ConvertOptions
+from mmbu.build.convert.dicom_io import (
+    check_pixel_budget,
+    check_pixel_data_complete,
+    read_deflated_dataset,
+    read_header,
+)
 from mmbu.build.convert.display import (
     center_width_to_bounds,
     invert,
@@ -95,7 +101,10 @@ def read(path: Path, options: ConvertOptions) -> Converted:
     if "Rows" not in header or "Columns" not in header:
         kind = getattr(header.get("SOPClassUID"), "name", None) or "object"
         raise ConversionError(f"{path} is a DICOM {kind} without image pixel data")
+    check_pixel_budget(header, path)  # before any decoder allocates what the header claims
     transfer_syntax = _transfer_syntax(header)
+    if transfer_syntax != DeflatedExplicitVRLittleEndian:  # a deflated stream is checked as it is inflated
+        check_pixel_data_complete(path, header)
     frames = _number_of_frames(header)
     frame = choose_frame(options.frame, frames, path)
     view = frame_view(header, frame)
@@ -135,9 +144,9 @@ def read(path: Path, options: ConvertOptions) -> Converted:
 
 def _read_header(path: Path) -> Dataset:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # e.g. "expected explicit VR, found implicit": pydicom copes
-            return dcmread(path, force=True, stop_before_pixels=True)
+        return read_header(path)  # a deflated dataset is inflated only as far as its pixel data
+    except ConversionError:
+        raise
     except Exception as error:  # pydicom raises many types on damaged headers
         raise ConversionError(f"{path} has a DICOM header that cannot be parsed ({error})") from None
 
@@ -239,9 +248,9 @@ def _pixel_array(path: Path, header: Dataset, transfer_syntax: UID, frame: int, 
     declared = getattr(header, "file_meta", Dataset()).get("TransferSyntaxUID")
     if declared and transfer_syntax != DeflatedExplicitVRLittleEndian:
         return pixel_array(path, index=frame, decoding_plugin=plugin)  # reads only this frame's bytes
-    # A deflated dataset cannot be read in place, and a file without file meta has no declared syntax:
-    # read the whole dataset through dcmread and decode the frame from it.
-    dataset = dcmread(path, force=True)
+    # A deflated dataset cannot be read in place (it is inflated, within its declared size), and a file
+    # without file meta has no declared syntax: read the whole dataset and decode the frame from it.
+    dataset = read_deflated_dataset(path) if declared else dcmread(path, force=True)
     if not declared:
         dataset.file_meta.TransferSyntaxUID = transfer_syntax
     return pixel_array(dataset, index=frame, decoding_plugin=plugin)

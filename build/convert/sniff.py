@@ -241,15 +241,16 @@ def slide_instance_header(path: Path, tags: list[str]) -> Dataset | None:
                 return None
     except OSError:
         return None
-    from pydicom import dcmread
     from pydicom.filereader import read_file_meta_info
+
+    from mmbu.build.convert.dicom_io import read_header
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if str(read_file_meta_info(path).get("MediaStorageSOPClassUID", "")) != VL_WHOLE_SLIDE_MICROSCOPY:
                 return None
-            return dcmread(path, stop_before_pixels=True, specific_tags=tags)
+            return read_header(path, specific_tags=tags, force=False)
     except Exception:  # noqa: BLE001 - see the docstring
         return None
 
@@ -329,13 +330,12 @@ def _looks_like_dicom_without_preamble(head: bytes) -> bool:
 
 def _identify_dicom(path: Path) -> Identified:
     """Read the header with pydicom (force=True tolerates a missing preamble/meta) and sanity-check it."""
-    from pydicom import dcmread
     from pydicom.errors import InvalidDicomError
 
+    from mmbu.build.convert.dicom_io import read_header
+
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # header quirks pydicom copes with are not our user's problem
-            dataset = dcmread(path, force=True, stop_before_pixels=True)
+        dataset = read_header(path)  # a deflated header is inflated only as far as its pixel data
     except (InvalidDicomError, EOFError, OSError, ValueError, KeyError, TypeError) as error:
         raise ConversionError(f"{path} looks like DICOM but its header cannot be parsed ({error})") from None
     if not (dataset.get("SOPClassUID") or ("Rows" in dataset and "Columns" in dataset)):

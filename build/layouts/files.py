@@ -82,10 +82,10 @@ def image_size(path: Path) -> tuple[int, int] | None:
     """(width, height) of the source pixel frame, read from headers only; None when unknown."""
     try:
         if is_dicom(path):
-            import pydicom
+            from mmbu.build.convert.dicom_io import read_header  # pydicom loads only for DICOM files
 
-            ds = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=[
-                "Rows", "Columns", "TotalPixelMatrixColumns", "TotalPixelMatrixRows"])
+            ds = read_header(path, specific_tags=[
+                "Rows", "Columns", "TotalPixelMatrixColumns", "TotalPixelMatrixRows"], force=False)
             if ds.get("TotalPixelMatrixColumns") and ds.get("TotalPixelMatrixRows"):  # a slide level, not one tile
                 return int(ds.TotalPixelMatrixColumns), int(ds.TotalPixelMatrixRows)
             return int(ds.Columns), int(ds.Rows)
@@ -123,10 +123,10 @@ def header_metadata(path: Path) -> dict[str, str]:
     """
     found: dict[str, str] = {}
     if is_dicom(path):
-        import pydicom
+        from mmbu.build.convert.dicom_io import read_header
 
         try:
-            ds = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=list(DICOM_TAGS))
+            ds = read_header(path, specific_tags=list(DICOM_TAGS), force=False)
         except Exception:  # noqa: BLE001 - a broken header leaves the manifest defaults in place
             return found
         for keyword in DICOM_TAGS:
