@@ -1,7 +1,9 @@
 """An item that some stage dropped, with the one sentence that says why (`release/exclusions.csv`)."""
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mmbu.core.paths import printable_path
 
 
 class Exclusion(BaseModel):
@@ -17,6 +19,9 @@ class Exclusion(BaseModel):
     duplicate_of: str | None = Field(None, description="Duplicates: the sample id of the copy that was kept.")
     distance: int | None = Field(None, description="Duplicates: perceptual-hash distance to it (bits of 256; 0 = "
                                                    "the same file).")
+
+    # a file name that is not UTF-8 arrives as surrogate escapes, which exclusions.csv cannot hold
+    _printable = field_validator("item", "reason")(printable_path)
 
 
 EXCLUSION_COLUMNS = ("dataset_id", "sample_id", "item", "stage", "reason", "duplicate_of", "distance")

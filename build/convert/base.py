@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from mmbu.core.geometry import ConversionGeometry
+from mmbu.core.paths import printable_path
 
 FORMATS = ("dicom", "nifti", "metaimage", "nrrd", "wsi", "ome-tiff", "tiff", "czi", "lif", "nd2", "vsi", "video", "raster")
 
@@ -52,6 +53,29 @@ def exception_summary(exc: BaseException) -> str:
     """
     text = str(exc).strip().rstrip(".")
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def non_utf8_name_error(path: str | Path) -> str | None:
+    """One sentence when `path` is not valid UTF-8 (its ids and reports could not name it), else None."""
+    shown = printable_path(path)
+    if shown == str(path):
+        return None
+    return f"{shown} has a file name that is not valid UTF-8; rename it (e.g. with convmv) to include it"
+
+
+def regular_file_error(path: Path) -> str | None:
+    """One sentence when `path` exists but is not a regular file (a FIFO, socket or device would block
+    or never end a read), else None. Symbolic links are followed."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None  # missing or unreadable: the caller's own check says which
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+    return f"{printable_path(path)} is {kind}, not a regular file; only regular files are read"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from mmbu.build.convert.base import ConversionError, ConvertOptions
+from mmbu.build.convert.base import ConversionError, ConvertOptions, non_utf8_name_error
+from mmbu.core.paths import printable_path
 from mmbu.build.convert.dispatch import read_identified
 from mmbu.build.convert.sniff import dicom_slides_in_directory, identify, is_slide_companion, mrxs_in_directory
 from mmbu.build.convert.writer import plan_output_names, write_png
@@ -97,9 +98,12 @@ def _is_companion_file(path: Path) -> bool:
 def convert_one(source: Path, output: Path, options: ConvertOptions) -> dict[str, Any]:
     """Convert one source into `output` (a PNG path) and return its report record; never raises."""
     record: dict[str, Any] = {
-        "source": str(source), "output": None, "status": "error", "error": None, "format": None,
+        "source": printable_path(source), "output": None, "status": "error", "error": None, "format": None,
         "width": None, "height": None, "mode": None, "frame": None, "params": {},
     }
+    if problem := non_utf8_name_error(source):
+        record["error"] = problem
+        return record
     try:
         identified = identify(source)
         record["format"] = identified.format
@@ -197,8 +201,8 @@ def _convert_in_pool(
 
 def _crash_record(source: Path) -> dict[str, Any]:
     return {
-        "source": str(source), "output": None, "status": "error",
-        "error": f"the converter process crashed while reading {source} (a decoder failed on this file)",
+        "source": printable_path(source), "output": None, "status": "error",
+        "error": f"the converter process crashed while reading {printable_path(source)} (a decoder failed on this file)",
         "format": None, "width": None, "height": None, "mode": None, "frame": None, "params": {},
     }
 

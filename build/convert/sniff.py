@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mmbu.build.convert.base import ConversionError
+from mmbu.build.convert.base import ConversionError, regular_file_error
 
 if TYPE_CHECKING:
     from pydicom import Dataset
@@ -88,6 +88,8 @@ def identify(path: str | Path) -> Identified:
         )
     if not path.exists():
         raise ConversionError(f"{path} does not exist")
+    if problem := regular_file_error(path):  # opening a FIFO would block the whole batch
+        raise ConversionError(problem)
     head = _read_head(path)
     if path.suffix.lower() == ".mrxs":
         return _identify_mrxs(path)  # the index file may even be empty: the slide lives in its folder

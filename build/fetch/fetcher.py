@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from mmbu.build.convert.base import printable_path
 from mmbu.build.fetch.archives import ExtractLimits, extract_archive, is_archive, looks_like_archive
 from mmbu.build.fetch.download import ByteProgress, NoProgress
 from mmbu.build.fetch.lockfile import LockFile, PinnedFile
@@ -69,9 +70,16 @@ def is_complete(raw_dir: Path, manifest: DatasetManifest, pins: dict[str, Pinned
         return None
     if pins and {f.name: f.sha256 for f in record.files} != {name: pin.sha256 for name, pin in pins.items()}:
         return None
+    escaped_listing: dict[str, int] | None = None
     for stored in record.stored:
         path = raw_dir / stored.path
-        if not path.is_file() or path.stat().st_size != stored.size:
+        if path.is_file() and path.stat().st_size == stored.size:
+            continue
+        if "\\x" not in stored.path:
+            return None
+        if escaped_listing is None:  # names that are not UTF-8 are recorded with \\xNN escapes
+            escaped_listing = {printable_path(name): (raw_dir / name).stat().st_size for name in tree_files(raw_dir)}
+        if escaped_listing.get(stored.path) != stored.size:
             return None
     return record
 

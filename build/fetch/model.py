@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mmbu.core.paths import printable_path
 
 COMPLETION_RECORD = ".mmbu-fetch.json"  # inside raw/<id>/; its presence means "complete and verified"
 
@@ -23,6 +25,9 @@ class FetchedFile(BaseModel):
     md5: str | None = None
     origin: str = Field(description="Where it came from: a URL (credentials removed), 'mirror' or a local path.")
 
+    # a name that is not UTF-8 is recorded with \\xNN escapes (JSON cannot hold it); the layouts exclude the file
+    _printable = field_validator("name", "origin")(printable_path)
+
 
 class StoredFile(BaseModel):
     """A file as it lies in raw/<id>/ after extraction (what the no-op check looks at)."""
@@ -31,6 +36,8 @@ class StoredFile(BaseModel):
 
     path: str
     size: int
+
+    _printable = field_validator("path")(printable_path)
 
 
 class CompletionRecord(BaseModel):

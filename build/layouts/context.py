@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mmbu.build.convert.base import non_utf8_name_error, regular_file_error
 from mmbu.build.layouts.derived import DerivedFiles, DerivedImageError, source_identity
 from mmbu.build.layouts.dicom_slides import SlideListing, SlideSeriesCollector
 from mmbu.build.layouts.files import header_metadata, image_size, is_dicom, is_nifti, relative
@@ -185,6 +186,13 @@ class LayoutContext:
                   companions: tuple[Path, ...] = (), provenance: dict[str, str] | None = None,
                   source: str | None = None, frame: str | None = None,
                   video_frame: int | None = None) -> Sample | None:
+        shown = source or self.rel(image)
+        if problem := non_utf8_name_error(shown):  # its id and every report would have to name it
+            self.exclude(shown, problem)
+            return None
+        if problem := regular_file_error(image):  # a FIFO or device would block the build when read
+            self.exclude(shown, problem)
+            return None
         try:
             views = (views_for(image, self.manifest.convert, video_frame) if image.is_file() and frame is None
                      else [View(None)])

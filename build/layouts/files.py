@@ -61,6 +61,8 @@ def read_volume_labels(path: Path) -> "np.ndarray":
 
 def is_dicom(path: Path) -> bool:
     """DICOM Part 10 files carry 'DICM' at byte 128 (sniffed, not guessed from the suffix)."""
+    if not path.is_file():  # a FIFO would block the read
+        return False
     try:
         with path.open("rb") as handle:
             handle.seek(128)
