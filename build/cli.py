@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mmbu.build.data_lock import DataFolderBusy
 from mmbu.build.duplicates import DEFAULT_MAX_DISTANCE
 from mmbu.build.executors import ExecutorError
 from mmbu.build.fetch import LockError
@@ -76,7 +77,7 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
                 bar.update(task, total=total, completed=done, description=dataset_id)
 
             report = run_build(config, progress=advance, plan=plan)
-    except (ExecutorError, TaxonomyError, LockError) as exc:
+    except (ExecutorError, TaxonomyError, LockError, DataFolderBusy) as exc:
         raise InvalidInput(str(exc)) from None
     _print_summary(report, console)
     raise SystemExit(report.exit_code)

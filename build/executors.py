@@ -9,8 +9,12 @@ Items may be a lazy iterable: each one is submitted as soon as it is produced, s
 """
 from __future__ import annotations
 
+import os
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Literal
 
 ExecutorName = Literal["local", "dask"]
@@ -35,19 +39,70 @@ def run_all(
         for index, item in enumerate(items):
             yield index, _call(function, item)
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            yield from _submit_as_produced(lambda item: pool.submit(_call, function, item), items)
+        yield from _run_local(function, items, jobs)
 
 
-def _submit_as_produced(submit: Callable[[Any], Future], items: Iterable[Any]) -> Iterator[tuple[int, Any]]:
-    """Submit each item as it arrives, report what finished meanwhile, then wait for the rest."""
-    pending: dict[Any, int] = {}
-    for index, item in enumerate(items):
-        pending[submit(item)] = index
-        for future in [f for f in pending if f.done()]:
-            yield pending.pop(future), future.result()
-    for future in as_completed(pending):
-        yield pending[future], future.result()
+class WorkerDied(RuntimeError):
+    """The worker process running one item died (killed by the system, e.g. out of memory, or a crash)."""
+
+
+def _run_local(function: Callable[..., Any], items: Iterable[Any], jobs: int) -> Iterator[tuple[int, Any]]:
+    """Submit each item as it arrives, report what finished meanwhile, then wait for the rest.
+
+    A worker that dies breaks the whole process pool and every item in flight with it: those items are
+    run again one at a time in a pool of their own, so only the item that kills its worker again fails
+    (as WorkerDied), and a fresh pool takes the items still to come.
+    """
+    pool = _new_pool(jobs)
+    pending: dict[Future, tuple[int, Any]] = {}
+    orphaned: list[tuple[int, Any]] = []  # items whose pool broke under them
+
+    def finished(futures: Iterable[Future]) -> Iterator[tuple[int, Any]]:
+        for future in futures:
+            index, item = pending.pop(future)
+            try:
+                yield index, future.result()
+            except BrokenProcessPool:
+                orphaned.append((index, item))
+
+    try:
+        for index, item in enumerate(items):
+            try:
+                future = pool.submit(_call, function, item)
+            except BrokenProcessPool:
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool = _new_pool(jobs)
+                future = pool.submit(_call, function, item)
+            pending[future] = (index, item)
+            yield from finished([f for f in pending if f.done()])
+        yield from finished(list(as_completed(pending)))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    for index, item in sorted(orphaned, key=lambda pair: pair[0]):
+        with _new_pool(1) as alone:
+            try:
+                yield index, alone.submit(_call, function, item).result()
+            except BrokenProcessPool:
+                yield index, WorkerDied("the worker process building it died (killed by the system, e.g. out of "
+                                        "memory, or a crash in a decoder), also when run again alone")
+
+
+def _new_pool(jobs: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(max_workers=jobs, initializer=exit_when_parent_dies, initargs=(os.getpid(),))
+
+
+def exit_when_parent_dies(parent: int, poll_seconds: float = 0.5) -> None:
+    """Start a daemon thread that ends this worker when `parent` is gone.
+
+    A parent killed outright (kill -9) cannot tell its pool; its workers would go on converting a whole
+    dataset into a folder nobody reads. Run as a pool initializer, so it watches each worker process.
+    """
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_seconds)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
 def _call(function: Callable[..., Any], item: Any) -> Any:

@@ -15,9 +15,10 @@ from typing import Any
 import pandas as pd
 
 from mmbu.build.cache import hash_file, hash_json
+from mmbu.build.data_lock import data_folder_lock, remove_stale_temporaries
 from mmbu.build.duplicates import DEFAULT_MAX_DISTANCE, DuplicateCheck, check_duplicates
 from mmbu.build.duplicates.check import keep_rows
-from mmbu.build.executors import ExecutorName, run_all
+from mmbu.build.executors import ExecutorName, WorkerDied, run_all
 from mmbu.build.fetch import FetchResult, LockFile, fetch_all, repository_root
 from mmbu.build.fetch.plan import FetchPlan, plan_fetch
 from mmbu.build.steps import DatasetJob, DatasetOutcome, cached_taxonomy, process_dataset
@@ -95,8 +96,17 @@ def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | N
     """Build `config.data_dir/release`; bad datasets and items are reported, never fatal to the rest.
 
     `plan` (default: `plan_build(config)`) decides which datasets are not fetched at all because their host
-    does not answer: each fails with one sentence while the others build.
+    does not answer: each fails with one sentence while the others build. Holds the data folder's lock
+    for the whole build (DataFolderBusy when another build or fetch has it) and first removes the
+    temporary files a killed build left behind.
     """
+    with data_folder_lock(config.data_dir, "mmbu build"):
+        remove_stale_temporaries(config.data_dir)
+        return _run_build(config, progress, plan)
+
+
+def _run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | None,
+               plan: FetchPlan | None) -> BuildReport:
     report = BuildReport(release_dir=config.release_dir)
     manifests_dir = Path(config.manifests_dir)
     paths = manifest_paths(manifests_dir)
@@ -134,7 +144,8 @@ def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | N
         if isinstance(outcome, Exception):  # the worker itself died (process_dataset never raises)
             outcome = DatasetOutcome(dataset_id=jobs[index].manifest_path.stem,
                                      manifest_path=str(jobs[index].manifest_path), ok=False,
-                                     error=f"{jobs[index].manifest_path.stem}: the worker failed: {outcome}")
+                                     error=f"{jobs[index].manifest_path.stem}: "
+                                           f"{'' if isinstance(outcome, WorkerDied) else 'the worker failed: '}{outcome}")
         outcomes[index] = outcome
         if progress:
             progress(outcome.dataset_id, len(outcomes), len(jobs))

@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from mmbu.build.data_lock import DataFolderBusy, data_folder_lock
 from mmbu.build.fetch.fetcher import fetch_all, repository_root, write_report
 from mmbu.build.fetch.lockfile import LockError, LockFile
 from mmbu.build.fetch.model import FetchResult
@@ -92,14 +93,17 @@ def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path 
         raise SystemExit(ExitCode.ITEMS_FAILED if plan.blocked else ExitCode.OK)
     click.echo("\n".join(plan_lines(plan, str(manifests), with_errors=False)))
     console = Console(stderr=True)
-    with RichFetchProgress(len(paths), console=console) as progress:
-        def on_result(result: FetchResult) -> None:
-            progress.print(_describe(result))
-            progress.dataset_done()
+    try:
+        with data_folder_lock(data_dir, "mmbu fetch"), RichFetchProgress(len(paths), console=console) as progress:
+            def on_result(result: FetchResult) -> None:
+                progress.print(_describe(result))
+                progress.dataset_done()
 
-        results = fetch_all(paths, data_dir, mirror=mirror, lock=lock, session=session, repo_root=repo_root,
-                            progress=progress, on_result=on_result,
-                            blocked={d.dataset_id: d.error or "" for d in plan.blocked})
+            results = fetch_all(paths, data_dir, mirror=mirror, lock=lock, session=session, repo_root=repo_root,
+                                progress=progress, on_result=on_result,
+                                blocked={d.dataset_id: d.error or "" for d in plan.blocked})
+    except DataFolderBusy as exc:
+        raise InvalidInput(str(exc)) from None
     write_report(results, report_path)
     failed = [r for r in results if r.status == "error"]
     console.print(f"{len(results) - len(failed)} of {len(results)} datasets ready in {data_dir / 'raw'}; "

@@ -3,13 +3,21 @@ build, and a re-run resumes."""
 from __future__ import annotations
 
 import csv
+import json
 import os
+import signal
+import socket
+import subprocess
+import sys
 
 import numpy as np
 from PIL import Image
 from support.build_repo import config_for, make_repo
 
+from mmbu.build import pipeline
+from mmbu.build.data_lock import data_folder_lock
 from mmbu.build.pipeline import run_build
+from mmbu.build.steps import process_dataset
 
 
 def test_a_file_name_that_is_not_utf8_is_one_exclusion_and_the_dataset_builds(tmp_path):
@@ -27,3 +35,62 @@ def test_a_file_name_that_is_not_utf8_is_one_exclusion_and_the_dataset_builds(tm
     assert "not valid UTF-8" in rows[0]["reason"]
     again = run_build(config_for(tmp_path))
     assert again.failed == [] and again.release_rows == report.release_rows
+
+
+def test_a_second_build_on_a_busy_data_folder_is_refused_at_once_naming_the_holder(tmp_path):
+    make_repo(tmp_path)
+    data = tmp_path / "data"
+    with data_folder_lock(data, "mmbu build"):
+        for command in (["build", "--manifests", str(tmp_path / "manifests" / "datasets")],
+                        ["fetch", "--manifests", str(tmp_path / "manifests" / "datasets")]):
+            result = subprocess.run([sys.executable, "-m", "mmbu", *command, "--data", str(data)],
+                                    capture_output=True, text=True, timeout=120, cwd=tmp_path)
+            assert result.returncode == 2, result.stderr
+            assert f"{data} is in use by mmbu build (pid {os.getpid()} on {socket.gethostname()}" in result.stderr
+            assert "Traceback" not in result.stderr
+    assert not (data / "release").exists() and not (data / "raw").exists()  # the refused runs touched nothing
+    # the lock died with its holder: a lock file naming a dead process does not block anyone
+    assert json.loads((data / ".mmbu.lock").read_text())["pid"] == os.getpid()
+    assert run_build(config_for(tmp_path)).failed == []
+
+
+def test_temporaries_left_by_a_killed_build_are_removed_by_the_next(tmp_path):
+    make_repo(tmp_path)
+    data = tmp_path / "data"
+    run_build(config_for(tmp_path))
+    leftovers = [data / ".release.tmp-4242" / "data", data / "work" / "cells" / "images" / ".x.png.1a2b3c4d.tmp",
+                 data / "work" / "cells" / ".samples.json.5e6f.tmp", data / ".build-report.json.tmp",
+                 data / "raw" / ".cells.staging-77" / "a.png"]
+    for path in leftovers:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"half-written")
+    sums = (data / "release" / "SHA256SUMS").read_bytes()
+
+    report = run_build(config_for(tmp_path))
+
+    assert report.failed == []
+    assert not any(path.exists() for path in leftovers)
+    assert not (data / ".release.tmp-4242").exists() and not (data / "raw" / ".cells.staging-77").exists()
+    assert (data / "release" / "SHA256SUMS").read_bytes() == sums
+
+
+def _dies_on_nuclei(job):
+    """Stands in for a worker the OOM killer ends while it builds one dataset."""
+    if job.manifest_path.stem == "nuclei":
+        signal.raise_signal(signal.SIGKILL)
+    return process_dataset(job)
+
+
+def test_a_build_worker_that_dies_costs_only_its_dataset_and_the_next_build_resumes(tmp_path, monkeypatch):
+    make_repo(tmp_path)
+    monkeypatch.setattr(pipeline, "process_dataset", _dies_on_nuclei)  # forked workers inherit the patch
+
+    report = run_build(config_for(tmp_path, jobs=2))
+
+    assert [o.dataset_id for o in report.datasets if not o.ok] == ["nuclei"]
+    assert any("nuclei" in message and "worker process building it died" in message for message in report.failed)
+    assert report.release_rows == {"ungrounded_classification": 8}
+    assert json.loads((tmp_path / "data" / "build-report.json").read_text())["failed"]
+    monkeypatch.undo()
+    again = run_build(config_for(tmp_path, jobs=2))
+    assert again.failed == [] and again.release_rows["object_detection"] == 4
