@@ -79,6 +79,9 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
             report = run_build(config, progress=advance, plan=plan)
     except (ExecutorError, TaxonomyError, LockError, DataFolderBusy) as exc:
         raise InvalidInput(str(exc)) from None
+    except OSError as exc:  # a full disk or a read-only folder: `mmbu` says it in one sentence naming the folder
+        exc.filename = exc.filename or str(data_dir)
+        raise
     _print_summary(report, console)
     raise SystemExit(report.exit_code)
 

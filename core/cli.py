@@ -2,6 +2,7 @@
 command group that imports its sub-commands only when one is used."""
 from __future__ import annotations
 
+import errno
 import importlib
 from collections.abc import Mapping
 from enum import IntEnum
@@ -22,6 +23,30 @@ class InvalidInput(click.ClickException):
     """An unusable argument, file or field: exit 2 with one sentence naming it, no traceback."""
 
     exit_code = ExitCode.INVALID_INPUT
+
+
+# Faults of the machine, not of the toolkit (DESIGN §3.1: exit 2, one sentence naming the path). Atomic writes
+# leave nothing half-written that a re-run would trust, so the same command resumes once they are fixed.
+_FULL = "free some space and run the command again: it resumes where it stopped"
+_NOT_WRITABLE = "choose a writable folder or fix its permissions"
+_IN_THE_WAY = "point the command at a folder, or move the file away"
+DISK_FAULTS: dict[int, tuple[str, str]] = {
+    errno.ENOSPC: ("the disk is full", _FULL), errno.EDQUOT: ("the disk quota is exceeded", _FULL),
+    errno.EFBIG: ("the file size limit is reached", _FULL),
+    errno.EROFS: ("the file system is read-only", _NOT_WRITABLE), errno.EACCES: ("permission denied", _NOT_WRITABLE),
+    errno.EPERM: ("the operation is not permitted", _NOT_WRITABLE),
+    errno.EEXIST: ("a file is where a folder is needed", _IN_THE_WAY),
+    errno.ENOTDIR: ("a file is where a folder is needed", _IN_THE_WAY),
+    errno.EISDIR: ("a folder is where a file is needed", "move the folder away"),
+}
+
+
+def describe_disk_fault(error: OSError) -> str | None:
+    """One sentence for an OSError that a user fixes on their machine (space, permissions, a path), else None."""
+    if error.errno not in DISK_FAULTS:
+        return None
+    cause, advice = DISK_FAULTS[error.errno]
+    return f"cannot write {error.filename or 'a file'}: {cause} ({error.strerror}); {advice}"
 
 
 class LazyGroup(click.Group):

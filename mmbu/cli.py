@@ -5,9 +5,11 @@ stack (say, a missing GPU library) cannot take down unrelated commands.
 """
 from __future__ import annotations
 
+import sys
+
 import click
 
-from mmbu.core.cli import LazyGroup
+from mmbu.core.cli import ExitCode, LazyGroup, describe_disk_fault
 
 # name -> (module:attribute, one-line help). The help text lives here so listing commands
 # does not import every stage.
@@ -48,4 +50,11 @@ def cli() -> None:
 
 
 def main() -> None:
-    cli(prog_name="mmbu")
+    try:
+        cli(prog_name="mmbu")
+    except OSError as error:  # a full disk, a read-only folder, a file in the way: one sentence, no traceback
+        message = describe_disk_fault(error)
+        if message is None:
+            raise
+        click.echo(f"mmbu: {message}", err=True)
+        sys.exit(ExitCode.INVALID_INPUT)

@@ -99,7 +99,11 @@ def convert(sources, out_dir, report_path, as_mask, max_size, frame, slice_, axi
         window_index=window_index, slice_mask=slice_mask, square_pixels=square_pixels,
         series=series, z=z_plane, t=time_point, frame_time=frame_time,
     )
-    records = convert_paths(sources, out_dir, options, report_path, jobs=jobs, show_progress=sys.stderr.isatty())
+    try:
+        records = convert_paths(sources, out_dir, options, report_path, jobs=jobs, show_progress=sys.stderr.isatty())
+    except OSError as exc:  # a full disk or a read-only folder: `mmbu` says it in one sentence naming the folder
+        exc.filename = exc.filename or str(out_dir)
+        raise
     if not records:
         raise InvalidInput(f"no files to convert were found in {', '.join(map(str, sources))}")
     failed = [record for record in records if record["status"] != "ok"]

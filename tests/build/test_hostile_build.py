@@ -13,10 +13,12 @@ import sys
 import numpy as np
 from PIL import Image
 from support.build_repo import config_for, make_repo
+from support.faulty_disk import full_disk, grow, read_only
 
 from mmbu.build import pipeline
 from mmbu.build.data_lock import data_folder_lock
 from mmbu.build.pipeline import run_build
+from mmbu.build.release import verify_sha256sums
 from mmbu.build.steps import process_dataset
 
 
@@ -94,3 +96,39 @@ def test_a_build_worker_that_dies_costs_only_its_dataset_and_the_next_build_resu
     monkeypatch.undo()
     again = run_build(config_for(tmp_path, jobs=2))
     assert again.failed == [] and again.release_rows["object_detection"] == 4
+
+
+def _mmbu(*args: str, preexec=None, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mmbu", *args], capture_output=True, text=True, timeout=300,
+                          preexec_fn=preexec, cwd=cwd)
+
+
+def test_a_build_on_a_full_disk_says_so_in_one_sentence_and_resumes_once_space_is_freed(tmp_path):
+    make_repo(tmp_path)
+    manifests = str(tmp_path / "manifests" / "datasets")
+    with full_disk(tmp_path / "data", 300 * 1024) as (data, preexec):
+        result = _mmbu("build", "--manifests", manifests, "--data", str(data), preexec=preexec, cwd=tmp_path)
+        assert result.returncode in (1, 2), result.stderr
+        assert "Traceback" not in result.stderr
+        assert "the disk is full" in result.stderr or "file size limit" in result.stderr
+        grow(data)
+        again = _mmbu("build", "--manifests", manifests, "--data", str(data), cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert not list(data.glob(".*.tmp-*")) and not list(data.rglob(".*.tmp"))
+        assert verify_sha256sums(data / "release") == []
+
+
+def test_convert_into_a_read_only_folder_or_onto_a_file_is_one_sentence(tmp_path):
+    source = tmp_path / "a.png"
+    Image.fromarray(np.full((8, 8), 50, np.uint8)).save(source)
+    with read_only(tmp_path / "locked") as locked:
+        result = _mmbu("convert", str(source), "--out", str(locked / "out"))
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert f"cannot write {locked / 'out'}" in result.stderr
+        assert "read-only" in result.stderr or "permission denied" in result.stderr
+    (tmp_path / "data").write_text("not a folder")
+    make_repo(tmp_path / "repo")
+    result = _mmbu("build", "--manifests", str(tmp_path / "repo" / "manifests" / "datasets"),
+                   "--data", str(tmp_path / "data"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"cannot write {tmp_path / 'data'}: a file is where a folder is needed" in result.stderr
