@@ -13,5 +13,5 @@ its full name (`from mmbu.core.files import write_text_atomic`), so that importi
     exclusions  `Exclusion`: an item some stage dropped, and the columns of `exclusions.csv`
     geometry    `ConversionGeometry`: how a converter took the stored pixel grid to the PNG, step by step
     release     the release contract: tasks, templates, every column with its type (and the HF features)
-    paths       file names as printable text (names that are not UTF-8)
+    text        file names as printable text, long values shortened in messages
 """

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mmbu.core.paths import printable_path
+from mmbu.core.text import printable_path
 
 
 class Exclusion(BaseModel):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-import yaml
+from mmbu.core.yaml_io import read_yaml
 
 if TYPE_CHECKING:
     from license_expression import Licensing
@@ -31,7 +31,7 @@ def fold(text: str) -> str:
 
 @cache
 def load_licence_tables(path: Path = LICENCE_TABLES_PATH) -> LicenceTables:
-    document = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    document = read_yaml(path) or {}
     return {
         source: {fold(str(raw)): spdx for raw, spdx in (table or {}).items()}
         for source, table in document.items()

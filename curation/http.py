@@ -37,6 +37,7 @@ from mmbu.core.files import DIR_MODE, FILE_MODE  # noqa: F401  # re-export for w
 from mmbu.core.files import write_text_atomic
 from mmbu.core.retry_after import retry_after_seconds
 from mmbu.core.version import toolkit_version
+from mmbu.core.yaml_io import read_yaml
 
 log = logging.getLogger("mmbu.http")
 
@@ -89,7 +90,7 @@ def load_policies(path: Path) -> tuple[dict[str, HostPolicy], HostPolicy]:
     from pydantic import ValidationError
 
     try:
-        document = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        document = read_yaml(path) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise ValueError(f"{path}: cannot read host policies ({exc})") from None
     if not isinstance(document, dict):

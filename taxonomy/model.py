@@ -15,6 +15,7 @@ from pathlib import Path
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from mmbu.core.yaml_io import describe_yaml_error, parse_yaml
 
 DEFAULT_TAXONOMY_PATH = Path(__file__).with_name("taxonomy.yaml")
 
@@ -166,9 +167,9 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
     except OSError as exc:
         raise TaxonomyError(f"{source}: cannot read the taxonomy ({exc.strerror or exc})") from None
     try:
-        document = yaml.safe_load(raw)
+        document = parse_yaml(raw, str(source))
     except yaml.YAMLError as exc:
-        raise TaxonomyError(f"{source}: not valid YAML ({exc})") from None
+        raise TaxonomyError(f"{source}: not valid YAML: {describe_yaml_error(exc)}") from None
     try:
         data = TaxonomyFile.model_validate(document)
     except ValidationError as exc:

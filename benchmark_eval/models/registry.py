@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .box_format import BoxFormat, SmartResize
+from mmbu.core.yaml_io import read_yaml
 
 REGISTRY_PATH = Path(__file__).with_name("registry.yaml")
 BackendName = Literal["openai", "vllm", "hf"]
@@ -170,7 +171,7 @@ def load_registry(path: str | Path | None = None) -> Registry:
     """Load and validate a registry YAML (default: the bundled one)."""
     path = Path(path) if path else REGISTRY_PATH
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = read_yaml(path)
         return Registry.model_validate(data)
     except (OSError, yaml.YAMLError) as exc:
         raise RegistryError(f"{path}: cannot read the model registry ({exc})") from exc

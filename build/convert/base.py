@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from mmbu.core.geometry import ConversionGeometry
-from mmbu.core.paths import printable_path
+from mmbu.core.text import printable_path
 
 FORMATS = ("dicom", "nifti", "metaimage", "nrrd", "wsi", "ome-tiff", "tiff", "czi", "lif", "nd2", "vsi", "video", "raster")
 

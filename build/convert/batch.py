@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from mmbu.build.convert.base import ConversionError, ConvertOptions, non_utf8_name_error
-from mmbu.core.paths import printable_path
+from mmbu.core.text import printable_path
 from mmbu.build.convert.dispatch import read_identified
 from mmbu.build.convert.sniff import dicom_slides_in_directory, identify, is_slide_companion, mrxs_in_directory
 from mmbu.build.convert.writer import plan_output_names, write_png

@@ -27,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mmbu.core.files import write_text_atomic
+from mmbu.core.yaml_io import read_yaml
 
 HEADER = ("# Pinned downloads of manifests/datasets/*.yaml and manifests/demo/*.yaml, written by `mmbu fetch`.\n"
           "# A fetched file whose sha256 differs from its pin is rejected. Review changes like code.\n")
@@ -71,7 +72,7 @@ class LockFile:
         if not self.path.exists():
             return LockDocument()
         try:
-            data = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
+            data = read_yaml(self.path) or {}
             return LockDocument.model_validate(data)
         except yaml.YAMLError as exc:
             raise LockError(f"{self.path}: not valid YAML ({exc})") from None

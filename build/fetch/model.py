@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mmbu.core.paths import printable_path
+from mmbu.core.text import printable_path
 
 COMPLETION_RECORD = ".mmbu-fetch.json"  # inside raw/<id>/; its presence means "complete and verified"
 

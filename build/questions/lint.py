@@ -14,11 +14,11 @@ from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, load_prototypes
 from mmbu.core.exclusions import Exclusion
 from mmbu.taxonomy.model import Taxonomy
+from mmbu.core.yaml_io import read_yaml
 
 WORDS_PATH = Path(__file__).with_name("lint_words.yaml")
 LINT_COLUMNS = ("dataset_id", "sample_id", "task", "template", "category", "word", "question")
@@ -74,7 +74,7 @@ class WordingLint:
 
 @lru_cache(maxsize=4)
 def _word_lists(path: str) -> dict[str, list[str]]:
-    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    return read_yaml(path)
 
 
 def wording_lint(taxonomy: Taxonomy, words_path: str | Path | None = None) -> WordingLint:

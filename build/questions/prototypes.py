@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from mmbu.core.release import QUESTION_COLUMNS, TASKS, TEMPLATES
+from mmbu.core.yaml_io import read_yaml
 
 PROTOTYPES_PATH = Path(__file__).with_name("prototypes.yaml")
 TEMPLATE_COLUMNS = QUESTION_COLUMNS  # template -> its release column
@@ -111,4 +111,4 @@ def _fill(text: str, values: Mapping[str, str | None]) -> str | None:
 def load_prototypes(path: str | Path | None = None) -> Prototypes:
     """Read a prototype file (the bundled one by default)."""
     source = Path(path) if path else PROTOTYPES_PATH
-    return Prototypes.model_validate(yaml.safe_load(source.read_text(encoding="utf-8")))
+    return Prototypes.model_validate(read_yaml(source))

@@ -11,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from mmbu.core.licences import LICENCE_TABLES_PATH as LICENSES_PATH  # noqa: F401  # re-export for work in flight
+from mmbu.core.yaml_io import read_yaml
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -23,7 +24,7 @@ DISCOVERY_PATH = DATA_DIR / "discovery.yaml"
 def load_yaml_model(path: Path, model: type[M], error: type[Exception], what: str) -> M:
     """Read a YAML data file into a pydantic model; any failure is `error` with one sentence naming file and field."""
     try:
-        return model.model_validate(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+        return model.model_validate(read_yaml(path))
     except (OSError, yaml.YAMLError) as exc:
         raise error(f"{path}: cannot read the {what} ({exc})") from None
     except ValidationError as exc:

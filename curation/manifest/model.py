@@ -12,6 +12,8 @@ from mmbu.curation.manifest.hints import pydantic_hint
 from mmbu.core.release import METADATA_FIELDS, TASKS
 from mmbu.curation.manifest.layout import Layout
 from mmbu.curation.manifest.source import Source
+from mmbu.core.yaml_io import describe_yaml_error, read_yaml
+from mmbu.core.text import shorten
 
 TaskName = Literal[TASKS]  # the release's task configs (mmbu.core.release), as the manifests spell them
 # metadata field -> taxonomy facet holding its closed vocabulary (the other fields are free text)
@@ -38,8 +40,8 @@ class ManifestError(ValueError):
 
     def __init__(self, path: Path, problems: list[tuple[str, str]]) -> None:
         self.path = path
-        self.problems = problems
-        super().__init__("\n".join(f"{path}: {field}: {reason}" for field, reason in problems))
+        self.problems = [(field, shorten(reason)) for field, reason in problems]  # never a 10 MB value whole
+        super().__init__("\n".join(f"{path}: {field}: {reason}" for field, reason in self.problems))
 
 
 class DatasetMetadata(_Strict):
@@ -184,13 +186,13 @@ def load_manifest(path: str | Path) -> DatasetManifest:
     """Parse one manifest file. Raises ManifestError naming the file and every bad field."""
     path = Path(path)
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = read_yaml(path)
     except OSError as exc:
         raise ManifestError(path, [("(file)", f"cannot read the file ({exc.strerror or exc})")]) from None
     except UnicodeDecodeError as exc:
         raise ManifestError(path, [("(file)", f"not UTF-8 text ({exc.reason} at byte {exc.start})")]) from None
     except yaml.YAMLError as exc:
-        raise ManifestError(path, [("(file)", f"not valid YAML ({exc})")]) from None
+        raise ManifestError(path, [("(file)", f"not valid YAML: {describe_yaml_error(exc)}")]) from None
     if not isinstance(document, dict):
         kind = "empty" if document is None else f"a YAML {type(document).__name__}"
         raise ManifestError(path, [("(top level)", f"a manifest is a mapping of fields, this file is {kind}")])

@@ -19,6 +19,7 @@ from mmbu.curation.manifest.hints import closest_name
 from mmbu.curation.manifest.licences import spdx_problem
 from mmbu.curation.manifest.model import METADATA_FACETS, DatasetManifest, ManifestError, load_manifest
 from mmbu.taxonomy.model import Taxonomy
+from mmbu.core.text import shorten
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 
@@ -33,6 +34,9 @@ class ManifestProblem:
     file: Path
     field: str
     reason: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", shorten(self.reason))  # a 10 MB value is quoted, not echoed whole
 
     def __str__(self) -> str:
         return f"{self.file}: {self.field}: {self.reason}"

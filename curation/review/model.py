@@ -18,6 +18,7 @@ from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from mmbu.core.yaml_io import read_yaml
 
 Verdict = Literal["pass", "fail", "unsure"]
 NOMINATIONS_FILE = "nominations.yaml"
@@ -78,7 +79,7 @@ def _first_error(path: Path, exc: ValidationError) -> ReviewFileError:
 
 def read_yaml(path: Path) -> object:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return read_yaml(path)
     except OSError as exc:
         raise ReviewFileError(f"{path}: cannot read the file ({exc.strerror})") from None
     except yaml.YAMLError as exc:

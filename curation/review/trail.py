@@ -20,6 +20,7 @@ from mmbu.curation.review.consensus import round_outcome
 from mmbu.curation.review.ledger import Ledger
 from mmbu.curation.review.model import Review
 from mmbu.curation.review.rules import ReviewRules
+from mmbu.core.yaml_io import read_yaml
 
 STAGES = ("screening", "round 2", "round 3", "promotion")
 
@@ -51,7 +52,7 @@ def read_draft(review: Review) -> tuple[DatasetManifest | None, str | None, str 
         return None, None, "the round-3 review names no draft_manifest"
     path = (review.path.parent / review.draft_manifest).resolve()
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        document = read_yaml(path) or {}
     except (OSError, yaml.YAMLError) as exc:
         return None, str(path), f"{path}: cannot read the draft manifest ({exc})"
     if not isinstance(document, dict):

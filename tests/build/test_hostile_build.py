@@ -132,3 +132,18 @@ def test_convert_into_a_read_only_folder_or_onto_a_file_is_one_sentence(tmp_path
                    "--data", str(tmp_path / "data"))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"cannot write {tmp_path / 'data'}: a file is where a folder is needed" in result.stderr
+
+
+def test_a_deeply_nested_manifest_costs_itself_and_the_others_fetch_and_build(tmp_path):
+    make_repo(tmp_path)
+    manifests = tmp_path / "manifests" / "datasets"
+    (manifests / "deep.yaml").write_text("[" * 50_000 + "]" * 50_000)
+
+    report = run_build(config_for(tmp_path))
+
+    assert report.release_rows["ungrounded_classification"] == 8 and report.release_rows["object_detection"] == 4
+    assert [message.split(":")[0] for message in report.failed] == [str(manifests / "deep.yaml")]
+    assert "exceeded maximum nesting depth" in report.failed[0]
+    fetch = _mmbu("fetch", "--manifests", str(manifests), "--data", str(tmp_path / "data2"), cwd=tmp_path)
+    assert fetch.returncode == 1 and "Traceback" not in fetch.stderr
+    assert (tmp_path / "data2" / "raw" / "cells").is_dir() and (tmp_path / "data2" / "raw" / "nuclei").is_dir()
