@@ -30,7 +30,8 @@ ERROR_REASONS = (
     "connection_error",   # could not connect / connection dropped (after retries)
     "bad_request",        # the server rejected the request (4xx other than 408/429)
     "prompt_too_long",    # the server says the prompt (image tokens) exceeds the context
-    "bad_response",       # a 200 whose body is not an OpenAI chat completion
+    "bad_response",       # a 200 whose body is not an OpenAI chat completion (or is one of the wrong shape)
+    "response_too_large", # the answer exceeded --max-response-mib on the wire or inflated; not kept
     "empty_answer",       # the model answered with nothing
     "refused",            # the API returned a refusal / content filter instead of an answer
     "image_too_large",    # the image cannot be brought within the model's limits

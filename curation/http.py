@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import requests
 import tenacity
@@ -38,14 +38,13 @@ from mmbu.core.files import write_text_atomic
 from mmbu.core.retry_after import retry_after_seconds
 from mmbu.core.version import toolkit_version
 from mmbu.core.yaml_io import read_yaml
+from mmbu.core.secrets import SENSITIVE_PARAM, redact_url  # noqa: F401  # redact_url: re-export for work in flight
 
 log = logging.getLogger("mmbu.http")
 
 
 USER_AGENT = f"mmbu/{toolkit_version()} (+https://github.com/mmbu-benchmark/mmbu)"
 
-# Query parameters that carry secrets (Zenodo's `access_token`, API keys ...): masked in logs, errors, cache.
-SENSITIVE_PARAM = re.compile(r"token|key|secret|password|signature|credential|auth", re.IGNORECASE)
 BLOCKED_MARKER = "you are being blocked"
 
 
@@ -169,16 +168,6 @@ def server_wait_seconds(headers: Mapping[str, str], now: float | None = None) ->
 
 # ---------------------------------------------------------------------------------------------------------------
 # Redaction and cache keys
-
-def redact_url(url: str) -> str:
-    """The URL with user:password and secret-looking query values replaced by ***."""
-    parts = urlsplit(url)
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    query = urlencode(
-        [(k, "***" if SENSITIVE_PARAM.search(k) else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
 
 def _public_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: ("***" if SENSITIVE_PARAM.search(k) else v) for k, v in (params or {}).items()}

@@ -36,8 +36,11 @@ from tenacity.wait import wait_random_exponential
 from mmbu.core.retry_after import retry_after_seconds
 from mmbu.core.retry_after import retry_after_seconds as parse_retry_after  # noqa: F401  # re-export for work in flight
 
+from mmbu.core.secrets import has_userinfo, redact_secrets, redact_url
+
 from ..models.registry import ChatQuirks
 from .base import Backend, BackendError, ChatResult, ModelRequest, chat_messages
+from .bounded_body import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLarge, read_bounded_body
 from .limiter import AdaptiveConcurrency
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
@@ -115,10 +118,16 @@ class OpenAICompatClient:
         backoff_s: float = 1.0,
         backoff_max_s: float = 60.0,
         rate_limit_cooldown_s: float = 5.0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         if not urls:
             raise ValueError("at least one base URL is needed")
+        for url in urls:
+            if has_userinfo(url):  # it would be sent, logged and written into run.json
+                raise ValueError(f"the base URL {redact_url(url)} carries credentials (user:key@); give the key in an "
+                                 "environment variable named by --api-key-env instead")
+        self.max_response_bytes = max_response_bytes
         self.base_urls = [u.rstrip("/") for u in urls]
         self.model = model
         self.timeout_s = timeout_s
@@ -129,8 +138,10 @@ class OpenAICompatClient:
         self._endpoints = {url: f"{url}/chat/completions" for url in self.base_urls}
         self._next = 0
         self.counters = {"ok": 0, "retries": 0, "rate_limited": 0, "server_error": 0, "timeout": 0}
-        self._headers = {"Content-Type": "application/json"}
+        # Only encodings `_read_body` inflates within its bound (aiohttp would inflate any size, and brotli).
+        self._headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate"}
         key = read_api_key(api_key_env)
+        self._secrets = (key,)  # redacted from every error text a server sends back
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         self._connections = concurrency + 8  # the limiter keeps at most `concurrency` in flight
@@ -160,7 +171,7 @@ class OpenAICompatClient:
             # A session left from an earlier event loop cannot be closed from this one; it holds no
             # live connections once its loop has ended.
             connector = aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(connector=connector, headers=self._headers)
+            self._session = aiohttp.ClientSession(connector=connector, headers=self._headers, auto_decompress=False)
             self._session_loop = loop
         return self._session
 
@@ -238,7 +249,13 @@ class OpenAICompatClient:
     async def _post(self, url: str, payload: bytes, timeout: float) -> HttpAnswer:
         async with self._http().post(self._endpoints[url], data=payload, proxy=self._proxies[url],
                                      timeout=aiohttp.ClientTimeout(total=timeout)) as response:
-            return HttpAnswer(response.status, response.headers, await response.read())
+            body = await read_bounded_body(response, self.max_response_bytes, url)
+            return HttpAnswer(response.status, response.headers, body)
+
+    def _error_text(self, response: HttpAnswer) -> str:
+        """The server's error message, with the key and anything shaped like a credential masked: a proxy may
+        echo the request's Authorization header into its error page."""
+        return redact_secrets(_error_text(response), self._secrets)
 
     async def _attempt(self, payload: bytes, timeout: float) -> ChatResult:
         async with self.limiter:
@@ -251,7 +268,9 @@ class OpenAICompatClient:
                 self.counters["timeout"] += 1
                 raise _Attempt("timeout", f"{url}: no answer within {timeout:g} s") from None
             except (aiohttp.ClientError, OSError) as exc:  # refused, reset, dropped mid-answer, not HTTP
-                raise _Attempt("connection_error", f"{url}: {_describe(exc)}") from None
+                raise _Attempt("connection_error", f"{url}: {redact_secrets(_describe(exc), self._secrets)}") from None
+            except ResponseTooLarge as exc:
+                raise _Attempt("response_too_large", str(exc)) from None
             finally:
                 self._in_flight[url] -= 1
             latency = time.monotonic() - sent
@@ -262,10 +281,10 @@ class OpenAICompatClient:
                                retry_after_seconds(response.headers.get("retry-after")))
             if response.status_code >= 500 or response.status_code == 408:
                 self.counters["server_error"] += 1
-                raise _Attempt("server_error", f"{url}: HTTP {response.status_code} {_error_text(response)}",
+                raise _Attempt("server_error", f"{url}: HTTP {response.status_code} {self._error_text(response)}",
                                response.status_code, retry_after_seconds(response.headers.get("retry-after")))
             if response.status_code >= 400:
-                text = _error_text(response)
+                text = self._error_text(response)
                 if response.status_code == 413:
                     reason = "image_too_large"
                 elif _TOO_LONG.search(text):
@@ -273,7 +292,7 @@ class OpenAICompatClient:
                 else:
                     reason = "bad_request"
                 raise _Attempt(reason, f"{url}: HTTP {response.status_code} {text}", response.status_code)
-            result = parse_chat_completion(response, url)
+            result = parse_chat_completion(response, url, self._secrets)
             result.latency_s = latency
             self.limiter.on_success()
             return result
@@ -308,29 +327,54 @@ def _error_text(response: HttpAnswer) -> str:
     return str(payload)[:300]
 
 
-def parse_chat_completion(response: HttpAnswer, url: str = "") -> ChatResult:
-    """A :class:`ChatResult` from an OpenAI chat-completion body; a malformed body is `bad_response`."""
+def parse_chat_completion(response: HttpAnswer, url: str = "", secrets: tuple[str | None, ...] = ()) -> ChatResult:
+    """A :class:`ChatResult` from an OpenAI chat-completion body; a malformed body is `bad_response`.
+
+    Valid JSON of the wrong shape (a number, list or object where text is expected) is as malformed as
+    invalid JSON: it is this request's error, never an exception that ends the run. A malformed `usage`
+    is dropped (it does not change the answer).
+    """
+    def malformed(what: str) -> _Attempt:
+        return _Attempt("bad_response", f"{url}: HTTP {response.status_code} body is not a chat completion ({what}): "
+                        f"{redact_secrets(response.text[:120], secrets)!r}", response.status_code)
+
     try:
         payload = response.json()
-        choice = payload["choices"][0]
-        message = choice.get("message") or {}
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        raise _Attempt("bad_response", f"{url}: HTTP {response.status_code} body is not a chat completion: "
-                       f"{response.text[:120]!r}", response.status_code) from None
+    except ValueError:
+        raise malformed("not JSON") from None
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise malformed("no choices")
+    choice = choices[0]
+    message = choice.get("message") or {}
+    if not isinstance(message, dict):
+        raise malformed(f"message is a {type(message).__name__}")
     content = message.get("content")
     if isinstance(content, list):  # content parts
-        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    finish_reason = choice.get("finish_reason")
+        texts = [part.get("text", "") for part in content if isinstance(part, dict) and part.get("type", "text") == "text"]
+        if not all(isinstance(text, str) for text in texts):
+            raise malformed("a content part's text is not text")
+        content = "".join(texts)
+    if content is not None and not isinstance(content, str):
+        raise malformed(f"content is a {type(content).__name__}")
+    finish_reason = _text_or_none(choice.get("finish_reason"))
     refusal = message.get("refusal")
+    refusal = None if refusal is None else str(refusal)
     if refusal is None and finish_reason == "content_filter" and not content:
         refusal = "content_filter"
+    usage = payload.get("usage")
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
     return ChatResult(
-        text=content or "",
+        text=redact_secrets(content, secrets) if content and any(secrets) else content or "",
         finish_reason=finish_reason,
-        usage=payload.get("usage"),
+        usage=usage if isinstance(usage, dict) and all(isinstance(k, str) for k in usage) else None,
         refusal=refusal,
-        reasoning=message.get("reasoning_content") or message.get("reasoning"),
+        reasoning=reasoning if isinstance(reasoning, str) else None,
     )
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 class OpenAICompatBackend(Backend):
@@ -361,6 +405,7 @@ class OpenAICompatBackend(Backend):
         await self.client.aclose()
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.name, "base_urls": self.client.base_urls, "served_model": self.client.model,
+        return {"backend": self.name, "base_urls": [redact_url(url) for url in self.client.base_urls],
+                "served_model": self.client.model,
                 "timeout_s": self.client.timeout_s, "max_attempts": self.client.max_attempts,
                 "max_concurrency": self.client.limiter.maximum}

@@ -27,6 +27,7 @@ from typing import Literal
 from mmbu.core.cli import ExitCode
 from mmbu.core.release import TASKS
 
+from ..backends.bounded_body import DEFAULT_MAX_RESPONSE_BYTES
 from ..backends.base import Backend
 from ..backends.openai_compat import DEFAULT_API_KEY_ENV, OpenAICompatBackend, OpenAICompatClient
 from ..models.box_format import BoxFormat
@@ -68,6 +69,7 @@ class EvalConfig:
     timeout: float = 120.0  # seconds per request
     max_attempts: int = 6
     retry_backoff: float = 1.0
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # larger answers (on the wire or inflated) are errors
     batch_size: int = 256  # vllm / hf backends
     tensor_parallel_size: int = 1  # vllm
     registry_path: Path | None = None  # default: the bundled registry
@@ -112,10 +114,11 @@ def resolve_model(name: str, box_format: str | None, registry_path: Path | None)
 
 def make_backend(kind: str, entry: ModelEntry, *, base_urls: list[str], api_key_env: str, served_model: str,
                  concurrency: int, timeout: float, max_attempts: int, retry_backoff: float,
-                 tensor_parallel_size: int) -> Backend:
+                 tensor_parallel_size: int, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> Backend:
     if kind == "openai":
         client = OpenAICompatClient(base_urls, served_model, api_key_env=api_key_env, concurrency=concurrency,
-                                    timeout_s=timeout, max_attempts=max_attempts, backoff_s=retry_backoff)
+                                    timeout_s=timeout, max_attempts=max_attempts, backoff_s=retry_backoff,
+                                    max_response_bytes=max_response_bytes)
         return OpenAICompatBackend(client, entry.chat)
     if kind == "vllm":
         from ..backends.vllm_offline import VLLMOfflineBackend
@@ -182,12 +185,18 @@ def run_eval(config: EvalConfig, on_progress: Callable[[Progress], None] | None 
                            forms=forms, templates=templates, limit=config.limit,
                            max_tokens=config.max_tokens or entry.max_tokens, seed=config.seed,
                            concurrency=config.concurrency, batch_size=config.batch_size, backend_name=config.backend)
-    backend = make_backend(config.backend, entry, base_urls=urls, api_key_env=key_env, served_model=served,
-                           concurrency=config.concurrency, timeout=config.timeout, max_attempts=config.max_attempts,
-                           retry_backoff=config.retry_backoff, tensor_parallel_size=config.tensor_parallel_size)
+    try:
+        backend = make_backend(config.backend, entry, base_urls=urls, api_key_env=key_env, served_model=served,
+                               concurrency=config.concurrency, timeout=config.timeout,
+                               max_attempts=config.max_attempts, retry_backoff=config.retry_backoff,
+                               tensor_parallel_size=config.tensor_parallel_size,
+                               max_response_bytes=config.max_response_bytes)
+    except ValueError as exc:  # e.g. credentials in a base URL: said without repeating them
+        raise EvalUsageError(str(exc)) from None
     recipe = OpenAIBackendRecipe(tuple(urls), served, key_env, timeout_s=config.timeout,
                                  max_attempts=config.max_attempts, backoff_s=config.retry_backoff,
-                                 quirks=entry.chat) if config.workers > 1 else None
+                                 quirks=entry.chat, max_response_bytes=config.max_response_bytes) \
+        if config.workers > 1 else None
     generation = {"temperature": run_config.temperature, "max_tokens": run_config.max_tokens, "seed": config.seed}
     selection = {"tasks": list(tasks), "forms": list(forms), "templates": list(templates), "limit": config.limit}
     manifest_args = dict(release_dir=config.release_dir, entry=entry.model_dump(mode="json"), served_model=served,

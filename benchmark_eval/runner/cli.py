@@ -13,6 +13,7 @@ from rich.table import Table
 from mmbu.core.cli import InvalidInput
 from mmbu.core.release import TASKS
 
+from ..backends.bounded_body import DEFAULT_MAX_RESPONSE_BYTES
 from ..backends.openai_compat import DEFAULT_API_KEY_ENV
 from ..models.registry import RegistryError
 from ..records import RecordsError
@@ -64,6 +65,12 @@ def completeness_table(rows: list[dict]) -> Table:
               help="Attempts per request on 429/5xx/timeouts before recording an error.")
 @click.option("--retry-backoff", type=click.FloatRange(0), default=1.0, show_default=True,
               help="Base in seconds of the jittered exponential backoff between attempts (Retry-After wins).")
+@click.option("--max-response-mib", type=click.FloatRange(0.01), default=DEFAULT_MAX_RESPONSE_BYTES / 2**20,
+              show_default=True, help="Largest answer kept, on the wire and inflated; a larger one is that request's "
+                                      "error (memory stays below this times --concurrency).")
+@click.option("--max-response-mib", type=click.FloatRange(0.01), default=DEFAULT_MAX_RESPONSE_BYTES / 2**20,
+              show_default=True, help="Largest answer kept, on the wire and inflated; a larger one is that request's "
+                                      "error (memory stays below this times --concurrency).")
 @click.option("--batch-size", type=click.IntRange(1), default=256, show_default=True, help="Batch size for vllm/hf backends.")
 @click.option("--tensor-parallel-size", type=click.IntRange(1), default=1, show_default=True, help="vLLM tensor parallelism.")
 @click.option("--registry", "registry_path", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None,
@@ -73,8 +80,8 @@ def completeness_table(rows: list[dict]) -> Table:
 def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_kind: str, api_key_env: str | None,
         served_model_name: str | None, concurrency: int, workers: int, tasks: str | None, forms: str | None, templates: str | None,
         limit: int | None, box_format: str | None, max_tokens: int | None, seed: int, timeout: float,
-        max_attempts: int, retry_backoff: float, batch_size: int, tensor_parallel_size: int, registry_path: Path | None,
-        runs_dir: Path) -> None:
+        max_attempts: int, retry_backoff: float, max_response_mib: float, batch_size: int, tensor_parallel_size: int,
+        registry_path: Path | None, runs_dir: Path) -> None:
     """Ask a model every selected question of a release; append one record per answer.
 
     Re-running the same command resumes: answers already recorded as ok (same request hash)
@@ -87,7 +94,8 @@ def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_
         api_key_env=api_key_env, served_model_name=served_model_name, concurrency=concurrency, workers=workers,
         tasks=_selected(tasks), forms=_selected(forms), templates=_selected(templates), limit=limit,
         box_format=box_format, max_tokens=max_tokens, seed=seed, timeout=timeout, max_attempts=max_attempts,
-        retry_backoff=retry_backoff, batch_size=batch_size, tensor_parallel_size=tensor_parallel_size,
+        retry_backoff=retry_backoff, max_response_bytes=int(max_response_mib * 2**20), batch_size=batch_size,
+        tensor_parallel_size=tensor_parallel_size,
         registry_path=registry_path)
     try:
         report = _run_with_bar(config, console)

@@ -55,7 +55,7 @@ class ScoringResult:
 
     @property
     def incomplete(self) -> list[str]:
-        """What makes the scores incomplete: run errors and open answers without a verdict, one line each."""
+        """What makes the scores incomplete: missing records, run errors and open answers without a verdict."""
         return incomplete(self.report)
 
     @property
@@ -86,8 +86,10 @@ def run_score(config: ScoreConfig, progress: Callable[[str], None] | None = None
 
 
 def incomplete(report: ScoreReport) -> list[str]:
-    """What makes the scores incomplete: run errors and open records without a verdict."""
-    messages = []
+    """What makes the scores incomplete: missing records, run errors and open records without a verdict."""
+    messages = [f"{row['model']} {row['task']}/{row['form']}/{row['template']}: {row['missing']} of {row['expected']} "
+                f"records are missing from the run file (a run cut short or a damaged copy); no F1 is reported for "
+                f"it — re-run `mmbu eval run` to complete it" for row in report.incomplete]
     for item in report.diagnostics:
         where = f"{item['model']} {item['task']}/{item['form']}/{item['template']}"
         if item["judge_pending"]:

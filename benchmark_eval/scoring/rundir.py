@@ -47,20 +47,27 @@ class RunDir:
     records: pd.DataFrame  # one row per (sample, task, form, template): the newest record
     warnings: list[str] = field(default_factory=list)
     reasoning: ReasoningMarkers = DEFAULT_REASONING  # the model family's, stripped before parsing and judging
+    # what each `mmbu eval run` on this directory was asked (run.json invocations): tasks, forms, templates, limit
+    selections: list[dict] = field(default_factory=list)
 
     @property
     def judge_file(self) -> Path:
         return self.path / JUDGE_FILE
 
 
-def _release_from_run_json(run_dir: Path) -> Path | None:
+def _run_json(run_dir: Path) -> dict:
     run_file = run_dir / RUN_FILE
     if not run_file.exists():
-        return None
+        return {}
     try:
         meta = json.loads(run_file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise RunInputError(f"{run_file}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _release_from_run_json(run_dir: Path) -> Path | None:
+    meta = _run_json(run_dir)
     value = meta.get("release") or meta.get("release_dir") if isinstance(meta, dict) else None
     if isinstance(value, dict):
         value = value.get("path") or value.get("dir")
@@ -162,7 +169,42 @@ def open_run(run_dir: str | Path, release_override: str | Path | None = None) ->
     versions = frame.groupby(["task", "form"])["prompt_version"].nunique()
     for (task, form), count in versions[versions > 1].items():
         warnings.append(f"{predictions}: {task}/{form} mixes {count} prompt versions; the newest record per sample is scored")
-    return RunDir(path, models[0], release, frame, warnings, run_markers(path / RUN_FILE, models[0]))
+    invocations = _run_json(path).get("invocations")
+    selections = [item["selection"] for item in invocations if isinstance(item, dict)
+                  and isinstance(item.get("selection"), dict)] if isinstance(invocations, list) else []
+    return RunDir(path, models[0], release, frame, warnings, run_markers(path / RUN_FILE, models[0]),
+                  selections)
+
+
+def coverage(run: RunDir, gold: dict[str, pd.DataFrame]) -> list[dict]:
+    """Per configuration the run was asked for: records expected from the release, present, missing.
+
+    The expectation is what `mmbu eval run` itself expected, over every invocation recorded in run.json
+    (each one's tasks, forms, templates and first `limit` rows of each task). A run file cut short by a
+    crash or a copy lacks records; scores of such a configuration would be scores of a different, smaller
+    benchmark, so the scorer reports it as incomplete instead. A run.json without selections (a run not
+    made by `mmbu eval run`) expects every release row of the configurations present.
+    """
+    records = run.records
+    present_configs = [{"tasks": list(dict.fromkeys(records["task"])), "forms": list(dict.fromkeys(records["form"])),
+                        "templates": list(dict.fromkeys(records["template"])), "limit": None}]
+    wanted: dict[tuple[str, str, str], set[str]] = {}
+    for selection in run.selections or present_configs:
+        for task in selection.get("tasks") or []:
+            if task not in gold:
+                continue
+            limit = selection.get("limit")
+            ids = gold[task].index if limit is None else gold[task].index[: int(limit)]
+            for form in selection.get("forms") or []:
+                for template in selection.get("templates") or []:
+                    wanted.setdefault((task, form, template), set()).update(ids)
+    have = records.groupby(["task", "form", "template"])["sample_id"].agg(set).to_dict() if len(records) else {}
+    rows = []
+    for (task, form, template), ids in wanted.items():
+        present = len(ids & have.get((task, form, template), set()))
+        rows.append({"model": run.model, "task": task, "form": form, "template": template,
+                     "expected": len(ids), "present": present, "missing": len(ids) - present})
+    return rows
 
 
 def load_gold(release_dir: str | Path, tasks: list[str] | None = None) -> dict[str, pd.DataFrame]:

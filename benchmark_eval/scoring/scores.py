@@ -7,6 +7,9 @@
   ``parse_failures`` the scored records whose answer could not be read (counted wrong);
   ``judge_errors`` the open records left out of F1 because no verdict exists (judge failed, or
   ``mmbu eval judge`` has not run for them). Records whose model call failed are in neither.
+  ``expected`` / ``missing``: records the run's selection (run.json) calls for from the release, and how
+  many of them the run file lacks; a configuration with missing records has no ``f1`` or CI (it would
+  be the score of a smaller benchmark), and one with no record at all is still listed.
 * ``{"kind": "delta", "model", "task", "template", "delta", "ci_low", "ci_high"}`` —
   F1(closed) − F1(open) on the samples scored in both forms, paired bootstrap.
 """
@@ -29,7 +32,7 @@ from mmbu.core.release import TASKS, TEMPLATES
 from .baselines import expected_f1
 from .bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap_f1, bootstrap_paired_delta, config_rng
 from .outcomes import attach_metadata, score_records
-from .rundir import RunInputError, load_gold, open_run
+from .rundir import RunInputError, coverage, load_gold, open_run
 
 FORMS = ("closed", "open")
 CONFIG = ["model", "task", "form", "template"]
@@ -53,6 +56,12 @@ class ScoreReport:
     diagnostics: list[dict]
     outcomes: pd.DataFrame
     warnings: list[str] = field(default_factory=list)
+    coverage: list[dict] = field(default_factory=list)  # expected / present / missing per run configuration
+
+    @property
+    def incomplete(self) -> list[dict]:
+        """The configurations whose run lacks records the release and the run's selection call for."""
+        return [row for row in self.coverage if row["missing"]]
 
     def contract_records(self) -> list[dict]:
         return [*self.scores, *self.deltas]
@@ -236,8 +245,13 @@ def diagnostics(frame: pd.DataFrame) -> list[dict]:
     return _order(pd.DataFrame(records)).to_dict("records") if records else []
 
 
-def score_outcomes(outcomes: pd.DataFrame, options: ScoreOptions, warnings: list[str] | None = None) -> ScoreReport:
-    """Every aggregate of a per-record outcome table (one or more models)."""
+def score_outcomes(outcomes: pd.DataFrame, options: ScoreOptions, warnings: list[str] | None = None,
+                   coverage: list[dict] | None = None) -> ScoreReport:
+    """Every aggregate of a per-record outcome table (one or more models).
+
+    With `coverage` (see `rundir.coverage`), a configuration that lacks records gets no F1: its score
+    record says how many were expected and missing, and configurations with no record at all appear too.
+    """
     for name in options.by:
         if name not in outcomes.columns:
             raise RunInputError(f"--by {name}: no such field in the release (fields: "
@@ -246,18 +260,37 @@ def score_outcomes(outcomes: pd.DataFrame, options: ScoreOptions, warnings: list
         raise RunInputError(f"--cluster-by-image: the release has no '{CLUSTER_COLUMN}' column to group samples by image")
     frame = slim_outcomes(outcomes, options)
     return ScoreReport(
-        scores=config_scores(frame, options), deltas=config_deltas(frame, options),
+        scores=with_coverage(config_scores(frame, options), coverage or []), deltas=config_deltas(frame, options),
         breakdowns=breakdowns(frame, options.by, options), paired=paired_comparisons(frame),
-        diagnostics=diagnostics(frame), outcomes=outcomes, warnings=list(warnings or []),
+        diagnostics=diagnostics(frame), outcomes=outcomes, warnings=list(warnings or []), coverage=list(coverage or []),
     )
 
 
-def _score_run_in_worker(run_dir: str, release: str | None, seed: int) -> tuple[str, str, str, pd.DataFrame, list[str]]:
+def with_coverage(scores: list[dict], coverage: list[dict]) -> list[dict]:
+    """Score records with `expected` and `missing`; an incomplete configuration's F1 and CI are withheld."""
+    if not coverage:
+        return scores
+    by_config = {tuple(item[k] for k in CONFIG): item for item in scores}
+    merged = []
+    for row in coverage:
+        item = by_config.pop(tuple(row[k] for k in CONFIG), None) or {
+            "kind": "score", **{k: row[k] for k in CONFIG}, "n": 0, "f1": None, "ci_low": None, "ci_high": None,
+            "random_baseline": None, "parse_failures": 0, "judge_errors": 0}
+        item = {**item, "expected": row["expected"], "missing": row["missing"]}
+        if row["missing"]:  # scored as if whole, it would be the score of another, smaller benchmark
+            item.update(f1=None, ci_low=None, ci_high=None)
+        merged.append(item)
+    merged += by_config.values()  # configurations outside the run's selection (records of an earlier run)
+    return _order(pd.DataFrame(merged)).to_dict("records")
+
+
+def _score_run_in_worker(run_dir: str, release: str | None,
+                         seed: int) -> tuple[str, str, str, pd.DataFrame, list[str], list[dict]]:
     run = open_run(run_dir, release)
     warnings = list(run.warnings)
-    frame = score_records(run, _gold_in_worker(str(run.release_dir.resolve())), seed=seed, warn=warnings.append,
-                          with_metadata=False)
-    return run.model, str(run.path), str(run.release_dir.resolve()), frame, warnings
+    gold = _gold_in_worker(str(run.release_dir.resolve()))
+    frame = score_records(run, gold, seed=seed, warn=warnings.append, with_metadata=False)
+    return run.model, str(run.path), str(run.release_dir.resolve()), frame, warnings, coverage(run, gold)
 
 
 def _gold_in_worker(release_dir: str) -> dict[str, pd.DataFrame]:
@@ -274,7 +307,7 @@ def _load_gold_cached(release_dir: str, fingerprint: tuple) -> dict[str, pd.Data
 
 def load_outcomes(run_dirs: Sequence[str | Path], release: str | Path | None = None, *, seed: int = 0,
                   jobs: int = 1, warn: Callable[[str], None] | None = None,
-                  progress: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[str]]:
+                  progress: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[str], list[dict]]:
     """Per-record outcomes of several runs, concatenated, with the release metadata attached.
 
     With `jobs` > 1 the runs are scored in that many worker processes; the result is the same.
@@ -286,7 +319,7 @@ def load_outcomes(run_dirs: Sequence[str | Path], release: str | Path | None = N
     sink = warn or warnings.append
     arguments = ([str(d) for d in run_dirs], [str(release) if release is not None else None] * len(run_dirs),
                  [seed] * len(run_dirs))
-    frames, seen_models = [], {}
+    frames, seen_models, covered = [], {}, []
     with ExitStack() as stack:
         if jobs > 1 and len(run_dirs) > 1:
             context = multiprocessing.get_context("spawn")  # no fork of a process holding Arrow's thread pool
@@ -294,21 +327,22 @@ def load_outcomes(run_dirs: Sequence[str | Path], release: str | Path | None = N
             results = pool.map(_score_run_in_worker, *arguments)
         else:
             results = map(_score_run_in_worker, *arguments)
-        for model, path, release_dir, frame, run_warnings in results:
+        for model, path, release_dir, frame, run_warnings, run_coverage in results:
             if model in seen_models:
                 raise RunInputError(f"{path}: model '{model}' is also the model of {seen_models[model]}")
             seen_models[model] = path
             for message in run_warnings:
                 sink(message)
             frames.append(attach_metadata(frame, _gold_in_worker(release_dir)))
+            covered += run_coverage
             if progress:
                 progress(path)
-    return pd.concat(frames, ignore_index=True), warnings
+    return pd.concat(frames, ignore_index=True), warnings, covered
 
 
 def score_runs(run_dirs: Sequence[str | Path], release: str | Path | None = None,
                options: ScoreOptions = ScoreOptions(), jobs: int = 1,
                progress: Callable[[str], None] | None = None) -> ScoreReport:
     """Load, score and aggregate runs: the library face of ``mmbu eval score``."""
-    outcomes, warnings = load_outcomes(run_dirs, release, seed=options.seed, jobs=jobs, progress=progress)
-    return score_outcomes(outcomes, options, warnings)
+    outcomes, warnings, covered = load_outcomes(run_dirs, release, seed=options.seed, jobs=jobs, progress=progress)
+    return score_outcomes(outcomes, options, warnings, covered)

@@ -21,7 +21,8 @@ import tenacity
 
 from mmbu.build.fetch.model import FetchError
 from mmbu.core.files import write_text_atomic
-from mmbu.curation.http import HttpError, PoliteSession, redact_url
+from mmbu.core.secrets import redact_url
+from mmbu.curation.http import HttpError, PoliteSession
 
 CHUNK = 1 << 16  # small enough that a broken connection loses little of what arrived
 HASH_CHUNK = 1 << 20

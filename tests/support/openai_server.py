@@ -24,6 +24,7 @@ import io
 import re
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -103,6 +104,9 @@ class ChatCall:
 class Fault:
     kind: str                 # 429 | 500 | 503 | timeout | delay | empty | refusal | content_filter | bad_body
                               # | drop (connection closed, no answer) | truncated (body cut short)
+                              # | a key of MALFORMED (valid JSON of the wrong shape) | huge (200 MB, chunked)
+                              # | huge_declared (Content-Length 200 MB) | gzip_bomb (1 MiB of gzip, 1 GiB inflated)
+                              # | echo_auth (HTTP 400 whose body echoes the request headers, as some proxies do)
     remaining: int
     match: str | None = None
     retry_after: float | None = None
@@ -184,6 +188,30 @@ def scripted_answer(call: ChatCall, family: str) -> str:
 def _are_boxes(options: dict[str, str]) -> bool:
     return bool(options) and all(re.match(r"^\[\s*-?\d", text) for key, text in options.items()
                                  if "none" not in text.lower())
+
+
+# valid JSON of the wrong shape: what a broken gateway or a hostile server may send with HTTP 200
+MALFORMED: dict[str, Callable[[dict[str, Any]], None]] = {
+    "content_number": lambda body: body["choices"][0]["message"].update(content=42),
+    "content_object": lambda body: body["choices"][0]["message"].update(content={"text": "A"}),
+    "part_text_list": lambda body: body["choices"][0]["message"].update(content=[{"type": "text", "text": ["A"]}]),
+    "message_list": lambda body: body["choices"][0].update(message=["A"]),
+    "usage_list": lambda body: body.update(usage=[1, 2, 3]),
+    "choices_object": lambda body: body.update(choices={"0": "A"}),
+}
+HUGE_BYTES = 200 * 1024 * 1024
+
+
+def _gzip_bomb() -> bytes:
+    """1 GiB of zeros as gzip (about 1 MB), made once per process."""
+    global _GZIP_BOMB
+    if _GZIP_BOMB is None:
+        compressor, zeros = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS), bytes(16 * 1024 * 1024)
+        _GZIP_BOMB = b"".join(compressor.compress(zeros) for _ in range(64)) + compressor.flush()
+    return _GZIP_BOMB
+
+
+_GZIP_BOMB: bytes | None = None
 
 
 def completion_body(model: str, text: str | None, *, finish_reason: str = "stop", refusal: str | None = None,
@@ -357,6 +385,30 @@ class OpenAIServer:
                 return web.json_response(completion_body(call.model, None, refusal="I'm sorry, I can't help with that."))
             if fault.kind == "content_filter":
                 return web.json_response(completion_body(call.model, None, finish_reason="content_filter"))
+            if fault.kind in MALFORMED:
+                body = completion_body(call.model, "A")
+                MALFORMED[fault.kind](body)
+                return web.json_response(body)
+            if fault.kind in ("huge", "huge_declared"):
+                headers = {"Content-Type": "application/json"}
+                if fault.kind == "huge_declared":
+                    headers["Content-Length"] = str(HUGE_BYTES)
+                response = web.StreamResponse(headers=headers)
+                await response.prepare(request)
+                chunk = b" " * (1024 * 1024)
+                try:
+                    for _ in range(HUGE_BYTES // len(chunk)):
+                        await response.write(chunk)
+                except (ConnectionResetError, RuntimeError):  # the client stopped reading: as it should
+                    pass
+                return response
+            if fault.kind == "gzip_bomb":
+                return web.Response(body=_gzip_bomb(), headers={"Content-Type": "application/json",
+                                                                "Content-Encoding": "gzip"})
+            if fault.kind == "echo_auth":
+                echoed = {k: v for k, v in request.headers.items()}
+                return web.json_response({"error": {"message": f"invalid model; request was {echoed}",
+                                                    "type": "invalid_request_error"}}, status=400)
             if fault.kind == "too_long":
                 return web.json_response({"error": {"message": "This model's maximum context length is 32768 tokens. "
                                                     "However, you requested 60025 tokens.", "type": "BadRequestError"}},

@@ -11,7 +11,8 @@ from typing import Any
 from mmbu.build.fetch.download import ByteProgress, DownloadRequest, NoProgress, download, file_digests
 from mmbu.build.fetch.lockfile import PinnedFile
 from mmbu.build.fetch.model import FetchedFile, FetchError
-from mmbu.curation.http import PoliteSession, redact_url
+from mmbu.core.secrets import redact_url
+from mmbu.curation.http import PoliteSession
 
 
 @dataclass
