@@ -18,7 +18,7 @@ from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from mmbu.core.yaml_io import read_yaml
+from mmbu.core.yaml_io import describe_yaml_error, read_yaml as read_yaml_file
 
 Verdict = Literal["pass", "fail", "unsure"]
 NOMINATIONS_FILE = "nominations.yaml"
@@ -78,12 +78,13 @@ def _first_error(path: Path, exc: ValidationError) -> ReviewFileError:
 
 
 def read_yaml(path: Path) -> object:
+    """A reviewer file's YAML, or ReviewFileError naming the file and the cause in one line."""
     try:
-        return read_yaml(path)
+        return read_yaml_file(path)
     except OSError as exc:
         raise ReviewFileError(f"{path}: cannot read the file ({exc.strerror})") from None
     except yaml.YAMLError as exc:
-        raise ReviewFileError(f"{path}: not valid YAML ({exc})") from None
+        raise ReviewFileError(f"{path}: not valid YAML: {describe_yaml_error(exc)}") from None
 
 
 def load_review(path: Path, criteria: dict[str, str]) -> Review:

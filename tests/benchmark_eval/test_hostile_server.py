@@ -53,9 +53,13 @@ def test_valid_json_of_the_wrong_shape_is_that_records_error_and_the_run_goes_on
 
 
 def _client_peak_kib(base_url: str, fault: str, requests: int) -> tuple[int, list[str]]:
-    """Run `requests` concurrent chats in a fresh process; its peak RSS and the error reasons."""
+    """Run `requests` concurrent chats in a fresh process; its peak RSS and the error reasons.
+
+    The peak is VmHWM, the high-water mark of the process's own memory since exec: getrusage's
+    ru_maxrss would carry over the size of the forking pytest process.
+    """
     script = f"""
-import asyncio, resource, json
+import asyncio, re, json
 from mmbu.benchmark_eval.backends.openai_compat import OpenAICompatClient
 from mmbu.benchmark_eval.backends.base import BackendError
 async def main():
@@ -69,7 +73,8 @@ async def main():
                 return error.reason
         return await asyncio.gather(*[one() for _ in range({requests})])
 reasons = asyncio.run(main())
-print(json.dumps([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, reasons]))
+peak = int(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1))
+print(json.dumps([peak, reasons]))
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stderr
