@@ -172,8 +172,12 @@ def test_ctrl_c_stops_every_process_keeps_whole_answers_and_the_run_resumes(tmp_
         assert 12 <= len(kept) < 72 and predictions.read_bytes().endswith(b"\n")
         finished = subprocess.run(command, capture_output=True, timeout=120)
         assert finished.returncode == 0, finished.stderr.decode()[-2000:]
-    keys = Counter(r.key for r in read_records(predictions))
-    assert len(keys) == 72 and max(keys.values()) == 1
+    records = read_records(predictions)
+    assert len({r.key for r in records}) == 72
+    # an answer kept before Ctrl-C is never asked again; only a request that failed (a timeout on a loaded
+    # machine, say) is asked again, and its new record follows the error record (append-only)
+    ok_keys = Counter(r.key for r in records if r.status == "ok")
+    assert max(ok_keys.values()) == 1 and len(ok_keys) == 72
 
 
 def test_a_run_resumes_with_another_number_of_workers(tmp_path):
