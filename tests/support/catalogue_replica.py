@@ -19,7 +19,8 @@ what the manifest's own layout must find in them:
 
 File kinds (one key besides `path`):
   image: {size: [w, h], mode: RGB | L | I;16}   .png .jpg .jpeg .bmp .tif .tiff (Pillow; 16-bit TIFF by tifffile),
-                                                .dcm (pydicom), .nii / .nii.gz (nibabel; `depth` slices)
+                                                .dcm (pydicom), .nii / .nii.gz (nibabel; `depth` slices),
+                                                .mha / .nrrd (SimpleITK; `depth` slices)
   mask: {size: [w, h], regions: [{value: 1, box: [x0, y0, x1, y1]}], depth: n}   same suffixes; box end exclusive
   text: a literal string          json: any YAML value, dumped as JSON
   csv: {rows: [[...], ...], delimiter: ","}
@@ -84,6 +85,10 @@ def write_raster(path: Path, array: np.ndarray, depth: int | None = None) -> Non
 
         volume = np.stack([array.T] * (depth or 3), axis=-1)  # (x, y, z) as NIfTI stores it
         nibabel.save(nibabel.Nifti1Image(volume, np.eye(4)), str(path))
+    elif name.endswith((".mha", ".nrrd")):
+        import SimpleITK as sitk  # MetaImage / NRRD volumes (SPIDER, PSFHS) as SimpleITK writes them
+
+        sitk.WriteImage(sitk.GetImageFromArray(np.stack([array] * (depth or 3))), str(path))
     elif name.endswith(".dcm"):
         write_dicom(path, array)
     elif name.endswith((".tif", ".tiff")) and array.dtype != np.uint8:
