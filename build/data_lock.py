@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -74,9 +75,24 @@ def remove_stale_temporaries(data_dir: Path) -> int:
                 continue
             for pattern in TEMPORARY_PATTERNS:
                 for leftover in folder.glob(pattern):
+                    if _restore_replaced_folder(leftover):
+                        continue
                     if leftover.is_dir() and not leftover.is_symlink():
                         shutil.rmtree(leftover, ignore_errors=True)
                     else:
                         leftover.unlink(missing_ok=True)
                     removed += 1
     return removed
+
+
+def _restore_replaced_folder(leftover: Path) -> bool:
+    """A folder set aside by `replace_folder` (`.<name>.old-<pid>`) whose replacement never arrived (killed
+    between its two renames, where renameat2 is not available) is put back, never deleted."""
+    match = re.fullmatch(r"\.(.+)\.old-\d+", leftover.name)
+    if not match or not leftover.is_dir():
+        return False
+    original = leftover.with_name(match.group(1))
+    if original.exists():
+        return False
+    os.replace(leftover, original)
+    return True

@@ -14,9 +14,14 @@ would give under the user's umask, not `tempfile.mkstemp`'s private 0600.
 """
 from __future__ import annotations
 
+import ctypes
+import errno
+import functools
 import json
 import os
 import secrets
+import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -101,3 +106,47 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
 def write_json_atomic(path: str | Path, value: Any, *, sort_keys: bool = True) -> Path:
     """`value` as indented JSON (paths and other objects as strings) plus a newline, written atomically."""
     return write_text_atomic(path, json.dumps(value, indent=2, sort_keys=sort_keys, default=str) + "\n")
+
+
+def replace_folder(staging: str | Path, target: str | Path) -> None:
+    """Put the finished folder `staging` in the place of `target` (same file system) in one step.
+
+    Where the kernel can (Linux renameat2 with RENAME_EXCHANGE), the two folders swap names atomically,
+    so `target` is at every instant either the whole old folder or the whole new one, even under kill -9;
+    the old one, now at `staging`'s name, is then removed. Elsewhere the old folder is renamed to
+    `.<name>.old-<pid>` first; a build killed between the two renames finds it there and puts it back
+    (`mmbu.build.data_lock.remove_stale_temporaries`).
+    """
+    staging, target = Path(staging), Path(target)
+    if target.exists() and _exchange(staging, target):
+        shutil.rmtree(staging, ignore_errors=True)
+        return
+    previous = target.with_name(f".{target.name}.old-{os.getpid()}")
+    if target.exists():
+        os.replace(target, previous)
+    os.replace(staging, target)
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Atomically swap two paths' names (renameat2 RENAME_EXCHANGE); False where unsupported."""
+    renameat2 = getattr(_libc(), "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), rename_exchange) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # file system or kernel without the flag
+        return False
+    raise OSError(error, os.strerror(error), str(second))
+
+
+@functools.lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL | None:
+    if sys.platform != "linux":
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None

@@ -12,7 +12,6 @@ A failure at any step leaves `raw/<id>/` as it was (partial downloads stay in `d
 """
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -34,7 +33,7 @@ from mmbu.build.fetch.model import (
 from mmbu.build.fetch.sources import ADAPTERS, FetchContext
 from mmbu.build.fetch.sources.context import tree_files
 from mmbu.build.fetch.sources.local import fetch_mirror
-from mmbu.core.files import DIR_MODE, write_text_atomic
+from mmbu.core.files import DIR_MODE, replace_folder, write_text_atomic
 from mmbu.core.version import toolkit_version
 from mmbu.curation.http import HttpError, PoliteSession
 from mmbu.curation.manifest import DatasetManifest, ManifestError, load_manifest
@@ -120,17 +119,6 @@ def _remove_leftovers(raw_dir: Path) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
-def _swap_into_place(staging: Path, raw_dir: Path) -> None:
-    """Replace raw/<id>/ by the staging folder with renames only (same file system)."""
-    old = None
-    if raw_dir.exists():
-        old = raw_dir.with_name(f".{raw_dir.name}.old-{os.getpid()}")
-        os.rename(raw_dir, old)
-    os.rename(staging, raw_dir)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
 def fetch_dataset(
     manifest: DatasetManifest,
     data_dir: Path,
@@ -184,7 +172,7 @@ def fetch_dataset(
             files=files, stored=stored, resolved=context.resolved,
         )
         write_text_atomic(staging / COMPLETION_RECORD, record.model_dump_json(indent=1))
-        _swap_into_place(staging, raw_dir)
+        replace_folder(staging, raw_dir)
     except (FetchError, HttpError) as exc:
         return result.model_copy(update={"error": str(exc), "seconds": time.monotonic() - started})
     except OSError as exc:

@@ -25,6 +25,7 @@ from mmbu.build.layouts.masks import MaskError, mask_box, mask_png, read_mask, r
 from mmbu.build.layouts.sample import Region, Sample, make_sample_id
 from mmbu.build.layouts.volumes import with_converted_mask
 from mmbu.core.boxes import Box
+from mmbu.core.confinement import OutsideFolder
 from mmbu.core.exclusions import EXCLUSION_COLUMNS, Exclusion
 from mmbu.curation.manifest import DatasetManifest
 
@@ -58,6 +59,8 @@ def read_samples(manifest: DatasetManifest, raw_dir: str | Path, cache_dir: str 
         return [], ctx.exclusions
     try:
         READERS[manifest.layout.kind](manifest.layout, ctx)
+    except OutsideFolder as exc:  # the manifest names a file outside the dataset's folder: nothing of it is read
+        ctx.exclude(str(raw_dir), f"{exc}; the samples read before it are kept")
     except Exception as exc:  # noqa: BLE001 - a reader bug or an unreadable file must not stop the build
         ctx.exclude(str(raw_dir), f"the {manifest.layout.kind} layout stopped early ({type(exc).__name__}: {exc}); "
                                   f"the samples read before it are kept")

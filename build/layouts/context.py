@@ -13,6 +13,7 @@ from mmbu.build.layouts.dicom_slides import SlideListing, SlideSeriesCollector
 from mmbu.build.layouts.files import header_metadata, image_size, is_dicom, is_nifti, relative
 from mmbu.build.layouts.sample import Region, Sample, make_sample_id
 from mmbu.build.layouts.views import View, ViewError, views_for
+from mmbu.core.confinement import confine, inside
 from mmbu.core.exclusions import Exclusion
 from mmbu.curation.manifest import DatasetManifest
 
@@ -40,13 +41,23 @@ class LayoutContext:
         return self.manifest.id
 
     def path(self, *parts: str) -> Path:
-        return self.raw_dir.joinpath(*parts)
+        """`raw_dir / parts`, or OutsideFolder when it resolves outside the dataset's folder (a `..` that
+        slipped past validation, a symbolic link out): `read_samples` reports it in one sentence."""
+        return confine(self.raw_dir, *parts, what=f"the {self.manifest.layout.kind} layout's path")
+
+    def files_under(self, folder: Path) -> list[Path]:
+        """Every file below `folder` (sorted) that stays inside the dataset's folder after resolving links."""
+        return [path for path in sorted(folder.rglob("*")) if path.is_file() and inside(self.raw_dir, path)]
 
     def rel(self, path: Path) -> str:
+        """The path as the dataset names it: relative to raw_dir (as written, when a link leads outside)."""
         try:
             return relative(path, self.raw_dir)
         except ValueError:
-            return str(path)
+            try:
+                return path.relative_to(self.raw_dir).as_posix()
+            except ValueError:
+                return str(path)
 
     def exclude(self, item: str, reason: str, sample_id: str | None = None) -> None:
         self.exclusions.append(Exclusion(dataset_id=self.dataset_id, sample_id=sample_id, item=item,
@@ -81,9 +92,13 @@ class LayoutContext:
         becomes one sample in `finish()`, once the layout has listed all of its files.
         """
         where = self.rel(image)
-        if not image.resolve().is_relative_to(self.raw_dir.resolve()):
+        if not inside(self.raw_dir, image):
             # ids are built from the path inside the dataset; a path outside it is neither stable nor safe
             self.exclude(where, "the labels point outside the dataset's folder")
+            return None
+        if mask_path is not None and not any(inside(folder, mask_path) for folder in (self.raw_dir, self.cache_dir)
+                                             if folder is not None):  # assembled masks live in the layout cache
+            self.exclude(where, "its mask points outside the dataset's folder")
             return None
         listing = SlideListing(image, label, tuple(regions), mask_path, row_metadata or {}, grounded)
         if self._slides.claim(listing):

@@ -5,6 +5,8 @@ from pathlib import Path
 
 from PIL import Image
 
+from mmbu.core.confinement import inside
+
 WSI_SUFFIXES = (".svs", ".ndpi", ".mrxs", ".scn", ".vms", ".vmu", ".bif", ".svslide", ".tif", ".tiff")
 NIFTI_SUFFIXES = (".nii", ".nii.gz")
 
@@ -15,8 +17,12 @@ def relative(path: Path, raw_dir: Path) -> str:
 
 
 def glob_files(raw_dir: Path, pattern: str) -> list[Path]:
-    """Files (not folders) matching a glob under `raw_dir`, sorted so every rebuild sees the same order."""
-    return sorted(p for p in raw_dir.glob(pattern) if p.is_file())
+    """Files (not folders) matching a glob under `raw_dir`, sorted so every rebuild sees the same order.
+
+    A file that resolves outside `raw_dir` (a symbolic link out of the dataset) is left out: the layout's
+    `add` then reports any table row that names it.
+    """
+    return sorted(p for p in raw_dir.glob(pattern) if p.is_file() and inside(raw_dir, p))
 
 
 def is_nifti(path: Path) -> bool:

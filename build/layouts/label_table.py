@@ -51,7 +51,7 @@ class ImageFinder:
         if any(ch in image_root for ch in "*?["):
             self._by_name = {}
             for folder in sorted(ctx.raw_dir.glob(image_root)):
-                for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+                for path in ctx.files_under(folder) if folder.is_dir() else []:
                     self._by_name.setdefault(path.relative_to(folder).as_posix(), []).append(path)
 
     def find(self, name: str) -> tuple[Path, str | None]:

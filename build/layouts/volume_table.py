@@ -63,8 +63,8 @@ def _headers(path: Path) -> dict | None:
 
 def _series_index(ctx: LayoutContext, root: str) -> dict[str, list[tuple[Path, dict]]]:
     index: dict[str, list[tuple[Path, dict]]] = defaultdict(list)
-    for path in sorted(ctx.path(root).rglob("*")):
-        if path.is_file() and is_dicom(path):
+    for path in ctx.files_under(ctx.path(root)):
+        if is_dicom(path):
             headers = _headers(path)
             if headers and headers["uid"]:
                 index[headers["uid"]].append((path, headers))

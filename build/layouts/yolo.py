@@ -7,6 +7,7 @@ from mmbu.build.layouts.boxes import clip_box, yolo_to_xyxy
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import glob_files, image_size
 from mmbu.build.layouts.sample import Region
+from mmbu.core.confinement import inside
 from mmbu.curation.manifest.layout import YoloLayout
 
 
@@ -28,6 +29,9 @@ def read(layout: YoloLayout, ctx: LayoutContext) -> None:
     for image in images:
         label_file = (label_root / image.relative_to(image_base)).with_suffix(".txt")
         paired.add(label_file.resolve())
+        if label_file.is_file() and not inside(ctx.raw_dir, label_file):
+            ctx.exclude(ctx.rel(image), f"its YOLO label file {ctx.rel(label_file)} links outside the dataset's folder")
+            continue
         if not label_file.is_file():
             if ctx.list_unannotated_slide_instance(image):
                 continue
@@ -66,6 +70,6 @@ def read(layout: YoloLayout, ctx: LayoutContext) -> None:
             label = layout.class_names[index] if layout.class_names is not None else str(index)
             regions.append(Region(label=label, instance=f"line-{number}", box=box))
         ctx.add(image, regions=regions, size=size, grounded=True)
-    for label_file in sorted(label_root.rglob("*.txt")) if label_root.is_dir() else []:
+    for label_file in [f for f in ctx.files_under(label_root) if f.suffix == ".txt"] if label_root.is_dir() else []:
         if label_file.resolve() not in paired and label_file.name != "classes.txt":
             ctx.exclude(ctx.rel(label_file), "YOLO labels without a matching image")

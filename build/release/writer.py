@@ -23,6 +23,7 @@ from mmbu.build.release.rows import plan_release
 from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, write_shards
 from mmbu.build.release.stats import write_statistics
 from mmbu.core.exclusions import EXCLUSION_COLUMNS, Exclusion
+from mmbu.core.files import replace_folder
 from mmbu.core.release import TASKS as CONFIGS
 from mmbu.curation.manifest import DatasetManifest
 
@@ -97,7 +98,7 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
         _write_json(staging / "build_info.json", {**build_info, "release_version": version, "rows": summary.rows})
         summary.statistics = write_statistics(kept, staging / "stats")
         write_sha256sums(staging, digests)
-        _swap_into_place(staging, out_dir)
+        replace_folder(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -123,12 +124,3 @@ def _write_configs(rows_by_task: Mapping[str, pd.DataFrame], staging: Path, max_
         summary.rows[config] = len(plan.weights)
         kept[config] = plan.counted
     return kept
-
-
-def _swap_into_place(staging: Path, out_dir: Path) -> None:
-    """Rename the finished staging dir to `out_dir`; an older release is moved aside, then removed."""
-    previous = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-    if out_dir.exists():
-        os.replace(out_dir, previous)
-    os.replace(staging, out_dir)
-    shutil.rmtree(previous, ignore_errors=True)

@@ -13,7 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from mmbu.curation.manifest.templates import parse_template
 
-from mmbu.curation.manifest.layout_base import BOXES, CLASSIFY, MASKS, LayoutBase, MetadataColumns, TableLabels
+from mmbu.curation.manifest.layout_base import BOXES, CLASSIFY, DatasetPath, LayoutBase, MASKS, MetadataColumns, TableLabels
 from mmbu.curation.manifest.layout_annotations import BoxTableLayout, PolygonsLayout
 from mmbu.curation.manifest.layout_arrays import ArraysLayout
 from mmbu.curation.manifest.layout_tables import ParquetLayout
@@ -30,8 +30,8 @@ class FolderPerClassLayout(LayoutBase):
     """
 
     kind: Literal["folder_per_class"]
-    root: str = "."
-    images: str = Field("*", description="Glob for image files inside each class folder (`**/*.png` recurses).")
+    root: DatasetPath = "."
+    images: DatasetPath = Field("*", description="Glob for image files inside each class folder (`**/*.png` recurses).")
     folders: str = Field("{label}", description="Template of the folder levels below `root`; `{label}` is the class "
                                                 "folder, other parts (e.g. `{split}`) and `*` are further levels.")
     splits: list[str] | None = Field(None, min_length=1,
@@ -60,9 +60,9 @@ class LabelTableLayout(TableLabels):
     per-sample metadata."""
 
     kind: Literal["label_table"]
-    table: str
+    table: DatasetPath
     image_column: str
-    image_root: str = Field(".", description="Folder of the images; may hold a glob (`images_*/images`) when the "
+    image_root: DatasetPath = Field(".", description="Folder of the images; may hold a glob (`images_*/images`) when the "
                                              "images are spread over several folders, then found by file name.")
     delimiter: str | None = Field(None, description="Sniffed from the file (comma or tab) when omitted.")
     image_suffix: str = Field("", description="Appended to the image column's value, e.g. '.jpg' for bare ids.")
@@ -78,8 +78,8 @@ class CocoLayout(LayoutBase):
     """COCO detection JSON: `images`, `annotations` (bbox = [x, y, width, height]) and `categories`."""
 
     kind: Literal["coco"]
-    annotations: str
-    image_root: str = "."
+    annotations: DatasetPath
+    image_root: DatasetPath = "."
 
     def feeds(self) -> frozenset[str]:
         return BOXES
@@ -92,8 +92,8 @@ class YoloLayout(LayoutBase):
     """
 
     kind: Literal["yolo"]
-    images: str = Field(description="Glob for the image files.")
-    labels: str = Field(description="Folder holding the .txt files (mirrors the image folder tree).")
+    images: DatasetPath = Field(description="Glob for the image files.")
+    labels: DatasetPath = Field(description="Folder holding the .txt files (mirrors the image folder tree).")
     class_names: list[str] | None = Field(None, description="Class index -> raw label; the index itself when omitted.")
 
     def feeds(self) -> frozenset[str]:
@@ -108,8 +108,8 @@ class VocLayout(LayoutBase):
     """Pascal VOC XML files (`<filename>`, `<size>`, `<object><name><bndbox>`)."""
 
     kind: Literal["voc"]
-    annotations: str = Field(description="Glob for the XML files.")
-    image_root: str = "."
+    annotations: DatasetPath = Field(description="Glob for the XML files.")
+    image_root: DatasetPath = "."
 
     def feeds(self) -> frozenset[str]:
         return BOXES
@@ -124,8 +124,8 @@ class ImageMaskPairsLayout(LayoutBase):
     """
 
     kind: Literal["image_mask_pairs"]
-    images: str
-    masks: str
+    images: DatasetPath
+    masks: DatasetPath
     mask_suffix: str = Field("", description="Removed from a mask's stem before pairing, e.g. '_mask'.")
     mask_values: dict[int, str] = Field(default_factory=dict)
     background: int = 0
@@ -181,8 +181,8 @@ class MaskFilesLayout(LayoutBase):
     """
 
     kind: Literal["mask_files"]
-    image: str = Field(description="Template of the image files, e.g. 'stage1_train/{id}/images/{id}.png'.")
-    masks: list[str] = Field(min_length=1, description="Templates of the mask files, e.g. "
+    image: DatasetPath = Field(description="Template of the image files, e.g. 'stage1_train/{id}/images/{id}.png'.")
+    masks: list[DatasetPath] = Field(min_length=1, description="Templates of the mask files, e.g. "
                                                        "['stage1_train/{id}/masks/*.png'].")
     objects: Literal["file", "values", "components", "ids"] = "values"
     label: str | None = Field(None, description="Raw label of every object (objects: file or ids).")

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mmbu.curation.manifest.layout_base import BOXES, MASKS, LayoutBase
+from mmbu.curation.manifest.layout_base import BOXES, DatasetPath, LayoutBase, MASKS
 from mmbu.curation.manifest.templates import parse_template
 
 BOX_ROLES = ("x1", "y1", "x2", "y2", "cx", "cy", "width", "height")
@@ -65,7 +65,7 @@ class BoxTableLayout(LayoutBase):
     """
 
     kind: Literal["box_table"]
-    table: str
+    table: DatasetPath
     format: Literal["json", "csv"] | None = Field(None, description="From the suffix when omitted.")
     records: str = Field("", description="JSON: dotted path of the list of records ('' = the top level).")
     objects: str | None = Field(None, description="JSON: dotted path (in a record) of its list of objects; "
@@ -79,7 +79,7 @@ class BoxTableLayout(LayoutBase):
         "exclusive", description="inclusive: x2/y2 name the last pixel inside the box (VOC style), so one is added.")
     no_object: dict[str, list[str]] = Field(default_factory=dict,
                                             description="Field -> values that mean the image holds no object.")
-    image_root: str = "."
+    image_root: DatasetPath = "."
     image_suffix: str = ""
     delimiter: str | None = None
 
@@ -123,11 +123,11 @@ class PolygonsLayout(LayoutBase):
 
     kind: Literal["polygons"]
     format: Literal["aperio_xml", "labelme_json", "cvat_xml"]
-    annotations: str = Field(description="aperio_xml: template paired with `images`; labelme_json: glob of the "
+    annotations: DatasetPath = Field(description="aperio_xml: template paired with `images`; labelme_json: glob of the "
                                          "JSON files; cvat_xml: the XML file.")
-    images: str | None = Field(None, description="aperio_xml: template of the image files, e.g. "
+    images: DatasetPath | None = Field(None, description="aperio_xml: template of the image files, e.g. "
                                                  "'Tissue Images/{stem}.tif'.")
-    image_root: str = Field(".", description="cvat_xml: folder the image names are relative to.")
+    image_root: DatasetPath = Field(".", description="cvat_xml: folder the image names are relative to.")
     fixed_label: str | None = Field(None, description="Raw label of every object (MoNuSeg: nucleus).")
     min_region_pixels: int = Field(1, ge=1)
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mmbu.curation.manifest.layout_base import BOXES, CLASSIFY, MASKS, LayoutBase
+from mmbu.curation.manifest.layout_base import BOXES, CLASSIFY, DatasetPath, LayoutBase, MASKS
 from mmbu.curation.manifest.templates import parse_template
 
 
@@ -16,7 +16,7 @@ class ArrayRef(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    file: str = Field(description="Path template of the .npy or .npz file, e.g. 'Fold {fold}/images/fold{fold}/images.npy'.")
+    file: DatasetPath = Field(description="Path template of the .npy or .npz file, e.g. 'Fold {fold}/images/fold{fold}/images.npy'.")
     key: str | None = Field(None, description="Member of an .npz file, e.g. '{split}_images'.")
 
     @field_validator("file", "key")

@@ -2,11 +2,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from mmbu.core.confinement import stays_inside
 
 # metadata field -> column of a label table holding a per-sample value for it
 MetadataColumns = dict[str, str]
+
+DatasetPath = Annotated[str, AfterValidator(stays_inside("the dataset's folder raw/<id>/"))]
+"""A path, glob or path template relative to the dataset's folder `raw/<id>/` that cannot leave it
+(absolute paths and `..` are refused here; the build checks again after resolving symbolic links)."""
 
 
 CLASSIFY = frozenset({"ungrounded_classification"})

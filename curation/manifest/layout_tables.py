@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from mmbu.curation.manifest.layout_base import BOXES, CLASSIFY, MASKS, MetadataColumns, LayoutBase
+from mmbu.curation.manifest.layout_base import BOXES, CLASSIFY, DatasetPath, LayoutBase, MASKS, MetadataColumns
 from mmbu.curation.manifest.templates import parse_template
 
 
@@ -26,11 +26,11 @@ class ParquetLayout(LayoutBase):
     """
 
     kind: Literal["parquet"]
-    files: str = Field(description="Template of the Parquet files, e.g. 'data/{split}-*.parquet'.")
+    files: DatasetPath = Field(description="Template of the Parquet files, e.g. 'data/{split}-*.parquet'.")
     image_column: str = "image"
     label_column: str | None = None
     class_names: list[str] | None = Field(None, description="Class index -> raw label; read from `card` when omitted.")
-    card: str | None = Field("README.md", description="Dataset card whose YAML `dataset_info.features` names the "
+    card: DatasetPath | None = Field("README.md", description="Dataset card whose YAML `dataset_info.features` names the "
                                                       "ClassLabel values.")
     config_name: str | None = Field(None, description="Which `dataset_info` entry of a card with several configs.")
     no_finding: str | None = None

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from mmbu.curation.manifest.layout_base import TableLabels
+from mmbu.curation.manifest.layout_base import DatasetPath, TableLabels
 
 
 class VolumeTableLayout(TableLabels):
@@ -23,10 +23,10 @@ class VolumeTableLayout(TableLabels):
     """
 
     kind: Literal["volume_table"]
-    table: str
-    volume: str | None = Field(None, description="Path of the volume made from the row, e.g. 'train/{BraTS21ID:0>5}/FLAIR'.")
+    table: DatasetPath
+    volume: DatasetPath | None = Field(None, description="Path of the volume made from the row, e.g. 'train/{BraTS21ID:0>5}/FLAIR'.")
     series_column: str | None = Field(None, description="Column of SeriesInstanceUIDs to find under volumes_root.")
-    volumes_root: str = "."
+    volumes_root: DatasetPath = "."
     delimiter: str | None = None
     metadata_columns: dict[str, str] = Field(default_factory=dict)
 

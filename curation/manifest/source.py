@@ -3,9 +3,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from mmbu.core.confinement import stays_inside
 
 HEX40 = r"^[0-9a-f]{40}$"
+
+# a local source's path: relative to the repository root, never out of it (the fetch checks links too)
+RepositoryPath = Annotated[str, AfterValidator(stays_inside("the repository"))]
 
 
 class _Strict(BaseModel):
@@ -56,10 +61,10 @@ class UrlSource(_Strict):
 
 
 class LocalSource(_Strict):
-    """Files already on disk (a relative path is taken from the repository root)."""
+    """Files already in the repository (the path is relative to its root and cannot leave it)."""
 
     kind: Literal["local"]
-    path: str
+    path: RepositoryPath
     patterns: list[str] | None = None
 
 

@@ -15,6 +15,8 @@ from collections.abc import Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 
+from mmbu.core.confinement import inside
+
 _PART = re.compile(r"\{([^{}]*)\}")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?::d)?$")
 
@@ -87,8 +89,8 @@ class PathTemplate:
     def scan(self, root: Path) -> Iterator[tuple[Path, dict[str, str]]]:
         """Every file under `root` that matches, with its parts, in sorted (stable) order."""
         for path in sorted(root.glob(self.glob)):
-            if not path.is_file() or is_hidden(path.relative_to(root)):
-                continue
+            if not path.is_file() or is_hidden(path.relative_to(root)) or not inside(root, path):
+                continue  # a link out of the dataset's folder is never read
             parts = self.match(path.relative_to(root).as_posix())
             if parts is not None:
                 yield path, parts

@@ -147,3 +147,19 @@ def test_a_deeply_nested_manifest_costs_itself_and_the_others_fetch_and_build(tm
     fetch = _mmbu("fetch", "--manifests", str(manifests), "--data", str(tmp_path / "data2"), cwd=tmp_path)
     assert fetch.returncode == 1 and "Traceback" not in fetch.stderr
     assert (tmp_path / "data2" / "raw" / "cells").is_dir() and (tmp_path / "data2" / "raw" / "nuclei").is_dir()
+
+
+def test_the_release_is_swapped_in_whole_and_a_half_done_swap_is_undone(tmp_path):
+    from mmbu.build.data_lock import remove_stale_temporaries
+    from mmbu.core.files import replace_folder
+
+    old, new = tmp_path / "release", tmp_path / ".release.tmp-1"
+    for folder, text in ((old, "old"), (new, "new")):
+        folder.mkdir()
+        (folder / "SHA256SUMS").write_text(text)
+    replace_folder(new, old)
+    assert (old / "SHA256SUMS").read_text() == "new" and not new.exists()
+    # a build killed between the two renames of the fallback leaves only the set-aside old release
+    os.replace(old, tmp_path / ".release.old-4242")
+    remove_stale_temporaries(tmp_path)
+    assert (old / "SHA256SUMS").read_text() == "new" and not (tmp_path / ".release.old-4242").exists()

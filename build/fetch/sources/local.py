@@ -1,17 +1,25 @@
-"""Files already on disk: a path relative to the repository root (or absolute), a file or a folder."""
+"""Files already in the repository: a path relative to its root, a file or a folder.
+
+The path must stay inside the repository once symbolic links are resolved (the manifest validator
+refuses absolute paths and `..`; this catches a link out), so a manifest cannot copy, and then
+publish, any file the builder can read.
+"""
 from __future__ import annotations
 
 from pathlib import Path
 
 from mmbu.build.fetch.model import FetchedFile, FetchError
 from mmbu.build.fetch.sources.context import FetchContext, RemoteContext, RemoteFile, tree_files
+from mmbu.core.confinement import inside
 from mmbu.curation.manifest.source import LocalSource
 
 
 def local_files(source: LocalSource, repo_root: Path) -> tuple[Path, list[str]]:
     """(folder, file names relative to it) of a local source; FetchError if it is missing or empty."""
-    path = Path(source.path)
-    path = path if path.is_absolute() else repo_root / path
+    path = repo_root / source.path
+    if path.exists() and not inside(repo_root, path):
+        raise FetchError(f"local source {source.path} resolves to {path.resolve()}, outside the repository "
+                         f"{repo_root}; a local source must be a folder or file of the repository itself")
     if path.is_file():
         return path.parent, [path.name]
     if not path.is_dir():
