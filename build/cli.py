@@ -14,7 +14,7 @@ from mmbu.build.duplicates import DEFAULT_MAX_DISTANCE
 from mmbu.build.executors import ExecutorError
 from mmbu.build.fetch import LockError
 from mmbu.build.fetch.plan import plan_lines
-from mmbu.build.pipeline import BuildConfig, BuildReport, manifest_paths, plan_build, run_build
+from mmbu.build.pipeline import BuildConfig, BuildReport, manifest_paths, plan_build, read_manifests, run_build
 from mmbu.core.cli import InvalidInput
 from mmbu.taxonomy import TaxonomyError
 
@@ -62,8 +62,9 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
                    "offline demo; manifests/README.md says how to add a dataset.")
         return
     try:
-        plan = plan_build(config)
-    except LockError as exc:
+        validation = read_manifests(config)  # each manifest parsed once, for the plan and the build
+        plan = plan_build(config, validation.manifests)
+    except (LockError, TaxonomyError) as exc:
         raise InvalidInput(str(exc)) from None
     click.echo("\n".join(plan_lines(plan, str(manifests_dir), with_errors=False)))
     console = Console(stderr=True)
@@ -76,7 +77,7 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
             def advance(dataset_id: str, done: int, total: int) -> None:
                 bar.update(task, total=total, completed=done, description=dataset_id)
 
-            report = run_build(config, progress=advance, plan=plan)
+            report = run_build(config, progress=advance, plan=plan, validation=validation)
     except (ExecutorError, TaxonomyError, LockError, DataFolderBusy) as exc:
         raise InvalidInput(str(exc)) from None
     except OSError as exc:  # a full disk or a read-only folder: `mmbu` says it in one sentence naming the folder

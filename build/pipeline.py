@@ -7,7 +7,7 @@ release is rewritten only when its inputs changed, so a second `make dataset` is
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,17 +19,16 @@ from mmbu.build.data_lock import data_folder_lock, remove_stale_temporaries
 from mmbu.build.duplicates import DEFAULT_MAX_DISTANCE, DuplicateCheck, check_duplicates
 from mmbu.build.duplicates.check import keep_rows
 from mmbu.build.executors import ExecutorName, WorkerDied, run_all
-from mmbu.build.fetch import FetchResult, LockFile, fetch_all, repository_root
+from mmbu.build.fetch import FetchResult, LockFile, fetch_manifest_file, repository_root
 from mmbu.build.fetch.plan import FetchPlan, plan_fetch
 from mmbu.build.steps import DatasetJob, DatasetOutcome, cached_taxonomy, process_dataset
 from mmbu.core.exclusions import EXCLUSION_COLUMNS
 from mmbu.core.files import write_json_atomic, write_text_atomic
 from mmbu.core.version import toolkit_version
 from mmbu.curation.http import PoliteSession
-from mmbu.curation.manifest import load_manifest
-from mmbu.curation.manifest.validate import validate_files
+from mmbu.curation.manifest import DatasetManifest
+from mmbu.curation.manifest.validate import ValidationReport, validate_files
 
-LIST_COLUMNS = ("boxes", "other_boxes", "options", "answer_aliases")
 REVIEW_CHECKS = "review-checks.jsonl"  # in the data folder; `mmbu review ... --checks` reads it
 
 
@@ -84,43 +83,53 @@ def lock_for(config: BuildConfig) -> LockFile:
     return LockFile(config.lock_path or Path(config.manifests_dir).parent / "manifests.lock")
 
 
-def plan_build(config: BuildConfig) -> FetchPlan:
-    """The fetch plan of the build's manifests (printed before `run_build`; see `mmbu.build.fetch.plan`)."""
+def read_manifests(config: BuildConfig) -> ValidationReport:
+    """Every manifest of the build, parsed and checked once: the fetch plan and `run_build` take this result,
+    and fetch, the workers and the release use its parsed manifests (no step reads a manifest file again)."""
+    taxonomy = cached_taxonomy(str(config.taxonomy_path) if config.taxonomy_path else None)
+    # evidence is printed, not required: test and local manifests build; the catalogue's CI check requires it
+    return validate_files(manifest_paths(Path(config.manifests_dir)), taxonomy, require_evidence=False)
+
+
+def plan_build(config: BuildConfig, manifests: Mapping[Path, DatasetManifest] | None = None) -> FetchPlan:
+    """The fetch plan of the build's manifests (printed before `run_build`; see `mmbu.build.fetch.plan`);
+    `manifests`: the parsed ones (`read_manifests(config).manifests`), not read again."""
     manifests_dir = Path(config.manifests_dir)
     return plan_fetch(manifest_paths(manifests_dir), config.data_dir, mirror=config.mirror, lock=lock_for(config),
-                      repo_root=config.repo_root or repository_root(manifests_dir))
+                      repo_root=config.repo_root or repository_root(manifests_dir), manifests=manifests)
 
 
 def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | None = None,
-              plan: FetchPlan | None = None) -> BuildReport:
+              plan: FetchPlan | None = None, validation: ValidationReport | None = None) -> BuildReport:
     """Build `config.data_dir/release`; bad datasets and items are reported, never fatal to the rest.
 
-    `plan` (default: `plan_build(config)`) decides which datasets are not fetched at all because their host
-    does not answer: each fails with one sentence while the others build. Holds the data folder's lock
-    for the whole build (DataFolderBusy when another build or fetch has it) and first removes the
-    temporary files a killed build left behind.
+    `validation` (default: `read_manifests(config)`) holds the manifests, parsed once. `plan` (default:
+    `plan_build(config)`) decides which datasets are not fetched at all because their host does not answer:
+    each fails with one sentence while the others build. Holds the data folder's lock for the whole build
+    (DataFolderBusy when another build or fetch has it) and first removes the temporary files a killed build
+    left behind.
     """
     with data_folder_lock(config.data_dir, "mmbu build"):
         remove_stale_temporaries(config.data_dir)
-        return _run_build(config, progress, plan)
+        return _run_build(config, progress, plan, validation)
 
 
 def _run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | None,
-               plan: FetchPlan | None) -> BuildReport:
+               plan: FetchPlan | None, validation: ValidationReport | None) -> BuildReport:
     report = BuildReport(release_dir=config.release_dir)
     manifests_dir = Path(config.manifests_dir)
-    paths = manifest_paths(manifests_dir)
     # cached per process: forked local workers inherit it instead of parsing the YAML again
     taxonomy = cached_taxonomy(str(config.taxonomy_path) if config.taxonomy_path else None)
 
-    # evidence is printed, not required: test and local manifests build; the catalogue's CI check requires it
-    validation = validate_files(paths, taxonomy, require_evidence=False)
+    validation = validation or read_manifests(config)
+    paths = validation.files
     report.manifest_errors = [str(p) for p in validation.problems]
     good = [p for p in paths if p not in validation.invalid_files]
+    manifests = {path: validation.manifests[path] for path in good}
 
     repo_root = config.repo_root or repository_root(manifests_dir)
     lock = lock_for(config)
-    plan = plan or plan_build(config)
+    plan = plan or plan_build(config, manifests)
     blocked = {d.dataset_id: d.error or "" for d in plan.blocked}
     session = PoliteSession()
 
@@ -129,13 +138,13 @@ def _run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | 
     def fetched_jobs() -> Iterator[DatasetJob]:
         """Fetch one dataset at a time in this process; each is handed to a worker as soon as it is on disk."""
         for path in largest_first(good, lock):
-            result = fetch_all([path], config.data_dir, mirror=config.mirror, lock=lock, session=session,
-                               repo_root=repo_root, blocked=blocked)[0]
+            result = fetch_manifest_file(path, config.data_dir, manifest=manifests[path], blocked=blocked,
+                                         mirror=config.mirror, lock=lock, session=session, repo_root=repo_root)
             report.fetch.append(result)
             if result.ok and result.manifest:
                 jobs.append(DatasetJob(manifest_path=Path(result.manifest).resolve(),
                                        data_dir=Path(config.data_dir).resolve(), taxonomy_path=config.taxonomy_path,
-                                       seed=config.seed))
+                                       seed=config.seed, manifest=manifests[path]))
                 yield jobs[-1]
 
     outcomes: dict[int, DatasetOutcome] = {}
@@ -156,7 +165,7 @@ def _run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | 
         report.duplicates = check_duplicates({o.dataset_id: Path(o.rows_path) for o in report.datasets
                                               if o.ok and o.rows_path}, config.duplicate_distance)
 
-    _write_release_if_changed(config, report, taxonomy.content_hash)
+    _write_release_if_changed(config, report, taxonomy.content_hash, {m.id: m for m in manifests.values()})
     write_json_atomic(Path(config.data_dir) / "build-report.json", _report_document(report))
     write_text_atomic(Path(config.data_dir) / REVIEW_CHECKS,
                       "".join(json.dumps(row, sort_keys=True) + "\n" for row in review_checks(report)))
@@ -215,7 +224,8 @@ def _dataset_exclusions(report: BuildReport) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(EXCLUSION_COLUMNS))
 
 
-def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy_hash: str) -> None:
+def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy_hash: str,
+                              manifests_by_id: dict[str, DatasetManifest]) -> None:
     built = [o for o in report.datasets if o.ok and o.rows_path]
     exclusions = _dataset_exclusions(report)
     report.exclusions = len(exclusions)
@@ -242,30 +252,15 @@ def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy
         seed=config.seed, taxonomy_hash=taxonomy_hash, manifest_paths=[o.manifest_path for o in built],
         extra={"inputs_hash": inputs_hash, "toolkit_version": toolkit_version(), "jobs": config.jobs,
                "executor": config.executor})
-    manifests = [load_manifest(o.manifest_path) for o in built]
+    manifests = [manifests_by_id[o.dataset_id] for o in built]
     # a generator: the per-dataset frames are released once grouped, so rows are not held twice
-    rows_by_task = group_by_task(keep_rows(_read_rows(Path(o.rows_path)), report.duplicates.dropped_keys(o.dataset_id))
-                                 for o in built)
+    rows_by_task = group_by_task(keep_rows(pd.read_parquet(Path(o.rows_path)),
+                                           report.duplicates.dropped_keys(o.dataset_id)) for o in built)
     summary = write_release(rows_by_task, config.release_dir, manifests, build_info,
                             exclusions=exclusions, version=config.release_version)
     report.release_written = True
     report.release_rows = dict(summary.rows)
     report.exclusions += len(summary.exclusions)
-
-
-def _read_rows(path: Path) -> pd.DataFrame:
-    """A dataset's rows with list columns back as Python lists (Parquet returns numpy arrays)."""
-    frame = pd.read_parquet(path)
-    for column in LIST_COLUMNS:
-        if column in frame.columns:
-            frame[column] = [_to_list(v) for v in frame[column]]
-    return frame
-
-
-def _to_list(value: Any) -> Any:
-    if isinstance(value, (list, tuple)) or hasattr(value, "tolist") and getattr(value, "ndim", 0) > 0:
-        return [_to_list(v) for v in value]
-    return value.item() if hasattr(value, "item") else value
 
 
 def _report_document(report: BuildReport) -> dict[str, Any]:

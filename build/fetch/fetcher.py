@@ -16,6 +16,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 from pathlib import Path
 
 from mmbu.build.convert.base import printable_path
@@ -191,6 +192,25 @@ def fetch_dataset(
     })
 
 
+def fetch_manifest_file(path: Path, data_dir: Path, *, manifest: DatasetManifest | None = None,
+                        blocked: Mapping[str, str] | None = None, **fetch_options: Any) -> FetchResult:
+    """Fetch one manifest file's dataset (`manifest`: the file already parsed, so it is not read again);
+    any failure, a bug included, is an error result naming the file. A dataset `blocked` names (see
+    `fetch_all`) fails at once with its cause."""
+    try:
+        manifest = manifest or load_manifest(path)
+    except ManifestError as exc:
+        return FetchResult(dataset_id=Path(path).stem, status="error", manifest=str(path),
+                           error=" ".join(str(exc).split()))  # YAML errors span lines; the report wants one
+    try:
+        result = (FetchResult(dataset_id=manifest.id, status="error", source=manifest.source.kind,
+                              error=blocked[manifest.id]) if blocked and manifest.id in blocked
+                  else fetch_dataset(manifest, data_dir, **fetch_options))
+    except Exception as exc:  # noqa: BLE001 - a bug with one dataset must not stop the batch
+        result = FetchResult(dataset_id=manifest.id, status="error", error=f"unexpected {type(exc).__name__}: {exc}")
+    return result.model_copy(update={"manifest": str(path)})
+
+
 def fetch_all(
     manifest_paths: Iterable[Path],
     data_dir: Path,
@@ -211,21 +231,8 @@ def fetch_all(
     session = session or PoliteSession()
     results = []
     for path in manifest_paths:
-        try:
-            manifest = load_manifest(path)
-        except ManifestError as exc:
-            result = FetchResult(dataset_id=Path(path).stem, status="error", manifest=str(path),
-                                 error=" ".join(str(exc).split()))  # YAML errors span lines; the report wants one
-        else:
-            try:
-                result = (FetchResult(dataset_id=manifest.id, status="error", source=manifest.source.kind,
-                                      error=blocked[manifest.id]) if blocked and manifest.id in blocked
-                          else fetch_dataset(manifest, data_dir, mirror=mirror, lock=lock, session=session,
-                                             repo_root=repo_root, progress=progress))
-            except Exception as exc:  # noqa: BLE001 - a bug with one dataset must not stop the batch
-                result = FetchResult(dataset_id=manifest.id, status="error",
-                                     error=f"unexpected {type(exc).__name__}: {exc}")
-            result = result.model_copy(update={"manifest": str(path)})
+        result = fetch_manifest_file(path, data_dir, blocked=blocked, mirror=mirror, lock=lock, session=session,
+                                     repo_root=repo_root, progress=progress)
         results.append(result)
         if on_result:
             on_result(result)

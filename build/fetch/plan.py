@@ -17,7 +17,7 @@ import os
 import shutil
 import threading
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
@@ -194,16 +194,17 @@ def transport_cause(error: HttpError) -> str:
 
 def plan_fetch(manifest_paths: Iterable[Path], data_dir: Path, *, mirror: Path | None = None,
                lock: LockFile | None = None, session: PoliteSession | None = None,
-               repo_root: Path | None = None) -> FetchPlan:
+               repo_root: Path | None = None, manifests: Mapping[Path, DatasetManifest] | None = None) -> FetchPlan:
     """The plan for fetching these manifests into `data_dir/raw/` (see the module docstring). Never raises for
-    a dataset problem; `session` defaults to `probing_session()`."""
+    a dataset problem; `session` defaults to `probing_session()`. `manifests`: files already parsed (by path),
+    which are not read again."""
     session = session or probing_session()
     repo_root = Path(repo_root or Path.cwd())
     plans: dict[int, DatasetPlan] = {}
     remote: dict[str, list[tuple[int, DatasetManifest, Path]]] = defaultdict(list)
     for index, path in enumerate(manifest_paths):
         try:
-            manifest = load_manifest(path)
+            manifest = (manifests or {}).get(path) or load_manifest(path)
         except ManifestError as exc:
             plans[index] = DatasetPlan(dataset_id=Path(path).stem, manifest=str(path), state="invalid",
                                        error=" ".join(str(exc).split()))

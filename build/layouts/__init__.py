@@ -6,7 +6,7 @@ Public face:
     regions_from_mask, region_mask, read_mask, mask_box, mask_png (masks -> regions -> ROI PNG + box)
     geometry_of(report_line), map_boxes, map_mask                 (stored frame -> PNG frame)
     with_converted_mask(sample, converted_mask_slice, manifest)   (volumes: regions from the chosen slice)
-    place_items(items, samples, converted) -> (DataFrame, [Exclusion])  (task items onto their PNGs)
+    place_items(items, samples, converted, roi_dir) -> (DataFrame, [Exclusion])  (task items onto their PNGs; ROI PNGs)
 
 A layout that does not match the files, labels without images, masks of the wrong size and labels
 outside the manifest's vocabulary each become an `Exclusion`; nothing here raises for bad data.

@@ -15,9 +15,10 @@ import numpy as np
 import pandas as pd
 
 from mmbu.build.layouts.frames import geometry_of, map_boxes, map_mask
-from mmbu.build.layouts.masks import MaskError, mask_box, read_mask, region_mask
+from mmbu.build.layouts.masks import MaskError, mask_box, mask_png, read_mask, region_mask
 from mmbu.build.layouts.sample import Region, Sample
 from mmbu.core.exclusions import Exclusion
+from mmbu.core.files import write_bytes_atomic
 from mmbu.core.geometry import ConversionGeometry
 
 
@@ -35,13 +36,15 @@ def _is_set(value: object) -> bool:
     return value is not None and not (isinstance(value, float) and pd.isna(value))
 
 
-def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: Mapping[str, ConvertedImage]
-                ) -> tuple[pd.DataFrame, list[Exclusion]]:
+def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: Mapping[str, ConvertedImage],
+                roi_dir: Path) -> tuple[pd.DataFrame, list[Exclusion]]:
     """Items (from `task_items`) with `image`, `image_width`, `image_height`, and `boxes`,
     `other_boxes`, `mask` in the PNG frame. Keys of `samples`/`converted` are image sample ids.
 
-    A mask-grounded row's box is the box of its resized mask, so the two agree exactly; a region
-    that vanishes in downscaling, or an image without a conversion, becomes an exclusion.
+    A mask-grounded row's ROI is written here, once, as the PNG the release embeds
+    (`roi_dir/<row sample id>.png`, 255 inside), and `mask` is its path; its box is the box of the
+    resized mask, so the two agree exactly. A region that vanishes in downscaling, or an image
+    without a conversion, becomes an exclusion.
     """
     placed: list[dict[str, object]] = []
     exclusions: list[Exclusion] = []
@@ -86,7 +89,8 @@ def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: M
             if box is None:
                 drop("the region is too small to survive the conversion's downscaling")
                 continue
-            row["mask"], row["boxes"] = roi, [list(box)]
+            row["mask"] = str(write_bytes_atomic(Path(roi_dir) / f"{item['sample_id']}.png", mask_png(roi)))
+            row["boxes"] = [list(box)]
         placed.append(row)
     columns = list(dict.fromkeys([*items.columns, "image", "image_width", "image_height", "mask"]))
     return pd.DataFrame(placed, columns=columns), exclusions

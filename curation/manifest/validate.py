@@ -48,6 +48,7 @@ class ValidationReport:
 
     files: list[Path] = field(default_factory=list)
     problems: list[ManifestProblem] = field(default_factory=list)
+    manifests: dict[Path, DatasetManifest] = field(default_factory=dict)  # every file that parsed, as parsed
 
     @property
     def invalid_files(self) -> list[Path]:
@@ -90,6 +91,7 @@ def validate_files(files: Iterable[Path], taxonomy: Taxonomy, *, require_evidenc
         except ManifestError as exc:
             report.problems += [ManifestProblem(path, where, reason) for where, reason in exc.problems]
             continue
+        report.manifests[path] = manifest
         found = check_manifest(manifest, path, taxonomy, require_evidence=require_evidence)
         report.problems += [ManifestProblem(path, where, reason) for where, reason in found]
         if manifest.id in ids:

@@ -289,3 +289,24 @@ def test_every_bad_input_class_is_named_with_dataset_sample_and_reason(tmp_path)
     assert report.release_rows == {"ungrounded_classification": 1}  # ok1 is built; the rest is reported
     exclusions = (tmp_path / "data" / "release" / "exclusions.csv").read_text(encoding="utf-8")
     assert "Purple Magic" in exclusions and "gone.png" in exclusions and "tumour" in exclusions
+
+
+def test_each_manifest_is_parsed_once_per_build(tmp_path, monkeypatch):
+    """Validation parses each manifest; fetch, the worker and the release use that object (they each parsed the
+    file again before). Counted where every parse ends: the model's validation of the YAML document."""
+    from collections import Counter
+
+    from mmbu.curation.manifest import DatasetManifest
+
+    parsed: Counter = Counter()
+    validate = DatasetManifest.model_validate
+
+    def counting(cls, document, *args, **kwargs):
+        parsed[document.get("id")] += 1
+        return validate(document, *args, **kwargs)
+
+    make_repo(tmp_path)
+    monkeypatch.setattr(DatasetManifest, "model_validate", classmethod(counting))
+    report = run_build(config_for(tmp_path))  # one job: the worker runs in this process, where the count is
+    assert report.exit_code == 0 and report.release_written, report.failed
+    assert parsed == {"cells": 1, "nuclei": 1}

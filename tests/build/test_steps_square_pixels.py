@@ -69,7 +69,8 @@ def test_switched_off_the_build_keeps_the_stored_grid_for_image_box_and_mask(tmp
     assert not dropped
     record = conversions[kept[0].sample_id].record
     assert record["params"]["square_pixels"]["applied"] is False and record["params"]["geometry"]["transforms"] == []
-    placed, exclusions = place_items(task_items(kept, manifest), {s.sample_id: s for s in kept}, conversions)
+    placed, exclusions = place_items(task_items(kept, manifest), {s.sample_id: s for s in kept}, conversions,
+                                     tmp_path / "roi")
     assert not exclusions
 
     with Image.open(conversions[kept[0].sample_id].png) as png:
@@ -80,7 +81,7 @@ def test_switched_off_the_build_keeps_the_stored_grid_for_image_box_and_mask(tmp
     for row in placed.itertuples():
         assert (row.image_width, row.image_height) == (COLUMNS, ROWS)
         assert [round(v) for v in row.boxes[0]] == stored_box
-    roi = placed[placed.task == "mask_grounded_classification"].iloc[0]["mask"]
+    roi = np.asarray(Image.open(placed[placed.task == "mask_grounded_classification"].iloc[0]["mask"])) > 0
     assert np.array_equal(roi, inside)
 
 

@@ -242,7 +242,8 @@ def test_the_build_places_a_stored_grid_mask_and_its_box_on_the_squared_png(tmp_
     assert not layout_exclusions and samples[0].image_size == (COLUMNS, ROWS)
     kept, conversions, dropped = convert_samples(samples, manifest, tmp_path / "work", "test")
     assert not dropped
-    placed, exclusions = place_items(task_items(kept, manifest), {s.sample_id: s for s in kept}, conversions)
+    placed, exclusions = place_items(task_items(kept, manifest), {s.sample_id: s for s in kept}, conversions,
+                                     tmp_path / "roi")
     assert not exclusions
 
     side = 80 if convert is None else 50
@@ -255,6 +256,6 @@ def test_the_build_places_a_stored_grid_mask_and_its_box_on_the_squared_png(tmp_
         assert (row.image_width, row.image_height) == (side, side)
         (box,) = row.boxes
         assert all(abs(a - b) <= 1 for a, b in zip(box, png_box)), (row.task, box, png_box)
-    roi = placed[placed.task == "mask_grounded_classification"].iloc[0]["mask"]
+    roi = np.asarray(Image.open(placed[placed.task == "mask_grounded_classification"].iloc[0]["mask"])) > 0
     assert roi.shape == (side, side)
     assert np.count_nonzero(roi & bright) / np.count_nonzero(roi | bright) >= 0.95

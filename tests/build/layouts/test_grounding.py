@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from PIL import Image
 from support.build_manifests import make_manifest, write_png
 
@@ -31,14 +32,17 @@ def test_boxes_and_masks_follow_a_halving_conversion_and_lost_items_are_excluded
     halved = ConversionGeometry.scaled((40, 20), (20, 10)).to_json()
     converted = {a.sample_id: ConvertedImage(small, {"width": 20, "height": 10, "params": {"geometry": halved}})}
 
-    placed, exclusions = place_items(task_items(samples, manifest), {s.sample_id: s for s in samples}, converted)
+    placed, exclusions = place_items(task_items(samples, manifest), {s.sample_id: s for s in samples}, converted,
+                                     tmp_path / "roi")
 
     gland_box = placed[(placed.task == "box_grounded_classification") & (placed.label == "gland")].iloc[0]
     assert gland_box.boxes == [[4, 2, 12, 6]] and (gland_box.image_width, gland_box.image_height) == (20, 10)
-    assert gland_box.image == str(small) and gland_box["mask"] is None
+    assert gland_box.image == str(small) and pd.isna(gland_box["mask"])
     gland_mask = placed[(placed.task == "mask_grounded_classification") & (placed.label == "gland")].iloc[0]
-    assert gland_mask["mask"].shape == (10, 20) and gland_mask["mask"][2:6, 4:12].all()
-    assert gland_mask["mask"].sum() == 4 * 8 and gland_mask.boxes == [[4, 2, 12, 6]]
+    assert gland_mask["mask"] == str(tmp_path / "roi" / f"{gland_mask.sample_id}.png")  # written once, here
+    roi = np.asarray(Image.open(gland_mask["mask"])) > 0
+    assert roi.shape == (10, 20) and roi[2:6, 4:12].all()
+    assert roi.sum() == 4 * 8 and gland_mask.boxes == [[4, 2, 12, 6]]
     reasons = sorted((e.stage, e.reason) for e in exclusions)
     assert reasons[0] == ("convert", "the image has no converted PNG (see the conversion report)")
     assert ("layout", "the region is too small to survive the conversion's downscaling") in reasons

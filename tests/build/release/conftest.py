@@ -60,7 +60,7 @@ def pipeline(raw, manifest, taxonomy, out_dir, halve=False):
     assert failures.empty, failures.to_string()
     items, _ = attach_metadata(task_items(samples, manifest), valid)
     converted = {s.sample_id: convert(s, out_dir, halve) for s in samples}
-    rows, placing = place_items(items, {s.sample_id: s for s in samples}, converted)
+    rows, placing = place_items(items, {s.sample_id: s for s in samples}, converted, out_dir / "roi")
     assert placing == []
     questions, dropped = instantiate_questions(rows, manifest, taxonomy, SEED)
     assert lint_questions(questions, taxonomy).empty
