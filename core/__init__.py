@@ -14,4 +14,7 @@ its full name (`from mmbu.core.files import write_text_atomic`), so that importi
     geometry    `ConversionGeometry`: how a converter took the stored pixel grid to the PNG, step by step
     release     the release contract: tasks, templates, every column with its type (and the HF features)
     text        file names as printable text, long values shortened in messages
+    secrets     credentials kept out of every error, record and log line
+    yaml_io     YAML read safely, strictly and within bounds
+    chat        the OpenAI chat-completions wire format (request body, reading an answer) both LLM clients use
 """

@@ -33,6 +33,7 @@ import orjson
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
+from mmbu.core.chat import chat_body, chat_url, read_chat_answer
 from mmbu.core.retry_after import retry_after_seconds
 from mmbu.core.retry_after import retry_after_seconds as parse_retry_after  # noqa: F401  # re-export for work in flight
 
@@ -135,7 +136,7 @@ class OpenAICompatClient:
         self.limiter = AdaptiveConcurrency(concurrency, cooldown_s=rate_limit_cooldown_s)
         self._wait = _WaitHonouringRetryAfter(backoff_s, backoff_max_s)
         self._in_flight = {url: 0 for url in self.base_urls}
-        self._endpoints = {url: f"{url}/chat/completions" for url in self.base_urls}
+        self._endpoints = {url: chat_url(url) for url in self.base_urls}
         self._next = 0
         self.counters = {"ok": 0, "retries": 0, "rate_limited": 0, "server_error": 0, "timeout": 0}
         # Only encodings `_read_body` inflates within its bound (aiohttp would inflate any size, and brotli).
@@ -197,14 +198,8 @@ class OpenAICompatClient:
         ``temperature=None`` / ``seed=None`` leave the field out (APIs that refuse it);
         ``max_tokens_field`` is ``max_completion_tokens`` for OpenAI's reasoning models.
         """
-        body: dict[str, Any] = {"model": self.model, "messages": messages, max_tokens_field: max_tokens,
-                                "n": 1, "stream": False}
-        if temperature is not None:
-            body["temperature"] = temperature
-        if seed is not None:
-            body["seed"] = seed
-        if extra_body:
-            body.update(extra_body)
+        body = chat_body(self.model, messages, max_tokens=max_tokens, max_tokens_field=max_tokens_field,
+                         temperature=temperature, seed=seed, extra=extra_body)
         payload = orjson.dumps(body)  # ~40x json's time on a body carrying a base64 image
         started = time.monotonic()
         try:
@@ -328,12 +323,9 @@ def _error_text(response: HttpAnswer) -> str:
 
 
 def parse_chat_completion(response: HttpAnswer, url: str = "", secrets: tuple[str | None, ...] = ()) -> ChatResult:
-    """A :class:`ChatResult` from an OpenAI chat-completion body; a malformed body is `bad_response`.
-
-    Valid JSON of the wrong shape (a number, list or object where text is expected) is as malformed as
-    invalid JSON: it is this request's error, never an exception that ends the run. A malformed `usage`
-    is dropped (it does not change the answer).
-    """
+    """A :class:`ChatResult` from an OpenAI chat-completion body, read by `mmbu.core.chat` (valid JSON of the wrong
+    shape is as malformed as invalid JSON); a malformed body is this request's `bad_response`, never an exception
+    that ends the run."""
     def malformed(what: str) -> _Attempt:
         return _Attempt("bad_response", f"{url}: HTTP {response.status_code} body is not a chat completion ({what}): "
                         f"{redact_secrets(response.text[:120], secrets)!r}", response.status_code)
@@ -342,39 +334,14 @@ def parse_chat_completion(response: HttpAnswer, url: str = "", secrets: tuple[st
         payload = response.json()
     except ValueError:
         raise malformed("not JSON") from None
-    choices = payload.get("choices") if isinstance(payload, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise malformed("no choices")
-    choice = choices[0]
-    message = choice.get("message") or {}
-    if not isinstance(message, dict):
-        raise malformed(f"message is a {type(message).__name__}")
-    content = message.get("content")
-    if isinstance(content, list):  # content parts
-        texts = [part.get("text", "") for part in content if isinstance(part, dict) and part.get("type", "text") == "text"]
-        if not all(isinstance(text, str) for text in texts):
-            raise malformed("a content part's text is not text")
-        content = "".join(texts)
-    if content is not None and not isinstance(content, str):
-        raise malformed(f"content is a {type(content).__name__}")
-    finish_reason = _text_or_none(choice.get("finish_reason"))
-    refusal = message.get("refusal")
-    refusal = None if refusal is None else str(refusal)
-    if refusal is None and finish_reason == "content_filter" and not content:
-        refusal = "content_filter"
-    usage = payload.get("usage")
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    try:
+        answer = read_chat_answer(payload)
+    except ValueError as exc:
+        raise malformed(str(exc)) from None
     return ChatResult(
-        text=redact_secrets(content, secrets) if content and any(secrets) else content or "",
-        finish_reason=finish_reason,
-        usage=usage if isinstance(usage, dict) and all(isinstance(k, str) for k in usage) else None,
-        refusal=refusal,
-        reasoning=reasoning if isinstance(reasoning, str) else None,
+        text=redact_secrets(answer.text, secrets) if answer.text and any(secrets) else answer.text,
+        finish_reason=answer.finish_reason, usage=answer.usage, refusal=answer.refusal, reasoning=answer.reasoning,
     )
-
-
-def _text_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 class OpenAICompatBackend(Backend):

@@ -1,5 +1,8 @@
 """Optional help from an OpenAI-compatible LLM: extra search synonyms per leaf, and a relevance judgement.
 
+Requests go through the polite `PoliteSession` (a few dozen per run), in the chat-completions format of
+`mmbu.core.chat` that the evaluation's client speaks too.
+
 Every answer is cached on disk under a key made of the taxonomy hash, the model and the prompt, so a
 rerun (or a test) gets the same answers without the server. The agent works fully without an LLM.
 """
@@ -10,6 +13,7 @@ import json
 import re
 from pathlib import Path
 
+from mmbu.core.chat import chat_body, chat_url, read_chat_answer
 from mmbu.core.files import write_text_atomic
 from mmbu.curation.http import HttpError, PoliteSession
 from mmbu.curation.sources.candidate import Candidate
@@ -49,12 +53,12 @@ class LlmHelper:
         if key in self._cache:
             return self._cache[key]
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        body = {"model": self.model, "temperature": 0, "messages": [{"role": "user", "content": prompt}]}
+        body = chat_body(self.model, [{"role": "user", "content": prompt}], temperature=0)
         try:
-            answer = self.session.request_json("POST", f"{self.base_url}/chat/completions", json=body,
-                                               headers=headers, use_cache=False).data
-            text = str(answer["choices"][0]["message"]["content"])
-        except (HttpError, KeyError, IndexError, TypeError) as exc:
+            answer = self.session.request_json("POST", chat_url(self.base_url), json=body, headers=headers,
+                                               use_cache=False).data
+            text = read_chat_answer(answer).text
+        except (HttpError, ValueError) as exc:
             self.problems.append(f"llm: no answer from {self.base_url} ({exc}); continuing without it")
             return None
         self._cache[key] = text
