@@ -17,17 +17,30 @@ suite's aiohttp server instead (~0.2 ms of CPU per request taken from the client
 
 Run by hand: ``.venv/bin/python benchmarks/eval_runner.py [--latency 0.05] [--levels 16,64,256] [--rounds 100]
 [--workers 1,2] [--image-size 64x48] [--model NAME] [--server lean|scripted]``.
-``--baseline-ref REF`` also times the single-process runner of ``benchmark_eval/runner/core.py`` as it
-was at git REF, alternately with the current one (before/after comparisons on a shared machine).
+``--baseline-ref REF`` also times the runner as it was at git REF (the whole ``benchmark_eval`` package
+of that commit, extracted with ``git archive`` and put first on the package path, in worker processes too),
+with the same worker counts, alternately with the current one, ``--repeat`` times (before/after
+comparisons on a shared machine). Each runner variant runs in a child process of its own; its CPU time
+(user + system, workers included) per answer is the steadier figure when the machine is loaded.
 """
 from __future__ import annotations
 
+import os
+import sys
+
+if os.environ.get("MMBU_EVAL_SHADOW"):
+    # A runner from an earlier commit: its package is found before the installed one. Set at the top,
+    # so that spawned worker processes (which import this file as their main module) see it too.
+    import mmbu.benchmark_eval
+
+    mmbu.benchmark_eval.__path__.insert(0, os.environ["MMBU_EVAL_SHADOW"])
+
 import argparse
 import asyncio
-import importlib.util
-import os
+import json
+import resource
+import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -84,18 +97,36 @@ async def client_throughput(url: str, concurrency: int, total: int) -> float:
         return total / (time.perf_counter() - started)
 
 
-def runner_at(ref: str, scratch: Path) -> type[Runner]:
-    """The `Runner` class of runner/core.py at git `ref`, loaded beside the current one."""
-    source = subprocess.run(["git", "show", f"{ref}:benchmark_eval/runner/core.py"], cwd=ROOT, check=True,
-                            capture_output=True, text=True).stdout
-    path = scratch / "core_baseline.py"
-    path.write_text(source)
-    name = "mmbu.benchmark_eval.runner.core_baseline"  # inside the package, so its relative imports resolve
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module.Runner
+def extract_baseline(ref: str, scratch: Path) -> Path:
+    """`benchmark_eval/` as of git `ref` into `scratch/mmbu@REF/benchmark_eval`."""
+    target = scratch / f"mmbu@{ref}"
+    target.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "benchmark_eval"], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target / "benchmark_eval"
+
+
+def timed_in_child(shadow: Path | None, **arguments) -> dict:
+    """`runner_throughput(**arguments)` in a child process (the runner of `shadow`, else the current one)."""
+    env = dict(os.environ, MMBU_EVAL_SHADOW=str(shadow) if shadow else "")
+    done = subprocess.run([sys.executable, __file__, "--child", json.dumps(arguments, default=str)], env=env,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the runner child failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def child(arguments: dict) -> None:
+    started = resource.getrusage(resource.RUSAGE_SELF)
+    whole, steady, asked = runner_throughput(arguments["url"], arguments["concurrency"], Path(arguments["release"]),
+                                             Path(arguments["runs"]), workers=arguments["workers"],
+                                             model=arguments["model"])
+    cpu = sum(getattr(resource.getrusage(who), field) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+              for field in ("ru_utime", "ru_stime")) - started.ru_utime - started.ru_stime
+    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    print(json.dumps({"whole": whole, "steady": steady, "asked": asked, "cpu_ms": cpu / asked * 1000,
+                      "peak_mib": peak / 1024}))
 
 
 def runner_throughput(url: str, concurrency: int, release: Path, runs: Path,
@@ -136,50 +167,71 @@ def main() -> None:
     parser.add_argument("--server", choices=sorted(SERVERS), default="lean")
     parser.add_argument("--image-size", default="64x48",
                         help="WxH of the release images (64x48: the runner's own cost; larger: image preparation too)")
+    parser.add_argument("--grey", action="store_true", help="8-bit grey release images instead of RGB")
     parser.add_argument("--model", default="Qwen/Qwen3-VL-8B-Instruct",
                         help="registry entry: its image limits decide whether images are resized and re-encoded")
     parser.add_argument("--workers", default="1,2", help="runner processes to time, comma-separated (--workers of mmbu eval run)")
-    parser.add_argument("--baseline-ref", help="also time the runner of this git ref (runner/core.py), alternately")
+    parser.add_argument("--baseline-ref", help="also time the runner of this git ref (benchmark_eval/), alternately")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each runner variant per level (alternating)")
+    parser.add_argument("--skip-client", action="store_true", help="time the runners only (no bare-client rows)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child(json.loads(args.child))
+        return
     process, url = start_server(args.latency, args.server)
     instant, instant_url = start_server(0.0, args.server)
-    load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
-    print(f"{args.server} server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} cores, load average {load}; "
-          f"{args.model}, {args.image_size} images")
+    print(f"{args.server} server {url}, latency {args.latency * 1000:.0f} ms, {os.cpu_count()} cores, load average "
+          f"{_load()}; {args.model}, {args.image_size} {'grey' if args.grey else 'RGB'} images")
     worker_counts = [int(v) for v in args.workers.split(",")]
     size = tuple(int(v) for v in args.image_size.lower().split("x"))
-    print("| in flight | ideal req/s | CPU ceiling req/s | client req/s | client/ideal | runner workers | runner req/s "
-          "(whole run) | whole/ideal | runner req/s (steady) | steady/ideal | requests |"
-          + (" baseline runner req/s | baseline/ideal |" if args.baseline_ref else ""))
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.baseline_ref else ""))
+    print("| in flight | ideal req/s | CPU ceiling req/s | client req/s | runner | workers | run | req/s (whole run) "
+          "| req/s (steady) | steady/ideal | CPU ms per answer | peak RSS MiB | load |")
+    print("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    summary: list[str] = []
     try:
         with tempfile.TemporaryDirectory() as scratch:
-            baseline = runner_at(args.baseline_ref, Path(scratch)) if args.baseline_ref else None
+            shadow = extract_baseline(args.baseline_ref, Path(scratch)) if args.baseline_ref else None
             for index, level in enumerate(int(v) for v in args.levels.split(",")):
                 ideal = level / args.latency
                 total = level * args.rounds
-                ceiling = asyncio.run(client_throughput(instant_url, level, total))
-                client = asyncio.run(client_throughput(url, level, total))
-                rows = -(-total // 6)
+                ceiling = client = float("nan")
+                if not args.skip_client:
+                    ceiling = asyncio.run(client_throughput(instant_url, level, total))
+                    client = asyncio.run(client_throughput(url, level, total))
                 release = write_release(Path(scratch) / f"release-{level}", tasks=("ungrounded_classification",),
-                                        count=rows, size=size)
-                timed = [(f"w{n}", Runner, n) for n in worker_counts]
-                timed += [("base", baseline, 1)] if baseline is not None else []
-                if index % 2:  # the runner timed second in a pair gains a few points: swap the order each level
-                    timed.reverse()
-                results = {tag: runner_throughput(url, level, release, Path(scratch) / f"{tag}-{level}", runner_class,
-                                                  workers, args.model) for tag, runner_class, workers in timed}
-                before = results["base"][1] if baseline is not None else None
-                extra = f" {before:.0f} | {before / ideal:.0%} |" if before is not None else ""
-                for workers in worker_counts:
-                    whole, steady, asked = results[f"w{workers}"]
-                    print(f"| {level} | {ideal:.0f} | {ceiling:.0f} | {client:.0f} | {client / ideal:.0%} | {workers} | "
-                          f"{whole:.0f} | {whole / ideal:.0%} | {steady:.0f} | {steady / ideal:.0%} | {asked} |{extra}",
-                          flush=True)
+                                        count=-(-total // 6), size=size, grey=args.grey)
+                variants = [("current", None, n) for n in worker_counts]
+                variants += [(f"@{args.baseline_ref}", shadow, n) for n in worker_counts] if shadow else []
+                results: dict[tuple[str, int], list[dict]] = {}
+                for repeat in range(args.repeat):
+                    order = variants if (index + repeat) % 2 == 0 else variants[::-1]  # the second of a pair gains a little
+                    for tag, tree, workers in order:
+                        runs = Path(scratch) / f"runs-{level}-{tag}-{workers}-{repeat}"
+                        measured = timed_in_child(tree, url=url, concurrency=level, release=str(release), runs=str(runs),
+                                                  workers=workers, model=args.model)
+                        results.setdefault((tag, workers), []).append(measured)
+                        print(f"| {level} | {ideal:.0f} | {ceiling:.0f} | {client:.0f} | {tag} | {workers} | {repeat + 1} | "
+                              f"{measured['whole']:.1f} | {measured['steady']:.1f} | {measured['steady'] / ideal:.1%} | "
+                              f"{measured['cpu_ms']:.2f} | {measured['peak_mib']:.0f} | {_load()} |", flush=True)
+                if shadow:
+                    for workers in worker_counts:
+                        new, old = results[("current", workers)], results[(f"@{args.baseline_ref}", workers)]
+                        ratios = [n["steady"] / o["steady"] for n, o in zip(new, old)]
+                        cpu = [o["cpu_ms"] / n["cpu_ms"] for n, o in zip(new, old)]
+                        summary.append(f"{level} in flight, {workers} worker(s): steady req/s current / @{args.baseline_ref} "
+                                       f"median {statistics.median(ratios):.2f}x (runs {', '.join(f'{r:.2f}' for r in ratios)}); "
+                                       f"CPU per answer @{args.baseline_ref} / current median {statistics.median(cpu):.2f}x")
     finally:
         for server in (process, instant):
             server.terminate()
             server.wait(timeout=10)
+    for line in summary:
+        print(line)
+
+
+def _load() -> str:
+    return Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
 
 
 if __name__ == "__main__":

@@ -26,6 +26,9 @@ class ModelRequest:
     temperature: float = 0.0
     seed: int | None = 0
     image_url: str | None = None      # the data URL, when the caller already built (and shares) it
+    # The data URL as a JSON string (quotes included), shared by a row's requests: HTTP backends splice
+    # it into the body instead of escaping megabytes of base64 once per request.
+    image_url_json: bytes | None = None
 
     def data_url(self) -> str:
         return self.image_url or f"data:{self.image_mime};base64,{base64.b64encode(self.image).decode('ascii')}"
@@ -62,10 +65,12 @@ class BackendError(Exception):
         self.reason, self.attempts, self.latency_s, self.status_code = reason, attempts, latency_s, status_code
 
 
-def chat_messages(request: ModelRequest, *, system_prompt_supported: bool = True) -> list[dict[str, Any]]:
+def chat_messages(request: ModelRequest, *, system_prompt_supported: bool = True,
+                  image_url: Any = None) -> list[dict[str, Any]]:
     """OpenAI chat messages for a request: image first, then the text (the order VLM cards use).
 
     Models without a system role get the system text prepended to the user turn instead.
+    `image_url` replaces the data URL (e.g. by an already serialised ``orjson.Fragment``).
     """
     prompt = request.prompt
     messages: list[dict[str, Any]] = []
@@ -77,7 +82,7 @@ def chat_messages(request: ModelRequest, *, system_prompt_supported: bool = True
     messages.append({
         "role": "user",
         "content": [
-            {"type": "image_url", "image_url": {"url": request.data_url()}},
+            {"type": "image_url", "image_url": {"url": request.data_url() if image_url is None else image_url}},
             {"type": "text", "text": prompt},
         ],
     })

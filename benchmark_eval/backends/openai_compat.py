@@ -356,7 +356,8 @@ class OpenAICompatBackend(Backend):
         self.extra_body = extra_body
 
     def build_messages(self, request: ModelRequest) -> list[dict[str, Any]]:
-        return chat_messages(request, system_prompt_supported=self.quirks.system_prompt)
+        url = orjson.Fragment(request.image_url_json) if request.image_url_json is not None else None
+        return chat_messages(request, system_prompt_supported=self.quirks.system_prompt, image_url=url)
 
     async def generate(self, request: ModelRequest) -> ChatResult:
         return await self.client.chat(

@@ -120,13 +120,20 @@ def _selected(value: str | None) -> tuple[str, ...] | None:
     return None if value is None else tuple(value.split(","))
 
 
+def pace_text(progress: Progress, now: float | None = None) -> str:
+    """"12.3 req/s · 4,567 tok/s · ETA 01:02:03" from the answers so far (tokens from the usage fields)."""
+    per_s, tokens_s, eta = progress.rates(now)
+    left = "–" if eta is None else time.strftime("%H:%M:%S", time.gmtime(eta)) if eta < 86400 else f"{eta / 86400:.1f} days"
+    return f"{per_s:.1f} req/s · {tokens_s:,.0f} tok/s · ETA {left}"
+
+
 def _run_with_bar(config: EvalConfig, console: Console) -> EvalReport:
     """`run_eval` behind a rich progress bar (redrawn at most 10 times a second)."""
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("ok {task.fields[ok]} · error {task.fields[error]} · skipped {task.fields[skipped]} · "
-                          "retries {task.fields[retries]}"), TimeElapsedColumn())
+                          "retries {task.fields[retries]} · {task.fields[pace]}"), TimeElapsedColumn())
     with RichProgress(*columns, console=console, transient=False) as bar:
-        handle = bar.add_task(config.model, total=None, ok=0, error=0, skipped=0, retries=0)
+        handle = bar.add_task(config.model, total=None, ok=0, error=0, skipped=0, retries=0, pace=pace_text(Progress()))
         last = [0.0]
 
         def update(progress: Progress, force: bool = False) -> None:
@@ -135,7 +142,8 @@ def _run_with_bar(config: EvalConfig, console: Console) -> EvalReport:
                 return
             last[0] = now
             bar.update(handle, total=progress.expected or None, completed=progress.done, ok=progress.ok,
-                       error=progress.error, skipped=progress.skipped, retries=progress.retries)
+                       error=progress.error, skipped=progress.skipped, retries=progress.retries,
+                       pace=pace_text(progress, now))
 
         report = run_eval(config, on_progress=update)
         update(report.progress, force=True)

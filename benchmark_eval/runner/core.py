@@ -76,24 +76,48 @@ class Progress:
     ok: int = 0
     error: int = 0
     retries: int = 0                 # filled by worker processes (one process: the client counts them)
+    prompt_tokens: int = 0           # from the answers' usage fields
+    completion_tokens: int = 0
     reasons: Counter = field(default_factory=Counter)
     on_change: Callable[[Progress], None] | None = None
+    first_answer: float | None = None   # time.monotonic() of the first answer: rates leave start-up out
 
     @property
     def done(self) -> int:
         return self.skipped + self.ok + self.error
 
     def add(self, record: RunRecord) -> None:
-        self.count(record.status, record.error_reason)
+        self.count(record.status, record.error_reason, record.usage)
 
-    def count(self, status: str, reason: str | None) -> None:
+    def count(self, status: str, reason: str | None, usage: dict[str, Any] | None = None) -> None:
+        if self.first_answer is None:
+            self.first_answer = time.monotonic()
         if status == "ok":
             self.ok += 1
         else:
             self.error += 1
             self.reasons[reason or "unknown"] += 1
+        if usage:
+            self.prompt_tokens += _tokens(usage, "prompt_tokens")
+            self.completion_tokens += _tokens(usage, "completion_tokens")
         if self.on_change:
             self.on_change(self)
+
+    def rates(self, now: float | None = None) -> tuple[float, float, float | None]:
+        """(answers/s, tokens/s in + out, seconds left) since the first answer; ETA None until known."""
+        if self.first_answer is None:
+            return 0.0, 0.0, None
+        elapsed = max((now or time.monotonic()) - self.first_answer, 1e-6)
+        answered = self.ok + self.error
+        per_s = answered / elapsed
+        left = max(self.expected - self.done, 0)
+        eta = left / per_s if per_s > 0 and answered >= 2 else None
+        return per_s, (self.prompt_tokens + self.completion_tokens) / elapsed, eta
+
+
+def _tokens(usage: dict[str, Any], name: str) -> int:
+    value = usage.get(name)
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 @dataclass
@@ -176,6 +200,7 @@ class Runner:
         self._closing = asyncio.Event()
         self._box_format = config.entry.box_format.model_dump(mode="json")
         self._fingerprint = model_fingerprint(config.entry)
+        self._admit: asyncio.Semaphore | None = None
 
     # -- records ----------------------------------------------------------------------------
     def _record(self, sample_id: str, task: str, form: str, template: str, rhash: str, frames: Frames | None,
@@ -279,9 +304,12 @@ class Runner:
         # `concurrency` askers each take the next ready request as soon as their answer is
         # recorded, the way a bare client loop does (a task per request waiting for a freed slot
         # sent the next request only after the whole burst of answers had been handled).
-        ready: asyncio.Queue[tuple[ModelRequest, dict[str, Any]] | None] = asyncio.Queue(self.config.concurrency)
+        ready: asyncio.Queue[tuple[ModelRequest, dict[str, Any]] | None] = asyncio.Queue()
         askers = [] if self.backend.prefers_batches else \
             [asyncio.create_task(self._asker(ready)) for _ in range(self.config.concurrency)]
+        # Requests admitted (queued or in flight): `concurrency` plus the rows being prepared ahead.
+        self._admit = None if self.backend.prefers_batches else asyncio.Semaphore(
+            self.config.concurrency + self._prep_slots() * len(self.config.forms) * len(self.config.templates))
         try:
             await self._produce(task, rows, images, done, ready, batch)
             for _ in askers:
@@ -297,7 +325,7 @@ class Runner:
     async def _produce(self, task: str, rows: dict[str, dict[str, Any]], images: Iterator[SampleImages],
                        done: set[tuple[RecordKey, str]], ready: asyncio.Queue,
                        batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
-        prep = asyncio.Semaphore(max(4, self.config.concurrency // 8))  # rows being prepared at once
+        prep = asyncio.Semaphore(self._prep_slots())  # rows being prepared (or waiting for admission) at once
         pending = self._pending
         # Rows come in chunks per worker-thread hop: one hop per row made the reader wait a loop turn
         # per row, and under hundreds of answers a turn is long enough to starve the askers.
@@ -372,6 +400,11 @@ class Runner:
             self.progress.on_change(self.progress)
         if not to_ask:
             return
+        if self._admit is not None:
+            # Admitted before it is prepared: a row's image then lives only while its requests are queued
+            # or in flight (each answer releases one), whatever the rows' count or the server's pace.
+            for _ in to_ask:
+                await self._admit.acquire()
         try:
             if size is not None and size[0] * size[1] <= INLINE_PREP_PIXELS:
                 # A thumbnail is prepared in less time than a worker-thread hop and its GIL hand-offs cost.
@@ -380,6 +413,9 @@ class Runner:
                 prepared = await asyncio.to_thread(prepare_image, images.image, entry, boxes=boxes, mask_png=mask)
         except (ImageTooLarge, ImageUnreadable) as exc:
             reason = "image_too_large" if isinstance(exc, ImageTooLarge) else "invalid_sample"
+            if self._admit is not None:
+                for _ in to_ask:
+                    self._admit.release()
             for form, template, _, rhash in to_ask:
                 self._emit(self._record(sample_id, task, form, template, rhash, frames, status="error",
                                         error_reason=reason, error=f"sample '{sample_id}': {exc}", attempts=0))
@@ -389,16 +425,21 @@ class Runner:
         for form, template, prompt, rhash in to_ask:
             request = ModelRequest(
                 request_id=f"{sample_id}/{task}/{form}/{template}", prompt=prompt.text, image=prepared.data,
-                image_mime=prepared.mime, image_url=prepared.data_url, system=prompt.system,
+                image_mime=prepared.mime, image_url_json=prepared.url_json, system=prompt.system,
+                # in-process engines take the data URL as a string: built once per row too
+                image_url=prepared.data_url if self.backend.prefers_batches else None,
                 max_tokens=self.config.max_tokens, temperature=self.config.temperature, seed=self.config.seed)
             base = dict(sample_id=sample_id, task=task, form=form, template=template, rhash=rhash,
                         frames=prepared.frames)
             if self.backend.prefers_batches:
                 batch.append((request, base))
                 continue
-            await ready.put((request, base))
+            ready.put_nowait((request, base))   # admitted above: the queue never holds more than that
         if self.backend.prefers_batches and len(batch) >= self.config.batch_size:
             await self._flush_batch(batch)
+
+    def _prep_slots(self) -> int:
+        return max(4, self.config.concurrency // 8)
 
     def _watch(self, task: asyncio.Task) -> None:
         """Forget a finished task; keep its exception so the producer stops instead of hanging."""
@@ -421,6 +462,8 @@ class Runner:
                 self._emit(self._from_answer(answer, base))
             except Exception as exc:  # a bug, not a failed request: the producer stops the run with it
                 self._failure = self._failure or exc
+            finally:
+                self._admit.release()
 
     async def _flush_batch(self, batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
         # One batch at a time (in-process engines are not re-entrant); it takes all that has

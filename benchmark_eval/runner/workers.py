@@ -233,7 +233,7 @@ def _handle(message: tuple, worker: _Worker, progress: Progress, held: list[byte
         worker.skipped, worker.retries = skipped, retries
         for line in lines.splitlines():
             record = orjson.loads(line)
-            progress.count(record["status"], record.get("error_reason"))
+            progress.count(record["status"], record.get("error_reason"), record.get("usage"))
     elif kind == "done":
         _, shard_expected, skipped = message
         expected.update(shard_expected)

@@ -62,6 +62,11 @@ class PreparedImage:
     def data_url(self) -> str:
         return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
 
+    @cached_property
+    def url_json(self) -> bytes:
+        """The data URL as a JSON string (base64 needs no escaping), built once for a row's requests."""
+        return b'"data:' + self.mime.encode("ascii") + b";base64," + base64.b64encode(self.data) + b'"'
+
 
 def image_size_of(png: bytes) -> tuple[int, int]:
     """(w, h) from the image header only (no pixel decoding)."""
@@ -169,8 +174,13 @@ def prepare_image(png: bytes, entry: ModelEntry, *, boxes: list[list[float]] | N
     unchanged = _as_is(png, entry) if not boxes and mask_png is None else None
     if unchanged is not None:
         return unchanged
-    image = _decode(png, "image").convert("RGB")
-    frames = plan_frames(image.size, entry)
+    decoded = _decode(png, "image")
+    frames = plan_frames(decoded.size, entry)
+    # A grey image the model sees without ROI or padding is resized and sent as grey: servers read it
+    # as RGB with three equal channels, and Pillow resamples each band alike, so the model gets the
+    # same pixels for a third of the resize and encode work (tests/benchmark_eval/test_images_fast.py).
+    stays_grey = decoded.mode == "L" and not boxes and mask_png is None and frames.sent_size == frames.content_size
+    image = decoded if stays_grey else decoded.convert("RGB")
     content = image if frames.content_size == image.size else image.resize(frames.content_size, Image.Resampling.BICUBIC)
     sx, sy = frames.content_size[0] / image.size[0], frames.content_size[1] / image.size[1]
     if boxes:
@@ -216,9 +226,7 @@ def _as_is(png: bytes, entry: ModelEntry) -> PreparedImage | None:
 
 def _encode(image: Image.Image, limits: ImageLimits) -> tuple[bytes, str]:
     if limits.encoding == "png":
-        buffer = io.BytesIO()
-        image.save(buffer, format="PNG", compress_level=1)  # speed over size: it only crosses a socket
-        data = buffer.getvalue()
+        data = encode_png_fast(image)
         if limits.max_bytes is None or len(data) <= limits.max_bytes:
             return data, "image/png"
     for quality in JPEG_QUALITIES:
@@ -229,3 +237,17 @@ def _encode(image: Image.Image, limits: ImageLimits) -> tuple[bytes, str]:
             return data, "image/jpeg"
     raise ImageTooLarge(f"the encoded image is {len(data)} bytes even as JPEG quality {JPEG_QUALITIES[-1]}; "
                         f"the limit is {limits.max_bytes}")
+
+
+def encode_png_fast(image: Image.Image) -> bytes:
+    """An 8-bit L or RGB image as PNG, for speed over size: it only crosses a socket, once per request.
+
+    libpng (imagecodecs) at zlib level 1 with the RLE strategy and every row Sub-filtered, OpenCV's
+    fast settings: a third to a sixth of the CPU of Pillow at level 1 (whose adaptive filter tries
+    five filters per row), for files 0-8 % larger (benchmarks/RESULTS.md, "Eval runner: image
+    preparation"). Lossless, so the model sees the same pixels either way.
+    """
+    import imagecodecs  # here: ~0.1 s of import that runs whose images are all sent as they are never need
+
+    return imagecodecs.png_encode(np.asarray(image), level=1, strategy=imagecodecs.PNG.STRATEGY.RLE,
+                                  filter=imagecodecs.PNG.FILTER.SUB)

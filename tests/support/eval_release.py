@@ -43,6 +43,10 @@ def object_image(size: tuple[int, int], box: tuple[int, int, int, int], seed: in
     return image
 
 
+def _shade(image: Image.Image, grey: bool) -> Image.Image:
+    return image.convert("L") if grey else image
+
+
 def mask_image(size: tuple[int, int], box: tuple[int, int, int, int]) -> Image.Image:
     mask = Image.new("L", size, 0)
     ImageDraw.Draw(mask).ellipse([box[0], box[1], box[2] - 1, box[3] - 1], fill=255)
@@ -53,7 +57,7 @@ def _box_text(box: tuple[int, ...] | list[float]) -> str:
     return "[" + ", ".join(str(int(v)) for v in box) + "]"
 
 
-def make_rows(task: str, count: int, size: tuple[int, int], seed: int) -> list[dict]:
+def make_rows(task: str, count: int, size: tuple[int, int], seed: int, grey: bool = False) -> list[dict]:
     rng = random.Random(f"{task}-{seed}")
     rows = []
     for index in range(count):
@@ -64,7 +68,7 @@ def make_rows(task: str, count: int, size: tuple[int, int], seed: int) -> list[d
         label = LABELS[index % len(LABELS)]
         row = {
             "sample_id": f"{task[:4]}-{index:04d}", "dataset_id": "fixture_cells",
-            "image": {"bytes": png(object_image(size, box, seed * 1000 + index)), "path": f"{index:04d}.png"},
+            "image": {"bytes": png(_shade(object_image(size, box, seed * 1000 + index), grey)), "path": f"{index:04d}.png"},
             "boxes": None, "mask": None, "target": None, **METADATA, "license": "CC-BY-4.0",
             "answer_aliases": [label.upper()],
         }
@@ -111,13 +115,13 @@ SCHEMA_FIELDS = [
 
 
 def write_release(root: str | Path, *, tasks: tuple[str, ...] = TASKS, count: int = 4, size: tuple[int, int] = (320, 240),
-                  seed: int = 0, drop_column: str | None = None, shards: int = 1) -> Path:
+                  seed: int = 0, drop_column: str | None = None, shards: int = 1, grey: bool = False) -> Path:
     """Write ``root/data/<task>/train-0000i-of-0000n.parquet`` and return `root`."""
     root = Path(root)
     fields = [(n, t) for n, t in SCHEMA_FIELDS if n != drop_column]
     schema = pa.schema(fields)
     for task in tasks:
-        rows = make_rows(task, count, size, seed)
+        rows = make_rows(task, count, size, seed, grey)
         folder = root / "data" / task
         folder.mkdir(parents=True, exist_ok=True)
         per_shard = -(-len(rows) // shards)
