@@ -85,6 +85,7 @@ def encode_png(pixels: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def write_png(pixels: np.ndarray, target: Path) -> None:
-    """Write (H, W) or (H, W, 3) uint8 pixels as an 8-bit L or RGB PNG at `target`, atomically."""
-    write_bytes_atomic(target, encode_png(pixels))
+def write_png(pixels: np.ndarray, target: Path, *, durable: bool = True) -> None:
+    """Write (H, W) or (H, W, 3) uint8 pixels as an 8-bit L or RGB PNG at `target`, atomically
+    (`durable=False`: without fsync, for callers that sync once for many files; see mmbu.core.files)."""
+    write_bytes_atomic(target, encode_png(pixels), durable=durable)

@@ -89,7 +89,9 @@ def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: M
             if box is None:
                 drop("the region is too small to survive the conversion's downscaling")
                 continue
-            row["mask"] = str(write_bytes_atomic(Path(roi_dir) / f"{item['sample_id']}.png", mask_png(roi)))
+            # not fsynced here: the rows step syncs once before it records itself done (mmbu.core.files)
+            row["mask"] = str(write_bytes_atomic(Path(roi_dir) / f"{item['sample_id']}.png", mask_png(roi),
+                                                 durable=False))
             row["boxes"] = [list(box)]
         placed.append(row)
     columns = list(dict.fromkeys([*items.columns, "image", "image_width", "image_height", "mask"]))

@@ -187,6 +187,28 @@ def test_a_steps_format_bump_reruns_the_steps_and_reuses_the_images(tmp_path, mo
     assert {p: p.stat().st_mtime_ns for p in images} == made
 
 
+def test_a_png_a_power_cut_emptied_or_damaged_is_converted_again_on_resume(tmp_path, monkeypatch):
+    """PNGs and sidecars are written without fsync (one sync per step): a reused PNG must match the size
+    and CRC its sidecar noted, so a file lost between its rename and the disk is made again."""
+    from mmbu.build import steps
+
+    make_repo(tmp_path)
+    run_build(config_for(tmp_path))
+    images = sorted((tmp_path / "data" / "work" / "cells" / "images").glob("*.png"))
+    good = {p: p.read_bytes() for p in images}
+    images[0].write_bytes(b"")                                   # the rename reached the disk, the data did not
+    images[1].write_bytes(good[images[1]][: len(good[images[1]]) // 2])
+    damaged = bytearray(good[images[2]])
+    damaged[len(damaged) // 2] ^= 0xFF                            # same size, one byte wrong
+    images[2].write_bytes(bytes(damaged))
+    untouched = {p: p.stat().st_mtime_ns for p in images[3:]}
+    monkeypatch.setattr(steps, "STEPS_FORMAT", steps.STEPS_FORMAT + 1)  # the step re-runs, as after a crash
+    report = run_build(config_for(tmp_path))
+    assert report.exit_code == 0, report.failed
+    assert all(p.read_bytes() == good[p] for p in images[:3])
+    assert {p: p.stat().st_mtime_ns for p in images[3:]} == untouched
+
+
 def test_a_no_op_rebuild_reports_the_same_rows_per_task(built):
     root, first = built
     again = run_build(config_for(root))
