@@ -17,7 +17,6 @@ import pandas as pd
 from mmbu.build.cache import hash_file, hash_json
 from mmbu.build.data_lock import data_folder_lock, remove_stale_temporaries
 from mmbu.build.duplicates import DEFAULT_MAX_DISTANCE, DuplicateCheck, check_duplicates
-from mmbu.build.duplicates.check import keep_rows
 from mmbu.build.executors import ExecutorName, WorkerDied, run_all
 from mmbu.build.fetch import FetchResult, LockFile, fetch_manifest_file, repository_root
 from mmbu.build.fetch.plan import FetchPlan, plan_fetch
@@ -246,18 +245,34 @@ def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy
             report.release_rows = previous.get("rows", {})
             return
     # imported here: the release writer pulls in `datasets` (about a second), which a no-op rebuild never needs
-    from mmbu.build.release import collect_build_info, group_by_task, write_release
+    from mmbu.build.release import collect_build_info, write_release
+    from mmbu.build.release.rows import RowsFiles
 
     build_info = collect_build_info(
         seed=config.seed, taxonomy_hash=taxonomy_hash, manifest_paths=[o.manifest_path for o in built],
         extra={"inputs_hash": inputs_hash, "toolkit_version": toolkit_version(), "jobs": config.jobs,
                "executor": config.executor})
     manifests = [manifests_by_id[o.dataset_id] for o in built]
-    # a generator: the per-dataset frames are released once grouped, so rows are not held twice
-    rows_by_task = group_by_task(keep_rows(pd.read_parquet(Path(o.rows_path)),
-                                           report.duplicates.dropped_keys(o.dataset_id)) for o in built)
+    # Each config is written by a worker that reads only its rows from the per-dataset files (less the
+    # rows the duplicate check dropped): the configs are written in parallel, and no process holds the
+    # rows of all of them.
+    counts: dict[str, int] = {}
+    for outcome in built:
+        for task, count in outcome.rows_per_task.items():
+            counts[task] = counts.get(task, 0) + count
+    parts = {o.dataset_id: (o.rows_path, frozenset(report.duplicates.dropped_keys(o.dataset_id))) for o in built}
+    rows_by_task = {task: RowsFiles(tuple(parts[o.dataset_id] for o in built if o.rows_per_task.get(task)), task, count)
+                    for task, count in counts.items()}
+
+    def on_workers(function, jobs):  # results in job order; a failed config stops the release (nothing swapped in)
+        results = dict(run_all(function, jobs, executor=config.executor, jobs=config.jobs, scheduler=config.scheduler))
+        for index in range(len(jobs)):
+            if isinstance(results[index], Exception):
+                raise results[index]
+            yield results[index]
+
     summary = write_release(rows_by_task, config.release_dir, manifests, build_info,
-                            exclusions=exclusions, version=config.release_version)
+                            exclusions=exclusions, version=config.release_version, run_jobs=on_workers)
     report.release_written = True
     report.release_rows = dict(summary.rows)
     report.exclusions += len(summary.exclusions)

@@ -189,3 +189,28 @@ def group_by_task(frames: Iterable[pd.DataFrame]) -> dict[str, pd.DataFrame]:
         return {}
     combined = pd.concat(frames, ignore_index=True)
     return {task: part.reset_index(drop=True) for task, part in combined.groupby("task", sort=True)}
+
+
+@dataclass(frozen=True)
+class RowsFiles:
+    """One config's rows, spread over per-dataset rows Parquet files: only paths cross to the process
+    that writes the config, which reads just that config's rows (so no process holds every config).
+    Each part is (rows file, (image id, task) keys the cross-dataset duplicate check dropped)."""
+
+    parts: tuple[tuple[str, frozenset[tuple[str, str]]], ...]
+    task: str
+    count: int = 0  # rows expected (the largest config is written first)
+
+    def load(self) -> pd.DataFrame:
+        from mmbu.build.duplicates.check import keep_rows
+
+        frames = [keep_rows(read_rows(Path(path), self.task), set(dropped)) for path, dropped in self.parts]
+        frames = [f for f in frames if not f.empty]
+        if not frames:
+            return pd.DataFrame()
+        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+
+def read_rows(path: Path, task: str | None = None) -> pd.DataFrame:
+    """A dataset's rows file (only the rows of `task`, when given)."""
+    return pd.read_parquet(path, filters=[("task", "==", task)] if task else None)

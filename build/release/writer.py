@@ -9,7 +9,7 @@ import csv
 import json
 import os
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,7 +19,7 @@ import pandas as pd
 from mmbu.build.release.card import render_card, render_license
 from mmbu.build.release.checksums import file_sha256, write_sha256sums
 from mmbu.build.release.croissant import build_croissant
-from mmbu.build.release.rows import plan_release
+from mmbu.build.release.rows import RowsFiles, plan_release
 from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, write_shards
 from mmbu.build.release.stats import write_statistics
 from mmbu.core.exclusions import EXCLUSION_COLUMNS, Exclusion
@@ -30,6 +30,43 @@ from mmbu.curation.manifest import DatasetManifest
 DESCRIPTION = ("Biomedical visual-perception benchmark (MMBU) rebuilt from public datasets: ungrounded, "
                "box-grounded and mask-grounded classification and object detection, closed and open forms, "
                "three prompt templates, 13 metadata fields per row.")
+
+
+@dataclass(frozen=True)
+class ConfigJob:
+    """One config's shards to write into `directory` (picklable: a worker process may run it)."""
+
+    config: str
+    rows: pd.DataFrame | RowsFiles
+    directory: Path
+    max_shard_bytes: int
+    max_row_group_bytes: int
+
+
+@dataclass
+class ConfigWritten:
+    config: str
+    shards: list[Path]
+    counted: pd.DataFrame  # dataset_id, modality, sub_modality, image of each written row
+    exclusions: list[Exclusion]
+    digests: dict[Path, str]
+
+
+def write_config(job: ConfigJob) -> ConfigWritten:
+    """Check, shard and hash one config's rows (the release's heavy part: PNGs read, hashed, written)."""
+    frame = job.rows.load() if isinstance(job.rows, RowsFiles) else job.rows
+    plan = plan_release(frame)
+    shards = write_shards(plan.records(), plan.weights, job.directory, job.max_shard_bytes,
+                          job.max_row_group_bytes) if plan.weights else []
+    return ConfigWritten(job.config, shards, plan.counted, plan.exclusions, {p: file_sha256(p) for p in shards})
+
+
+# (function, jobs) -> results in job order; the pipeline passes its worker processes, tests the default
+RunJobs = Callable[[Callable[[ConfigJob], ConfigWritten], list[ConfigJob]], Iterable[ConfigWritten]]
+
+
+def _in_this_process(function: Callable[[ConfigJob], ConfigWritten], jobs: list[ConfigJob]) -> Iterator[ConfigWritten]:
+    return map(function, jobs)
 
 
 @dataclass
@@ -56,11 +93,11 @@ def _write_json(path: Path, document: object) -> None:
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
 
 
-def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
+def write_release(rows_by_task: Mapping[str, pd.DataFrame | RowsFiles], out_dir: str | Path,
                   manifests: Sequence[DatasetManifest], build_info: Mapping[str, object], *,
                   exclusions: Iterable[Exclusion] | pd.DataFrame = (), version: str = "0.1.0",
                   max_shard_bytes: int = MAX_SHARD_BYTES, max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
-                  homepage: str | None = None) -> ReleaseSummary:
+                  homepage: str | None = None, run_jobs: RunJobs = _in_this_process) -> ReleaseSummary:
     """Write `<out_dir>/` with data shards, README.md card, LICENSE, croissant.json, build_info.json,
     exclusions.csv, stats/ and SHA256SUMS, replacing any previous release only once all is written.
 
@@ -68,7 +105,9 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
     `image` column — PNG path or bytes — and, for mask rows, a `mask` column: PNG path, bytes or a
     boolean array). Boxes must already be in the PNG's pixel frame. Configs without rows are left
     out of the card (an empty Parquet shard cannot be loaded). Rows whose image is missing or not a
-    PNG are dropped and listed in exclusions.csv with stage `release`.
+    PNG are dropped and listed in exclusions.csv with stage `release`. A config's rows may instead be
+    `RowsFiles` (per-dataset Parquet files), read where the config is written: `run_jobs` runs the
+    configs (default: one after the other in this process; the build passes its worker processes).
     """
     out_dir = Path(out_dir)
     unknown = sorted(set(rows_by_task) - set(CONFIGS))
@@ -80,7 +119,8 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
     staging.mkdir()  # also when no config has rows: the card, exclusions and checksums still get written
     summary = ReleaseSummary(path=out_dir)
     try:
-        kept = _write_configs(rows_by_task, staging, max_shard_bytes, max_row_group_bytes, summary)
+        kept, digests = _write_configs(rows_by_task, staging, max_shard_bytes, max_row_group_bytes, summary,
+                                       run_jobs)
         all_exclusions = _exclusion_frame(
             pd.concat([_exclusion_frame(exclusions), _exclusion_frame(summary.exclusions)], ignore_index=True))
         all_exclusions.to_csv(staging / "exclusions.csv", index=False, quoting=csv.QUOTE_MINIMAL)
@@ -92,7 +132,6 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
                                            encoding="utf-8")
         (staging / "LICENSE").write_text(render_license(sources), encoding="utf-8")
         published = str(build_info.get("created") or datetime.now(timezone.utc).isoformat())[:10]
-        digests = {path: file_sha256(path) for paths in summary.shards.values() for path in paths}
         _write_json(staging / "croissant.json", build_croissant(
             staging, summary.shards, digests, sources, version, DESCRIPTION, published, homepage))
         _write_json(staging / "build_info.json", {**build_info, "release_version": version, "rows": summary.rows})
@@ -106,21 +145,32 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame], out_dir: str | Path,
     return summary
 
 
-def _write_configs(rows_by_task: Mapping[str, pd.DataFrame], staging: Path, max_shard_bytes: int,
-                   max_row_group_bytes: int, summary: ReleaseSummary) -> dict[str, pd.DataFrame]:
-    """Shards of every config with rows, streamed row group by row group; returns per config the
-    written rows' dataset, modality, sub-modality and image (what the card and the statistics count)."""
+def _write_configs(rows_by_task: Mapping[str, pd.DataFrame | RowsFiles], staging: Path, max_shard_bytes: int,
+                   max_row_group_bytes: int, summary: ReleaseSummary,
+                   run_jobs: RunJobs) -> tuple[dict[str, pd.DataFrame], dict[Path, str]]:
+    """Shards of every config with rows, streamed row group by row group, and their sha256; returns per
+    config the written rows' dataset, modality, sub-modality and image (what the card and the statistics
+    count), and the digests."""
+    jobs = [ConfigJob(config, rows, staging / "data" / config, max_shard_bytes, max_row_group_bytes)
+            for config in CONFIGS if (rows := rows_by_task.get(config)) is not None and _row_count(rows)]
+    jobs.sort(key=lambda job: _row_count(job.rows), reverse=True)  # the longest first, on parallel workers
+    written = {result.config: result for result in run_jobs(write_config, jobs)}
     kept: dict[str, pd.DataFrame] = {}
-    for config in CONFIGS:
-        frame = rows_by_task.get(config)
-        if frame is None or frame.empty:
+    digests: dict[Path, str] = {}
+    for config in CONFIGS:  # summaries in config order, whatever order the configs were written in
+        result = written.get(config)
+        if result is None:
             continue
-        plan = plan_release(frame)
-        summary.exclusions.extend(plan.exclusions)
-        if not plan.weights:
+        summary.exclusions.extend(result.exclusions)
+        if not result.shards:
             continue
-        summary.shards[config] = write_shards(plan.records(), plan.weights, staging / "data" / config,
-                                              max_shard_bytes, max_row_group_bytes)
-        summary.rows[config] = len(plan.weights)
-        kept[config] = plan.counted
-    return kept
+        summary.shards[config] = result.shards
+        summary.rows[config] = len(result.counted)
+        kept[config] = result.counted
+        digests.update(result.digests)
+    return kept, digests
+
+
+def _row_count(rows: pd.DataFrame | RowsFiles) -> int:
+    return rows.count if isinstance(rows, RowsFiles) else len(rows)
+
