@@ -19,6 +19,10 @@ Timed, each as a fresh `mmbu build` process (interpreter start included):
   the floor of per-image cost; the ratio build / floor says what the pipeline adds around it.
 
 Peak RSS is sampled every 0.2 s with psutil over the whole process tree (sum) and per process (max).
+
+``--baseline-ref REF`` also builds with the toolkit as of git REF (the tree extracted with ``git archive``;
+its packages found first through PYTHONPATH), alternately with the current one, ``--repeat`` times, each
+with its own Pillow floor run, so that every ratio compares runs taken minutes apart on this shared machine.
 """
 from __future__ import annotations
 
@@ -207,6 +211,16 @@ def manifest_document(plan: DatasetPlan, src: Path, sources: str) -> dict:
             "metadata": metadata, "labels": labels, "questions": questions, "curation": CURATION}
 
 
+def check_manifests(folder: Path) -> None:
+    """The generated manifests pass the checks `mmbu build` makes (evidence is the catalogue's rule, not the build's)."""
+    from mmbu.curation.manifest.validate import validate_files
+    from mmbu.taxonomy import load_taxonomy
+
+    result = validate_files(sorted(folder.glob("*.yaml")), load_taxonomy(None), require_evidence=False)
+    if result.problems:
+        raise SystemExit("the generated manifests are invalid:\n" + "\n".join(map(str, result.problems)))
+
+
 def generate_corpus(total: int, datasets: int, jobs: int, sources: str) -> tuple[Path, list[DatasetPlan]]:
     """The repository (src/ + manifests/datasets/) for this size; images are reused when already complete."""
     repo = WORK / f"repo-{total}x{datasets}-{sources}"
@@ -228,9 +242,7 @@ def generate_corpus(total: int, datasets: int, jobs: int, sources: str) -> tuple
     for plan in plans:
         document = manifest_document(plan, repo / "src", sources)
         (manifests / f"{plan.dataset_id}.yaml").write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-    check = subprocess.run([*MMBU, "manifests", "validate", str(manifests)], capture_output=True, text=True)
-    if check.returncode != 0:
-        raise SystemExit(f"the generated manifests are invalid:\n{check.stdout}{check.stderr}")
+    check_manifests(manifests)
     return repo, plans
     shutil.rmtree(repo, ignore_errors=True)
     manifests = repo / "manifests" / "datasets"
@@ -243,9 +255,7 @@ def generate_corpus(total: int, datasets: int, jobs: int, sources: str) -> tuple
                                                                           sort_keys=False),
                                                            encoding="utf-8")
     (repo / "images.txt").write_text("\n".join(p for listing in listings for p in listing) + "\n", encoding="utf-8")
-    check = subprocess.run([*MMBU, "manifests", "validate", str(manifests)], capture_output=True, text=True)
-    if check.returncode != 0:
-        raise SystemExit(f"the generated manifests are invalid:\n{check.stdout}{check.stderr}")
+    check_manifests(manifests)
     done.write_text(json.dumps({"samples": total, "datasets": datasets,
                                 "seconds": round(time.perf_counter() - started, 1)}), encoding="utf-8")
     return repo, plans
@@ -307,8 +317,38 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> T
     return Timed(seconds, cpu, process.returncode, memory.peak_sum / 2**20, memory.peak_one / 2**20, output)
 
 
-def build_command(repo: Path, data: Path, jobs: int) -> list[str]:
-    return [*MMBU, "build", "--manifests", str(repo / "manifests" / "datasets"), "--data", str(data),
+SUBPACKAGES = ("benchmark_eval", "build", "core", "curation", "taxonomy")
+
+
+# `python -m mmbu` with the editable install's finder taken out, so that PYTHONPATH's copy is the one imported
+# (forked workers inherit it)
+BASELINE_MMBU = [sys.executable, "-c", "import runpy, sys; sys.meta_path[:] = [f for f in sys.meta_path if "
+                 "'editable' not in repr(f)]; runpy.run_module('mmbu', run_name='__main__', alter_sys=True)"]
+
+
+def baseline_env(ref: str) -> dict[str, str]:
+    """An environment in which BASELINE_MMBU runs the toolkit as of git `ref`."""
+    home = WORK / f"baseline-{ref}"
+    shutil.rmtree(home, ignore_errors=True)
+    tree, package = home / "tree", home / "pkg" / "mmbu"
+    tree.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    shutil.copytree(tree / "mmbu", package)
+    for name in SUBPACKAGES:  # the editable install's mapping (mmbu.build -> build/ ...) as links
+        if (tree / name).is_dir():
+            (package / name).symlink_to(tree / name, target_is_directory=True)
+    env = dict(os.environ, PYTHONPATH=str(home / "pkg"))
+    probe = BASELINE_MMBU[2].split("; runpy")[0] + "; import mmbu.build; print(mmbu.build.__path__[0])"
+    where = subprocess.run([sys.executable, "-c", probe], env=env, cwd=home, capture_output=True, text=True,
+                           check=True).stdout.strip()
+    if not where.startswith(str(home)):
+        raise SystemExit(f"the baseline toolkit is not the one imported ({where})")
+    return env
+
+
+def build_command(repo: Path, data: Path, jobs: int, mmbu: list[str] = MMBU) -> list[str]:
+    return [*mmbu, "build", "--manifests", str(repo / "manifests" / "datasets"), "--data", str(data),
             "--jobs", str(jobs)]
 
 
@@ -388,9 +428,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="4,000 samples over 10 datasets (a smoke run)")
     parser.add_argument("--keep", action="store_true", help="keep the built data folder for inspection")
     parser.add_argument("--write-results", action="store_true", help=f"replace the '{HEADING}' section of RESULTS.md")
+    parser.add_argument("--baseline-ref", help="also build with the toolkit as of this git ref, alternately")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of (current, baseline, floor) with --baseline-ref")
     args = parser.parse_args()
     if args.quick:
         args.samples, args.datasets = 4_000, 10
+    if args.baseline_ref:
+        compare(args)
+        return
 
     started = time.perf_counter()
     repo, plans = generate_corpus(args.samples, args.datasets, args.jobs, args.sources)
@@ -450,6 +495,35 @@ def main() -> None:
         write_results(section)
     if not args.keep:
         shutil.rmtree(data, ignore_errors=True)
+    shutil.rmtree(WORK / "pillow-floor", ignore_errors=True)
+
+
+def compare(args: argparse.Namespace) -> None:
+    """Current vs `--baseline-ref` builds and the Pillow floor, alternately, `--repeat` rounds; one line each."""
+    repo, plans = generate_corpus(args.samples, args.datasets, args.jobs, args.sources)
+    variants = {"current": None, f"@{args.baseline_ref}": baseline_env(args.baseline_ref)}
+    print(f"corpus: {args.samples} samples over {len(plans)} datasets, --jobs {args.jobs}", flush=True)
+    print("| round | toolkit | full build wall s | CPU s | largest process MiB | tree peak MiB | after last dataset s "
+          "| no-op wall s | floor wall s | floor CPU s | build / floor wall | load |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for round_ in range(args.repeat):
+        order = list(variants.items()) if round_ % 2 == 0 else list(variants.items())[::-1]
+        for tag, env in order:
+            data = WORK / f"data-compare-{tag}"
+            shutil.rmtree(data, ignore_errors=True)
+            started_at = time.time()
+            command = build_command(repo, data, args.jobs, BASELINE_MMBU if env else MMBU)
+            full = timed(command, cwd=repo, env=env)
+            phases = timeline(json.loads((data / "build-report.json").read_text(encoding="utf-8")), started_at,
+                              started_at + full.seconds, args.jobs)
+            noop = timed(command, cwd=repo, env=env)
+            floor, floor_cpu = pillow_floor(repo, args.jobs)
+            load = Path("/proc/loadavg").read_text().split()[0]
+            print(f"| {round_ + 1} | {tag} | {full.seconds:.1f} | {full.cpu_seconds:.1f} | {full.peak_one_mib:.0f} | "
+                  f"{full.peak_sum_mib:.0f} | {phases.after_last_dataset:.1f} | {noop.seconds:.1f} | {floor:.1f} | "
+                  f"{floor_cpu:.1f} | {full.seconds / floor:.2f}x | {load} |", flush=True)
+            if not args.keep:
+                shutil.rmtree(data, ignore_errors=True)
     shutil.rmtree(WORK / "pillow-floor", ignore_errors=True)
 
 
