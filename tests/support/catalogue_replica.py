@@ -27,6 +27,7 @@ File kinds (one key besides `path`):
   arrays: {key: {shape: [...], dtype: uint8, values: [...]}}   .npz (`values` flat, else a ramp); .npy: key `array`;
           a mask stack: {shape: [N, H, W], regions: [{index: 0, value: 1, box: [x0, y0, x1, y1]}]} (zeros elsewhere)
   parquet: {columns: {name: [values] or {images: [{size: [w, h]}, ...]}}}   image columns as {bytes, path} structs
+  video: {size: [w, h], frames: n, fps: 25}     .mp4 (PyAV, H.264; each frame a ramp shifted by its index)
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SPEC_DIR = ROOT / "tests" / "catalogue" / "replicas"
 DATASETS = ROOT / "manifests" / "datasets"
 TRAILS = ROOT / "manifests" / "reviews" / "catalogue"
-FILE_KINDS = ("image", "mask", "text", "json", "csv", "arrays", "parquet")
+FILE_KINDS = ("image", "mask", "text", "json", "csv", "arrays", "parquet", "video")
 
 
 def is_demo(manifest: Any) -> bool:
@@ -99,6 +100,27 @@ def write_raster(path: Path, array: np.ndarray, depth: int | None = None) -> Non
         from PIL import Image
 
         Image.fromarray(array).save(path)
+
+
+def write_video(path: Path, spec: dict[str, Any]) -> None:
+    """An H.264 MP4 written by PyAV (FFmpeg's encoder), as the lung ultrasound clips of COVID-BLUES are stored."""
+    from fractions import Fraction
+
+    import av
+
+    width, height = spec["size"]
+    fps = spec.get("fps", 25)
+    with av.open(str(path), mode="w") as container:
+        stream = container.add_stream("libx264", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.time_base = Fraction(1, fps)
+        for index in range(spec.get("frames", 10)):
+            frame = av.VideoFrame.from_ndarray(np.roll(ramp(width, height, 3), index, axis=1), format="rgb24")
+            frame.pts = index
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
 
 
 def write_dicom(path: Path, array: np.ndarray) -> None:
@@ -188,6 +210,8 @@ def write_file(root: Path, entry: dict[str, Any]) -> Path:
                         encoding="utf-8")
     elif kind == "arrays":
         write_arrays(path, spec)
+    elif kind == "video":
+        write_video(path, spec)
     else:
         write_parquet(path, spec["columns"])
     return path
