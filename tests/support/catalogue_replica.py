@@ -26,7 +26,8 @@ File kinds (one key besides `path`):
   csv: {rows: [[...], ...], delimiter: ","}
   arrays: {key: {shape: [...], dtype: uint8, values: [...]}}   .npz (`values` flat, else a ramp); .npy: key `array`;
           a mask stack: {shape: [N, H, W], regions: [{index: 0, value: 1, box: [x0, y0, x1, y1]}]} (zeros elsewhere)
-  parquet: {columns: {name: [values] or {images: [{size: [w, h]}, ...]}}}   image columns as {bytes, path} structs
+  parquet: {columns: {name: [values] or {images: [{size: [w, h]}, ...]}}}   image columns as {bytes, path} structs;
+           {masks: [{size: [w, h], regions: [...]}, ...]} writes label masks (PNG) the same way
   video: {size: [w, h], frames: n, fps: 25}     .mp4 (PyAV, H.264; each frame a ramp shifted by its index)
 """
 from __future__ import annotations
@@ -143,11 +144,11 @@ def write_dicom(path: Path, array: np.ndarray) -> None:
     ds.save_as(path, enforce_file_format=True)
 
 
-def png_bytes(width: int, height: int) -> bytes:
+def png_bytes(width: int, height: int, array: np.ndarray | None = None) -> bytes:
     from PIL import Image
 
     buffer = io.BytesIO()
-    Image.fromarray(ramp(width, height, 3)).save(buffer, format="PNG")
+    Image.fromarray(ramp(width, height, 3) if array is None else array).save(buffer, format="PNG")
     return buffer.getvalue()
 
 
@@ -160,6 +161,10 @@ def write_parquet(path: Path, columns: dict[str, Any]) -> None:
         if isinstance(values, dict) and "images" in values:
             table[name] = [{"bytes": png_bytes(*item["size"]), "path": item.get("path", f"{index}.png")}
                            for index, item in enumerate(values["images"])]
+        elif isinstance(values, dict) and "masks" in values:  # label masks stored as images (a mask column)
+            table[name] = [{"bytes": png_bytes(*item["size"], array=mask_array(item)),
+                            "path": item.get("path", f"{index}_mask.png")}
+                           for index, item in enumerate(values["masks"])]
         else:
             table[name] = values
     pq.write_table(pa.table(table), path)
