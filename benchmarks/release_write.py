@@ -6,8 +6,8 @@ Each tool runs in its own child process (fresh interpreter, so peak RSS is its o
 `mmbu.build.release.write_release` (shards, card, croissant, checksums, stats); the peer is
 `datasets.Dataset.from_generator(features=...)` + `Dataset.to_parquet`, which embeds the same PNGs
 in the same `Image` feature but writes one Parquet file and nothing else. Inputs are noise PNGs
-(incompressible, so the byte volume is what it says). Reported: median wall time, peak RSS, output
-size, and our/peer ratios. `--baseline-ref` adds a third tool: our writer as of a git commit
+(incompressible, so the byte volume is what it says); the tools take turns, run by run. Reported: median
+wall time, peak RSS, output size, and our/peer ratios. `--baseline-ref` adds a third tool: our writer as of a git commit
 (its `build/release/` extracted with `git archive` and put first on `mmbu.build`'s package path),
 to compare the current writer with an earlier one on the same inputs.
 """
@@ -119,11 +119,14 @@ def main() -> None:
         inputs = Path(scratch) / "inputs"
         inputs.mkdir()
         total = make_inputs(inputs, args.images, args.size)
-        results = {}
         tools = ["mmbu", "datasets"] + ([extract_writer(args.baseline_ref, inputs)] if args.baseline_ref else [])
-        for tool in tools:
-            runs = [run_tool(tool, inputs, Path(scratch) / f"{tool}-{k}") for k in range(args.runs)]
-            results[tool] = (statistics.median(r[0] for r in runs), max(r[1] for r in runs), runs[0][2])
+        # round robin, so that the load of a shared machine drifting during the run weighs on every tool alike
+        runs: dict[str, list] = {tool: [] for tool in tools}
+        for k in range(args.runs):
+            for tool in tools:
+                runs[tool].append(run_tool(tool, inputs, Path(scratch) / f"{tool}-{k}"))
+        results = {tool: (statistics.median(r[0] for r in done), max(r[1] for r in done), done[0][2])
+                   for tool, done in runs.items()}
         print(f"{args.images} noise PNGs of {args.size}x{args.size} ({total / 2**20:.0f} MiB), median of {args.runs}")
         print("| tool | wall s | MiB/s | peak RSS MiB | Parquet MiB |")
         print("|---|---|---|---|---|")
