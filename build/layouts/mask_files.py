@@ -121,9 +121,15 @@ def _read_flat(layout: MaskFilesLayout, ctx: LayoutContext, image: Path, parts: 
             continue
         label = _label(layout, parts, mask_parts)
         for instance, object_label, where, note in _objects(layout, ctx.rel(mask_path), values, lossy, label):
+            if layout.empty_masks == "absent" and not where.any():
+                provenance[f"mask {ctx.rel(mask_path)}"] = f"empty: no {object_label} in this image"
+                continue
+            covered = int((canvas.ids[where] != 0).sum())
             canvas.paint(where, object_label, instance)
             if note:
                 provenance[f"mask {ctx.rel(mask_path)}"] = note
+            if covered:  # painter's order: say where a later object took pixels of an earlier one
+                provenance[f"overlap {ctx.rel(mask_path)}"] = f"{covered} pixels drawn over earlier objects"
     regions, problems = canvas.regions(layout.min_region_pixels)
     for instance, reason in problems:
         ctx.exclude(f"{ctx.rel(image)}#{instance}", reason)

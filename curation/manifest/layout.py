@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.templates import parse_template
 
 from mmbu.curation.manifest.layout_base import BOXES, CLASSIFY, DatasetPath, LayoutBase, MASKS, MetadataColumns, TableLabels
@@ -172,8 +173,12 @@ class MaskFilesLayout(LayoutBase):
       `label_part` gives the file one class, else of each value);
     - `ids`: each value is an instance id of one class.
 
-    The raw label is `label` (every object), a value of `mask_values`, or the text of the image's named
-    part `label_part` (BUSI's class folder). Lossy (JPEG) masks are thresholded: with `objects: file`
+    The raw label is `label` (every object), a value of `mask_values`, or the text of the named part
+    `label_part`: a part of `image` (BUSI's class folder) or of every mask template (ISIC 2018 Task 2's
+    `ISIC_0000000_attribute_globules.png`, one file per dermoscopic attribute: several masks of one
+    image, each naming its own label). `empty_masks: absent` reads an all-zero mask file as "this
+    object is not in the image" rather than as a broken file (ISIC's attribute masks are empty where
+    the attribute is absent). Lossy (JPEG) masks are thresholded: with `objects: file`
     or `components` a pixel belongs to the object when its value is at least `threshold` (default
     128); with `values` each pixel takes the nearest declared value and structures thinner than three
     pixels are removed, so compression ringing never becomes specks of another class. The threshold
@@ -186,7 +191,11 @@ class MaskFilesLayout(LayoutBase):
                                                        "['stage1_train/{id}/masks/*.png'].")
     objects: Literal["file", "values", "components", "ids"] = "values"
     label: str | None = Field(None, description="Raw label of every object (objects: file or ids).")
-    label_part: str | None = Field(None, description="Named part of `image` whose text is the raw label.")
+    label_part: str | None = Field(None, description="Named part of `image`, or of every mask template, whose text is "
+                                                     "the raw label (e.g. `{attribute}` in '{id}_attribute_{attribute}.png').")
+    empty_masks: Literal["exclude", "absent"] = Field(
+        "exclude", description="An all-zero mask file: an exclusion (default), or `absent`: the object is not in "
+                               "the image, which is no error (objects: file).")
     mask_values: dict[int, str] = Field(default_factory=dict, description="Mask value -> raw label (objects: "
                                                                           "values or components).")
     background: int = 0
@@ -208,9 +217,15 @@ class MaskFilesLayout(LayoutBase):
             if not image_names & set(parse_template(text).names):
                 raise ValueError(f"mask template {text!r} shares no named part with image {self.image!r}, "
                                  "so no mask can be paired with an image")
-        if self.label_part is not None and self.label_part not in image_names:
-            raise ValueError(f"label_part {self.label_part!r} is not a part of image "
-                             f"(parts: {', '.join(sorted(image_names))})")
+        mask_names = [set(parse_template(text).names) for text in self.masks]
+        if self.label_part is not None and self.label_part not in image_names and not all(
+                self.label_part in names for names in mask_names):
+            parts = sorted(image_names.union(*mask_names))
+            raise ValueError(f"label_part {self.label_part!r} is not a part of image or of every mask template"
+                             f"{did_you_mean(self.label_part, parts)}")
+        if self.empty_masks == "absent" and self.objects != "file":
+            raise ValueError(f"empty_masks: absent is for objects: file (one object per mask file); with objects: "
+                             f"{self.objects} an empty file already holds no object")
         by_file = self.objects in ("file", "ids")
         if by_file and not (self.label or self.label_part):
             raise ValueError(f"objects: {self.objects} needs label (one raw label for every object) or label_part")

@@ -210,7 +210,82 @@ def test_label_volumes_with_another_file_name_pair_by_case(tmp_path):
     ({"image": "images/{stem}.png", "masks": ["m/{stem}.png"]}, "needs mask_values"),
     ({"image": "images/{stem}.png", "masks": ["m/{stem}.png"], "label_part": "class", "objects": "file"},
      "is not a part of image"),
+    ({"image": "images/{id}.jpg", "masks": ["m/{id}_attribute_{attribute}.png"], "label_part": "atribute",
+      "objects": "file"}, "is not a part of image or of every mask template; did you mean 'attribute'"),
+    ({"image": "images/{id}.jpg", "masks": ["m/{id}_attribute_{attribute}.png", "m/{id}.png"],
+      "label_part": "attribute", "objects": "file"}, "of every mask template"),
 ])
 def test_mask_files_fields_are_checked(layout, message):
     with pytest.raises(ValidationError, match=message):
         make_manifest({"kind": "mask_files", **layout}, labels={"a": "a"}, tasks=["mask_grounded_classification"])
+
+
+ISIC_ATTRIBUTES = ("globules", "milia_like_cyst", "negative_network", "pigment_network", "streaks")
+
+
+def isic2018_task2(raw):
+    """ISIC 2018 Task 2 (lesion attribute detection): `ISIC2018_Task1-2_Training_Input/ISIC_<7 digits>.jpg` and
+    one 0/255 PNG per attribute in `ISIC2018_Task2_Training_GroundTruth_v3/ISIC_<7 digits>_attribute_<name>.png`,
+    the five names globules, milia_like_cyst, negative_network, pigment_network, streaks, all-zero where the
+    attribute is absent (dataset-ninja/isic-challenge-2018@3449a82bf0024b5475d01cffaa2151e9e31c95e3:src/convert.py,
+    `train_masks2_path` and `masks2_exts`)."""
+    images, truth = raw / "ISIC2018_Task1-2_Training_Input", raw / "ISIC2018_Task2_Training_GroundTruth_v3"
+    areas = {"ISIC_0000000": {"pigment_network": (4, 20, 6, 30), "streaks": (16, 24, 26, 34)},
+             "ISIC_0000001": {"globules": (2, 8, 2, 8)},
+             "ISIC_0000002": {}}  # no attribute at all
+    for name, present in areas.items():
+        save(images / f"{name}.jpg", np.full((28, 40, 3), 150, np.uint8))
+        for attribute in ISIC_ATTRIBUTES:
+            mask = np.zeros((28, 40), np.uint8)
+            if attribute in present:
+                r0, r1, c0, c1 = present[attribute]
+                mask[r0:r1, c0:c1] = 255
+            save(truth / f"{name}_attribute_{attribute}.png", mask)
+    return areas
+
+
+ISIC_TASK2_LAYOUT = {"kind": "mask_files", "image": "ISIC2018_Task1-2_Training_Input/{id}.jpg",
+                     "masks": ["ISIC2018_Task2_Training_GroundTruth_v3/{id}_attribute_{attribute}.png"],
+                     "objects": "file", "label_part": "attribute", "empty_masks": "absent"}
+ISIC_LABELS = {name: name.replace("_", " ") for name in ISIC_ATTRIBUTES}
+
+
+def test_the_label_comes_from_each_mask_file_name_and_empty_attribute_masks_mean_absent(tmp_path):
+    raw = tmp_path / "raw"
+    isic2018_task2(raw)
+    samples, exclusions = read_samples(make_manifest(ISIC_TASK2_LAYOUT, labels=ISIC_LABELS, tasks=TASKS), raw,
+                                       tmp_path / "cache")
+
+    first, second = samples
+    assert first.source_path == "ISIC2018_Task1-2_Training_Input/ISIC_0000000.jpg"
+    assert [(r.label, r.box) for r in first.regions] == [("pigment_network", (6.0, 4.0, 30.0, 20.0)),
+                                                         ("streaks", (26.0, 16.0, 34.0, 24.0))]
+    ids = read_mask(first.mask_path)
+    network, streaks = (region_mask(ids, r) for r in first.regions)
+    assert streaks.sum() == 8 * 8 and streaks[16:24, 26:34].all()  # the later file keeps the shared pixels ...
+    assert network.sum() == 16 * 24 - 4 * 4 and not network[16:20, 26:30].any()
+    assert first.provenance[
+        "overlap ISIC2018_Task2_Training_GroundTruth_v3/ISIC_0000000_attribute_streaks.png"
+    ] == "16 pixels drawn over earlier objects"  # ... and the provenance says how many
+    assert first.provenance[
+        "mask ISIC2018_Task2_Training_GroundTruth_v3/ISIC_0000000_attribute_globules.png"] == "empty: no globules in this image"
+    assert [(r.label, r.box) for r in second.regions] == [("globules", (2.0, 2.0, 8.0, 8.0))]
+    assert [(e.item, e.reason) for e in exclusions] == [  # an image without any attribute: one sentence, not five
+        ("ISIC2018_Task1-2_Training_Input/ISIC_0000002.jpg", "its mask files hold no object")]
+
+
+def test_a_mask_file_name_naming_an_unknown_attribute_is_an_exclusion_and_the_rest_builds(tmp_path):
+    raw = tmp_path / "raw"
+    isic2018_task2(raw)
+    labels = {k: v for k, v in ISIC_LABELS.items() if k != "streaks"}
+    samples, exclusions = read_samples(make_manifest(ISIC_TASK2_LAYOUT, labels=labels, tasks=TASKS), raw,
+                                       tmp_path / "cache")
+    assert [[r.label for r in s.regions] for s in samples] == [["pigment_network"], ["globules"]]
+    assert ("ISIC2018_Task1-2_Training_Input/ISIC_0000000.jpg#ISIC2018_Task2_Training_GroundTruth_v3/"
+            "ISIC_0000000_attribute_streaks.png", "object label 'streaks' is not in the manifest's label vocabulary"
+            ) in [(e.item, e.reason) for e in exclusions]
+
+
+def test_empty_masks_absent_is_only_for_one_object_per_file():
+    with pytest.raises(ValidationError, match="empty_masks: absent is for objects: file"):
+        make_manifest({**ISIC_TASK2_LAYOUT, "objects": "components"}, labels=ISIC_LABELS, tasks=TASKS)
