@@ -17,8 +17,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mmbu.core.release import CONTRACT_COLUMNS, IMAGE_COLUMNS, TASKS
-from mmbu.core.release import METADATA_FIELDS as METADATA_COLUMNS  # noqa: F401  # re-export for work in flight
-from mmbu.core.release import QUESTION_COLUMNS  # noqa: F401  # re-export for work in flight
 
 
 class ReleaseError(Exception):

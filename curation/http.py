@@ -33,12 +33,11 @@ import requests
 import tenacity
 from pydantic import BaseModel, ConfigDict, Field
 
-from mmbu.core.files import DIR_MODE, FILE_MODE  # noqa: F401  # re-export for work in flight
 from mmbu.core.files import write_text_atomic
 from mmbu.core.retry_after import retry_after_seconds
 from mmbu.core.version import toolkit_version
 from mmbu.core.yaml_io import read_yaml
-from mmbu.core.secrets import SENSITIVE_PARAM, redact_url  # noqa: F401  # redact_url: re-export for work in flight
+from mmbu.core.secrets import SENSITIVE_PARAM, redact_url
 
 log = logging.getLogger("mmbu.http")
 

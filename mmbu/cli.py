@@ -26,7 +26,6 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-StageGroup = LazyGroup  # re-export for work in flight
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

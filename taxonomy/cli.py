@@ -20,7 +20,6 @@ TAXONOMY_OPTION = click.option(
 )
 
 
-InvalidTaxonomy = InvalidInput  # re-export for work in flight
 
 
 def _load(path: Path | None) -> Taxonomy:

@@ -35,7 +35,6 @@ from tenacity.wait import wait_random_exponential
 
 from mmbu.core.chat import chat_body, chat_url, read_chat_answer
 from mmbu.core.retry_after import retry_after_seconds
-from mmbu.core.retry_after import retry_after_seconds as parse_retry_after  # noqa: F401  # re-export for work in flight
 
 from mmbu.core.secrets import has_userinfo, redact_secrets, redact_url
 

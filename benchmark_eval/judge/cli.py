@@ -12,7 +12,7 @@ from mmbu.core.cli import InvalidInput
 
 from ..backends.openai_compat import DEFAULT_API_KEY_ENV
 from ..scoring.rundir import RunInputError
-from .api import AGREEMENT_FILE, JudgeConfig, run_judge  # noqa: F401  # AGREEMENT_FILE: re-export for work in flight
+from .api import JudgeConfig, run_judge
 from .prompt import DEFAULT_JUDGE_MODEL
 from .run import DEFAULT_VERDICT_ATTEMPTS, JudgeSummary
 

@@ -1,4 +1,4 @@
 """Reports of scored runs: Markdown with the paper's table shape, CSV/JSON, PNG plots."""
-from .cli import write_report
+from .api import write_report
 
 __all__ = ["write_report"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..scoring.cli import print_incomplete, scored, scoring_options, split_fields
-from .api import ReportConfig, display_name, judge_agreements, run_report, write_report  # noqa: F401  # display_name, judge_agreements, write_report: re-export for work in flight
+from .api import ReportConfig, run_report
 
 
 @click.command("report")

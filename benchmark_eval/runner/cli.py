@@ -18,7 +18,7 @@ from ..backends.openai_compat import DEFAULT_API_KEY_ENV
 from ..models.registry import RegistryError
 from ..records import RecordsError
 from ..release import ReleaseError
-from .api import EvalConfig, EvalReport, EvalUsageError, make_backend, resolve_model, run_eval  # noqa: F401  # make_backend, resolve_model: re-export for work in flight
+from .api import EvalConfig, EvalReport, EvalUsageError, run_eval
 from .core import Progress, RunLocked
 from .workers import WorkerFailed
 

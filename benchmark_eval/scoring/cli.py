@@ -15,13 +15,10 @@ from mmbu.core.cli import InvalidInput
 from mmbu.core.release import TASK_SHORT_TITLES
 
 from .api import ScoreConfig, ScoringConfig, ScoringResult, run_score
-from .api import incomplete as problems  # noqa: F401  # re-export for work in flight
-from .api import side_files  # noqa: F401  # re-export for work in flight
 from .rundir import RunInputError
 from .scores import ScoreReport
 
 
-InvalidRunInput = InvalidInput  # re-export for work in flight
 
 
 def split_fields(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -56,7 +53,6 @@ def print_incomplete(result: ScoringResult) -> None:
         click.echo(f"incomplete: {message}", err=True)
 
 
-TASK_SHORT = TASK_SHORT_TITLES  # re-export for work in flight
 
 
 def summary_table(report: ScoreReport) -> Table:

@@ -11,7 +11,6 @@ import pandas as pd
 
 from mmbu.core.files import write_bytes_atomic
 
-write_atomic = write_bytes_atomic  # re-export for work in flight
 
 
 def _clean(value: Any) -> Any:

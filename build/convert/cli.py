@@ -11,7 +11,6 @@ from mmbu.build.convert.batch import REPORT_NAME, convert_paths
 from mmbu.core.cli import ExitCode, InvalidInput
 
 
-NoSources = InvalidInput  # re-export for work in flight
 
 
 def _parse_slice(value: str) -> int | str:

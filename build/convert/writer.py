@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 
-from mmbu.core.files import atomic_file  # noqa: F401  # re-export for work in flight
 from mmbu.core.files import write_bytes_atomic
 
 COMPOUND_SUFFIXES = (".nii.gz", ".ome.tiff", ".ome.tif", ".tar.gz")

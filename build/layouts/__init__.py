@@ -19,7 +19,7 @@ from mmbu.build.layouts import (
     arrays, box_table, coco, folder_per_class, label_table, mask_files, mask_pairs, parquet, polygons, voc, volume_table, yolo,
 )
 from mmbu.build.layouts.context import LayoutContext
-from mmbu.build.layouts.frames import FrameMap, frame_map_from_record, geometry_of, map_boxes, map_mask
+from mmbu.build.layouts.frames import geometry_of, map_boxes, map_mask
 from mmbu.build.layouts.grounding import ConvertedImage, place_items
 from mmbu.build.layouts.masks import MaskError, mask_box, mask_png, read_mask, region_mask, regions_from_mask
 from mmbu.build.layouts.sample import Region, Sample, make_sample_id
@@ -75,7 +75,7 @@ def read_samples(manifest: DatasetManifest, raw_dir: str | Path, cache_dir: str 
 
 
 __all__ = [
-    "EXCLUSION_COLUMNS", "Box", "ConvertedImage", "Exclusion", "FrameMap", "MaskError", "READERS", "Region", "Sample",
-    "frame_map_from_record", "geometry_of", "make_sample_id", "map_boxes", "map_mask", "mask_box", "mask_png", "place_items", "read_mask", "read_samples",
+    "EXCLUSION_COLUMNS", "Box", "ConvertedImage", "Exclusion", "MaskError", "READERS", "Region", "Sample",
+    "geometry_of", "make_sample_id", "map_boxes", "map_mask", "mask_box", "mask_png", "place_items", "read_mask", "read_samples",
     "region_mask", "regions_from_mask", "with_converted_mask",
 ]

@@ -31,8 +31,6 @@ def geometry_of(record: Mapping[str, Any], stored_size: Size | None = None) -> C
     return legacy_geometry(params, (int(record["width"]), int(record["height"])), stored_size)
 
 
-frame_map_from_record = geometry_of  # re-export for work in flight
-FrameMap = ConversionGeometry.scaled  # re-export for work in flight
 
 
 def map_boxes(boxes: Iterable[Box], geometry: ConversionGeometry) -> list[PixelBox]:

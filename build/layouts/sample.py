@@ -7,7 +7,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from mmbu.core.boxes import Box
-from mmbu.core.exclusions import EXCLUSION_COLUMNS, Exclusion  # noqa: F401  # re-export for work in flight
 
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mmbu.core.licences import load_licence_tables as load_license_tables  # noqa: F401  # re-export for work in flight
 from mmbu.core.licences import to_spdx
 
 

@@ -10,7 +10,6 @@ from typing import TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from mmbu.core.licences import LICENCE_TABLES_PATH as LICENSES_PATH  # noqa: F401  # re-export for work in flight
 from mmbu.core.yaml_io import read_yaml
 
 M = TypeVar("M", bound=BaseModel)

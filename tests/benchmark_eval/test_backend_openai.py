@@ -175,14 +175,14 @@ def test_backend_sends_image_first_and_folds_system_prompt_when_unsupported(serv
 
 
 def test_the_loopback_server_holds_256_requests_in_flight():
-    with OpenAIServer(latency_s=0.3, record_bodies=False) as server:
+    # Each answer waits 2 s, so all 256 requests meet at the server even when a loaded machine takes a
+    # second to send them; max_in_flight proves they were concurrent (no wall-clock bound: that is a benchmark).
+    with OpenAIServer(latency_s=2.0, record_bodies=False) as server:
         async def go():
             async with OpenAICompatClient(server.url, "m", concurrency=256) as client:
                 await asyncio.gather(*(client.chat(TEXT) for _ in range(256)))
-        started = time.monotonic()
         run(go())
         assert server.stats.max_in_flight == 256 and server.stats.completed == 256
-        assert time.monotonic() - started < 3.0
 
 
 @pytest.mark.parametrize("family, expected", [

@@ -15,7 +15,7 @@ from eval_run_factory import make_record, write_run  # noqa: E402
 from support.eval_release import write_release  # noqa: E402
 
 from mmbu.benchmark_eval.release import load_samples
-from mmbu.benchmark_eval.report.cli import write_report
+from mmbu.benchmark_eval.report.api import write_report
 from mmbu.benchmark_eval.report.plots import heatmap_by_field
 from mmbu.benchmark_eval.report.tables import results_table
 from mmbu.benchmark_eval.scoring.scores import ScoreOptions, score_outcomes, score_runs
