@@ -18,7 +18,7 @@ from scipy import ndimage
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import image_size, is_volume
 from mmbu.build.layouts.instances import InstanceCanvas
-from mmbu.build.layouts.mask_pairs import read_volume_pair
+from mmbu.build.layouts.mask_pairs import read_label_mask, read_volume_pair
 from mmbu.build.layouts.masks import MaskError, MaskRules, read_mask
 from mmbu.curation.manifest.layout import MaskFilesLayout
 from mmbu.curation.manifest.templates import PathTemplate
@@ -108,7 +108,12 @@ def _read_flat(layout: MaskFilesLayout, ctx: LayoutContext, image: Path, parts: 
     provenance: dict[str, str] = {}
     for mask_path, mask_parts in masks:
         try:
-            values, lossy = read_mask_file(mask_path)
+            if layout.mask_colors:  # the colours become values: nothing lossy is left to snap
+                values, colour_note = read_label_mask(layout, mask_path)
+                lossy = False
+                provenance[f"mask {ctx.rel(mask_path)}"] = colour_note
+            else:
+                values, lossy = read_mask_file(mask_path)
         except MaskError as exc:
             ctx.exclude(ctx.rel(mask_path), str(exc))
             continue

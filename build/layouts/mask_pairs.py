@@ -5,11 +5,13 @@ from pathlib import Path
 
 import numpy as np
 
+from mmbu.build.layouts.colour_masks import colour_values, read_rgb
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import glob_files, image_size, is_volume, stem, volume_shape
 from mmbu.build.layouts.masks import MaskError, MaskRules, read_mask, regions_from_mask
 from mmbu.build.layouts.sample import Region
-from mmbu.curation.manifest.layout import ImageMaskPairsLayout
+from mmbu.curation.manifest.layout import ImageMaskPairsLayout, MaskFilesLayout
+from mmbu.curation.manifest.layout_base import parse_colour
 
 
 def _mask_key(path: Path, suffix: str) -> str:
@@ -42,7 +44,7 @@ def read(layout: ImageMaskPairsLayout, ctx: LayoutContext) -> None:
 
 def _read_flat_pair(layout: ImageMaskPairsLayout, ctx: LayoutContext, image: Path, mask_path: Path) -> None:
     try:
-        mask = read_mask(mask_path)
+        mask, note = read_label_mask(layout, mask_path)
     except MaskError as exc:
         ctx.exclude(ctx.rel(mask_path), str(exc))
         return
@@ -51,7 +53,22 @@ def _read_flat_pair(layout: ImageMaskPairsLayout, ctx: LayoutContext, image: Pat
         ctx.exclude(ctx.rel(mask_path), f"the mask is {mask.shape[1]}x{mask.shape[0]} but its image is "
                                         f"{size[0]}x{size[1]}")
         return
-    ctx.add(image, regions=regions_from_mask(mask, layout), mask_path=mask_path, size=size, grounded=True)
+    regions = regions_from_mask(mask, layout)
+    provenance = {}
+    if note is not None:  # a colour mask: the label mask made from it is what the later steps read
+        provenance = {f"mask {ctx.rel(mask_path)}": note}
+        mask_path = ctx.store_mask(image, mask, [mask_path])
+    ctx.add(image, regions=regions, mask_path=mask_path, size=size, grounded=True, provenance=provenance)
+
+
+def read_label_mask(layout: ImageMaskPairsLayout | MaskFilesLayout, path: Path) -> tuple[np.ndarray, str | None]:
+    """A mask file's label values, and for an RGB colour mask (`mask_colors`) the note saying how its
+    colours became values (None when the file itself is the label mask)."""
+    if not layout.mask_colors:
+        return read_mask(path), None
+    rgb, lossy = read_rgb(path)
+    return colour_values(rgb, list(layout.colours), parse_colour(layout.background_color), lossy=lossy,
+                         other_is_background=layout.other_colors == "background")
 
 
 def read_volume_pair(ctx: LayoutContext, image: Path, mask_path: Path, rules: MaskRules) -> None:

@@ -73,10 +73,10 @@ class MaskRules:
         """The rules a mask layout declares (`image_mask_pairs`, or `mask_files` with value masks)."""
         if isinstance(layout, MaskFilesLayout):
             instances = {"values": "none", "components": "components", "ids": "ids"}.get(layout.objects, "none")
-            return cls(labels=dict(layout.mask_values), background=layout.background, instances=instances,
+            return cls(labels=layout.value_labels(), background=layout.background, instances=instances,
                        instance_label=layout.label or default_label, default_label=default_label,
                        min_region_pixels=layout.min_region_pixels)
-        return cls(labels=dict(layout.mask_values), background=layout.background, instances=layout.instances,
+        return cls(labels=layout.value_labels(), background=layout.background, instances=layout.instances,
                    instance_label=layout.instance_label, min_region_pixels=layout.min_region_pixels)
 
     def label_of(self, value: int) -> str:

@@ -14,7 +14,9 @@ from pydantic import Field, field_validator, model_validator
 from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.templates import parse_template
 
-from mmbu.curation.manifest.layout_base import BOXES, CLASSIFY, DatasetPath, LayoutBase, MASKS, MetadataColumns, TableLabels
+from mmbu.curation.manifest.layout_base import (
+    BOXES, CLASSIFY, ColourMasks, DatasetPath, LayoutBase, MASKS, MetadataColumns, TableLabels,
+)
 from mmbu.curation.manifest.layout_annotations import BoxTableLayout, PolygonsLayout
 from mmbu.curation.manifest.layout_arrays import ArraysLayout
 from mmbu.curation.manifest.layout_tables import ParquetLayout
@@ -116,12 +118,13 @@ class VocLayout(LayoutBase):
         return BOXES
 
 
-class ImageMaskPairsLayout(LayoutBase):
+class ImageMaskPairsLayout(ColourMasks):
     """Image files with same-stem mask files (PNG, TIFF or NIfTI label volumes).
 
-    `mask_values` maps a mask value to a raw label; `background` is ignored. `instances` says how
-    objects are separated: `none` (one region per value), `components` (connected components of each
-    value are separate objects) or `ids` (every value is one object of class `instance_label`).
+    `mask_values` maps a mask value to a raw label, or `mask_colors` a colour of an RGB mask (see
+    `ColourMasks`); `background` is ignored. `instances` says how objects are separated: `none` (one
+    region per value), `components` (connected components of each value are separate objects) or `ids`
+    (every value is one object of class `instance_label`).
     """
 
     kind: Literal["image_mask_pairs"]
@@ -146,6 +149,8 @@ class ImageMaskPairsLayout(LayoutBase):
     def _ids_need_a_label(self) -> "ImageMaskPairsLayout":
         if self.instances == "ids" and not self.instance_label:
             raise ValueError("instances: ids needs instance_label (the raw label of every object)")
+        if self.instances == "ids" and self.mask_colors:
+            raise ValueError("mask_colors names classes; instances: ids reads values as object ids")
         return self
 
     def feeds(self) -> frozenset[str]:
@@ -153,13 +158,14 @@ class ImageMaskPairsLayout(LayoutBase):
         return MASKS if self.instances == "none" else MASKS | BOXES
 
     def declared_labels(self) -> Iterator[tuple[str, str]]:
+        yield from super().declared_labels()
         for value, raw in self.mask_values.items():
             yield f"layout.mask_values.{value}", raw
         if self.instance_label:
             yield "layout.instance_label", self.instance_label
 
 
-class MaskFilesLayout(LayoutBase):
+class MaskFilesLayout(ColourMasks):
     """Masks paired with images by path templates with named parts, not only by the same stem.
 
     `image` is a template for the image files; each of `masks` is a template whose parts shared with
@@ -230,14 +236,19 @@ class MaskFilesLayout(LayoutBase):
         if by_file and not (self.label or self.label_part):
             raise ValueError(f"objects: {self.objects} needs label (one raw label for every object) or label_part")
         binary_components = self.objects == "components" and self.label
-        if not by_file and not (self.mask_values or self.label_part or binary_components):
-            raise ValueError(f"objects: {self.objects} needs mask_values (mask value -> raw label) or label_part")
+        if not by_file and not (self.mask_values or self.mask_colors or self.label_part or binary_components):
+            raise ValueError(f"objects: {self.objects} needs mask_values (mask value -> raw label), mask_colors "
+                             "or label_part")
+        if by_file and self.mask_colors:
+            raise ValueError(f"mask_colors names the classes of a label mask; objects: {self.objects} reads a file "
+                             "as one object or as instance ids (use objects: values or components)")
         return self
 
     def feeds(self) -> frozenset[str]:
         return MASKS if self.objects == "values" else MASKS | BOXES
 
     def declared_labels(self) -> Iterator[tuple[str, str]]:
+        yield from super().declared_labels()
         for value, raw in self.mask_values.items():
             yield f"layout.mask_values.{value}", raw
         if self.label:

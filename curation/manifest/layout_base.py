@@ -1,10 +1,11 @@
 """What every layout model shares: strict fields, and the two questions the validator asks of a layout."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mmbu.core.confinement import stays_inside
 
@@ -79,3 +80,80 @@ class TableLabels(LayoutBase):
             yield f"layout.label_columns.{index}", column
         if self.no_finding:
             yield "layout.no_finding", self.no_finding
+
+
+RGB = tuple[int, int, int]
+_HEX = re.compile(r"^#([0-9a-fA-F]{6})$")
+_TRIPLE = re.compile(r"^\s*(\d{1,3})\s*,\s*(\d{1,3})\s*,\s*(\d{1,3})\s*$")
+
+
+def parse_colour(text: str) -> RGB:
+    """'#00ff00' or '0,255,0' as an (r, g, b) triple; ValueError naming the text otherwise."""
+    if found := _HEX.match(str(text)):
+        number = int(found.group(1), 16)
+        return (number >> 16) & 255, (number >> 8) & 255, number & 255
+    if (found := _TRIPLE.match(str(text))) and all(int(part) <= 255 for part in found.groups()):
+        return tuple(int(part) for part in found.groups())  # type: ignore[return-value]
+    raise ValueError(f"{text!r} is not a colour; write '#rrggbb' or 'r,g,b' with each number 0-255 (e.g. '0,255,0')")
+
+
+class ColourMasks(LayoutBase):
+    """Mask layouts whose masks may be RGB images with one colour per class (`mask_colors`).
+
+    BUS-UCLM's masks are PNGs with green benign and red malignant lesions on black. The layout turns
+    each into a label mask (value i for the i-th colour) in its cache. A pixel of a colour the map does
+    not name excludes the mask (`other_colors: exclude`), or counts as background (`other_colors:
+    background`, e.g. for anti-aliased outlines); JPEG colour masks snap to the nearest declared colour.
+    """
+
+    mask_colors: dict[str, str] = Field(
+        default_factory=dict, description="Colour ('#00ff00' or '0,255,0') -> raw label, for RGB masks whose colours "
+                                          "are classes; replaces mask_values.")
+    background_color: str = Field("#000000", description="Colour of unlabelled pixels in an RGB mask.")
+    other_colors: Literal["exclude", "background"] = Field(
+        "exclude", description="A pixel of a colour mask_colors does not name: the mask is excluded, or the pixel "
+                               "is background (the count is recorded either way).")
+
+    @field_validator("mask_colors")
+    @classmethod
+    def _colours(cls, value: dict[str, str]) -> dict[str, str]:
+        seen: dict[RGB, str] = {}
+        for text in value:
+            colour = parse_colour(text)
+            if colour in seen:
+                raise ValueError(f"{text!r} and {seen[colour]!r} are the same colour")
+            seen[colour] = text
+        return value
+
+    @field_validator("background_color")
+    @classmethod
+    def _background(cls, value: str) -> str:
+        parse_colour(value)
+        return value
+
+    @model_validator(mode="after")
+    def _colours_replace_values(self) -> "ColourMasks":
+        if not self.mask_colors:
+            return self
+        if getattr(self, "mask_values", None):
+            raise ValueError("give mask_values (grey or indexed masks) or mask_colors (RGB masks), not both")
+        if getattr(self, "background", 0) != 0:
+            raise ValueError("an RGB mask's background is background_color; leave background out")
+        if parse_colour(self.background_color) in self.colours:
+            raise ValueError(f"background_color {self.background_color!r} is also a class colour in mask_colors")
+        return self
+
+    @property
+    def colours(self) -> dict[RGB, str]:
+        """(r, g, b) -> raw label, in the manifest's order (value i + 1 is the i-th colour)."""
+        return {parse_colour(text): raw for text, raw in self.mask_colors.items()}
+
+    def value_labels(self) -> dict[int, str]:
+        """Mask value -> raw label: `mask_values`, or the colours' values in the label mask the layout makes."""
+        if self.mask_colors:
+            return {value: raw for value, raw in enumerate(self.mask_colors.values(), start=1)}
+        return dict(getattr(self, "mask_values", {}))
+
+    def declared_labels(self) -> Iterator[tuple[str, str]]:
+        for text, raw in self.mask_colors.items():
+            yield f"layout.mask_colors.{text}", raw
