@@ -19,6 +19,7 @@ from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.masks import MaskRules, regions_from_mask
 from mmbu.build.layouts.sample import Region
 from mmbu.build.layouts.single_label import one_label
+from mmbu.build.layouts.table_cells import CellProblem, cell_image
 from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout_tables import ParquetLayout
 from mmbu.curation.manifest.templates import PathTemplate
@@ -51,7 +52,7 @@ def read(layout: ParquetLayout, ctx: LayoutContext) -> None:
             ctx.exclude(ctx.rel(path), f"not a readable Parquet file ({type(exc).__name__}: {exc})")
             continue
         columns = [c for c in (layout.image_column, layout.label_column, layout.mask_column, layout.objects_column,
-                               *layout.metadata_columns.values()) if c]
+                               *layout.metadata_columns.values(), *layout.where) if c]
         present = table.schema_arrow.names
         missing = [c for c in dict.fromkeys(columns) if c not in present]
         if missing:
@@ -60,7 +61,8 @@ def read(layout: ParquetLayout, ctx: LayoutContext) -> None:
             continue
         names.learn_from_schema(table.schema_arrow)
         for number, row in _rows(table, list(dict.fromkeys(columns))):
-            _add_row(layout, ctx, names, path, number, row)
+            if all(_text(row[column]) in values for column, values in layout.where.items()):
+                _add_row(layout, ctx, names, path, number, row)
 
 
 def _rows(table: Any, columns: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -76,13 +78,12 @@ def _add_row(layout: ParquetLayout, ctx: LayoutContext, names: "_LabelNames", pa
     frame = f"row={number}"
     item = f"{ctx.rel(path)}#{frame}"
     try:
-        data = _image_bytes(row[layout.image_column], layout.image_column)
+        image = _cell(layout, ctx, row, layout.image_column, layout.image_encoding)
         label = _label(layout, names, row[layout.label_column]) if layout.label_column else None
         size = None
         if layout.mask_column or layout.objects_column:
-            with Image.open(io.BytesIO(data)) as image:
-                size = image.size
-        mask, regions, problems = _mask_regions(layout, row, size) if layout.mask_column else (None, [], [])
+            size = _size(image)
+        mask, regions, problems = _mask_regions(layout, ctx, row, size) if layout.mask_column else (None, [], [])
         if layout.objects_column:
             boxed, box_problems = _object_regions(layout, names, row[layout.objects_column], size)
             regions += boxed
@@ -92,20 +93,36 @@ def _add_row(layout: ParquetLayout, ctx: LayoutContext, names: "_LabelNames", pa
         return
     for instance, reason in problems:
         ctx.exclude(f"{item}#{instance}", reason)
-    row_metadata = {field: str(row[column]).strip() for field, column in layout.metadata_columns.items()
-                    if row[column] is not None and str(row[column]).strip()}
-    ctx.add_derived(path, frame, lambda: data, label=label, regions=regions, mask=mask, row_metadata=row_metadata,
-                    grounded=layout.label_column is None, provenance={"row": f"{ctx.rel(path)} row {number}"})
+    row_metadata = {field: _text(row[column]) for field, column in layout.metadata_columns.items()
+                    if _text(row[column])}
+    provenance = {"row": f"{ctx.rel(path)} row {number}"}
+    grounded = layout.label_column is None
+    if isinstance(image, Path):  # the cell names a file of the dataset: that file is the sample
+        mask_path = ctx.store_mask(image, mask, [path]) if mask is not None else None
+        ctx.add(image, label=label, regions=regions, mask_path=mask_path, row_metadata=row_metadata, size=size,
+                grounded=grounded, provenance=provenance)
+        return
+    ctx.add_derived(path, frame, lambda: image, label=label, regions=regions, mask=mask, row_metadata=row_metadata,
+                    grounded=grounded, provenance=provenance)
 
 
-def _image_bytes(cell: Any, column: str) -> bytes:
-    if isinstance(cell, Mapping):  # the `datasets` Image feature: {"bytes": ..., "path": ...}
-        if cell.get("bytes"):
-            return bytes(cell["bytes"])
-        raise RowProblem(f"the {column} cell holds no image bytes (path {cell.get('path')!r} only)")
-    if isinstance(cell, (bytes, bytearray)) and cell:
-        return bytes(cell)
-    raise RowProblem(f"the {column} cell holds {type(cell).__name__}, not an image")
+def _cell(layout: ParquetLayout, ctx: LayoutContext, row: dict[str, Any], column: str, encoding: str) -> bytes | Path:
+    try:
+        return cell_image(row[column], column, encoding, ctx.raw_dir, layout.image_root)
+    except CellProblem as exc:
+        raise RowProblem(str(exc)) from None
+
+
+def _size(image: bytes | Path) -> tuple[int, int]:
+    try:
+        with Image.open(image if isinstance(image, Path) else io.BytesIO(image)) as opened:
+            return opened.size
+    except Exception as exc:  # noqa: BLE001 - Pillow raises several types for bytes that are not an image
+        raise RowProblem(f"the image cannot be opened ({type(exc).__name__})") from None
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value).strip()
 
 
 def _label(layout: ParquetLayout, names: "_LabelNames", value: Any) -> str:
@@ -117,9 +134,10 @@ def _label(layout: ParquetLayout, names: "_LabelNames", value: Any) -> str:
     return label
 
 
-def _mask_regions(layout: ParquetLayout, row: dict[str, Any], size: tuple[int, int] | None
+def _mask_regions(layout: ParquetLayout, ctx: LayoutContext, row: dict[str, Any], size: tuple[int, int] | None
                   ) -> tuple[np.ndarray, list[Region], list[tuple[str, str]]]:
-    with Image.open(io.BytesIO(_image_bytes(row[layout.mask_column], layout.mask_column))) as image:
+    cell = _cell(layout, ctx, row, layout.mask_column, "auto")
+    with Image.open(cell if isinstance(cell, Path) else io.BytesIO(cell)) as image:
         mask = np.asarray(image)
     if mask.ndim == 3:
         if not all(np.array_equal(mask[..., 0], mask[..., c]) for c in range(1, min(3, mask.shape[-1]))):

@@ -15,7 +15,11 @@ class ParquetLayout(LayoutBase):
     """Parquet (or Arrow IPC) tables with the image embedded in a column, one sample per row.
 
     The image column holds a Hugging Face `Image` struct `{bytes, path}` or raw encoded bytes; the
-    bytes are stored as they are in the layout cache (no re-encoding). `label_column` holds a class
+    bytes are stored as they are in the layout cache (no re-encoding). `image_encoding: base64` reads
+    text cells holding the encoded image in base64 (SurgWound's `image` column); `path` reads cells (text,
+    or a struct's `path`) naming an image file of the dataset relative to `image_root`, and that file is
+    the sample. `where` keeps only the rows whose columns hold given values (SurgWound has one row per
+    image and attribute: `where: {field: [Healing Status]}` asks about one attribute). `label_column` holds a class
     index (its name from `class_names`, else from the `ClassLabel` names of the repository card's
     `dataset_info.features` in `card`, else from the Hugging Face features stored in the file), a
     text label, or a list of labels (one right option: see `label_table`). `mask_column` holds a
@@ -28,6 +32,14 @@ class ParquetLayout(LayoutBase):
     kind: Literal["parquet"]
     files: DatasetPath = Field(description="Template of the Parquet files, e.g. 'data/{split}-*.parquet'.")
     image_column: str = "image"
+    image_encoding: Literal["auto", "base64", "path"] = Field(
+        "auto", description="auto: a {bytes, path} struct or raw bytes (a struct with only a path names a file under "
+                            "image_root); base64: text holding the encoded image; path: text naming an image file "
+                            "under image_root.")
+    image_root: DatasetPath = Field(".", description="Folder the image paths in the table are relative to.")
+    where: dict[str, list[str]] = Field(
+        default_factory=dict, description="Column -> values: only rows whose column holds one of them are samples, "
+                                          "e.g. {field: [Healing Status]}.")
     label_column: str | None = None
     class_names: list[str] | None = Field(None, description="Class index -> raw label; read from `card` when omitted.")
     card: DatasetPath | None = Field("README.md", description="Dataset card whose YAML `dataset_info.features` names the "
@@ -63,6 +75,8 @@ class ParquetLayout(LayoutBase):
             raise ValueError("parquet needs label_column, mask_column or objects_column")
         if self.splits and "split" not in parse_template(self.files).names:
             raise ValueError(f"splits filters the {{split}} part of files, and {self.files!r} has none")
+        if empty := [column for column, values in self.where.items() if not values]:
+            raise ValueError(f"where lists no value for {', '.join(map(repr, empty))}; name the values to keep")
         if self.mask_column and not (self.mask_values or self.instance_label):
             raise ValueError("mask_column needs mask_values (value -> raw label) or instance_label")
         return self

@@ -2,6 +2,7 @@
 named by ClassLabel names from the card or the manifest, masks and detection objects in columns."""
 from __future__ import annotations
 
+import base64
 import io
 
 import numpy as np
@@ -136,3 +137,120 @@ def test_mask_and_object_columns(tmp_path):
 def test_parquet_fields_are_checked(layout, message):
     with pytest.raises(ValidationError, match=message):
         make_manifest({"kind": "parquet", **layout}, labels=HAM_LABELS)
+
+
+SURGWOUND_FIELDS = {"Healing Status": ["Healed", "Not Healed"],
+                    "Closure Method": ["Invisible", "Sutures", "Staples", "Adhesives", "Uncertain"]}
+
+
+def surgwound(raw, images):
+    """SurgWound (huggingface.co/datasets/taruntr/SurgWound, CC BY-SA 4.0): one row per image and attribute, columns
+    `id` (`606.jpg_healing_status`), `image_name`, `field` (`Healing Status`, `Closure Method`, ...), `task_type`
+    (`multi_choice`), `image` (the JPEG as base64 text, `/9j/4AAQ...`), `question`, `options` (a list) and
+    `answer` (as the dataset viewer shows them: https://hugingapi.com/datasets/taruntr/SurgWound). The viewer
+    reads an auto-converted copy, so the file name is the Hub's conversion layout `default/<split>/0000.parquet`."""
+    rows = {name: [] for name in ("id", "image_name", "field", "task_type", "image", "question", "options", "answer")}
+    for name, (value, answers) in images.items():
+        for field, answer in zip(SURGWOUND_FIELDS, answers):
+            rows["id"].append(f"{name}_{field.lower().replace(' ', '_')}")
+            rows["image_name"].append(name)
+            rows["field"].append(field)
+            rows["task_type"].append("multi_choice")
+            rows["image"].append(base64.b64encode(jpeg(value)).decode("ascii"))
+            rows["question"].append(f"What is the {field.lower()} of this surgical wound?")
+            rows["options"].append(SURGWOUND_FIELDS[field])
+            rows["answer"].append(answer)
+    (raw / "default" / "train").mkdir(parents=True)
+    pq.write_table(pa.table(rows), raw / "default" / "train" / "0000.parquet")
+    return rows
+
+
+SURGWOUND_LAYOUT = {"kind": "parquet", "files": "default/{split}/*.parquet", "image_encoding": "base64",
+                    "where": {"field": ["Healing Status"]}, "label_column": "answer",
+                    "metadata_columns": {"context": "image_name"}}
+
+
+def test_base64_image_text_and_a_row_filter_give_one_sample_per_image_for_one_attribute(tmp_path):
+    raw = tmp_path / "raw"
+    rows = surgwound(raw, {"606.jpg": (40, ["Healed", "Sutures"]), "607.jpg": (200, ["Not Healed", "Staples"])})
+    manifest = make_manifest(SURGWOUND_LAYOUT, labels={"Healed": "healed wound", "Not Healed": "wound not healed"})
+    samples, exclusions = read_samples(manifest, raw, tmp_path / "cache")
+
+    assert exclusions == []
+    assert [(s.frame, s.label, s.row_metadata["context"]) for s in samples] == [
+        ("row=0", "Healed", "606.jpg"), ("row=2", "Not Healed", "607.jpg")]  # rows 1 and 3 ask about closure
+    for sample, row in zip(samples, (0, 2)):
+        assert sample.image_path.read_bytes() == base64.b64decode(rows["image"][row]) and sample.image_path.suffix == ".jpg"
+    assert samples[0].sample_id == read_samples(manifest, raw, tmp_path / "cache")[0][0].sample_id  # stable
+
+
+def test_broken_base64_cells_and_unlisted_answers_are_one_sentence_each(tmp_path):
+    raw = tmp_path / "raw"
+    rows = surgwound(raw, {"606.jpg": (40, ["Healed", "Sutures"]), "607.jpg": (200, ["Uncertain", "Staples"]),
+                           "608.jpg": (90, ["Healed", "Staples"])})
+    rows["image"][4] = rows["image"][4][:-3] + "!!!"  # 608.jpg's Healing Status row: damaged text
+    rows["image"][0] = "data:image/jpeg;base64," + rows["image"][0]  # a data URI prefix is read as base64 too
+    pq.write_table(pa.table(rows), raw / "default" / "train" / "0000.parquet")
+    manifest = make_manifest(SURGWOUND_LAYOUT, labels={"Healed": "healed wound", "Not Healed": "wound not healed"})
+    samples, exclusions = read_samples(manifest, raw, tmp_path / "cache")
+
+    assert [s.frame for s in samples] == ["row=0"]
+    reasons = {e.item: e.reason for e in exclusions}
+    assert reasons["default/train/0000.parquet#row=2"] == "label 'Uncertain' is not in the manifest's label vocabulary"
+    assert reasons["default/train/0000.parquet#row=4"].startswith("the image cell is not valid base64 text")
+
+
+def test_text_cells_need_an_encoding_and_a_missing_where_column_gets_a_did_you_mean(tmp_path):
+    raw = tmp_path / "raw"
+    surgwound(raw, {"606.jpg": (40, ["Healed", "Sutures"])})
+    labels = {"Healed": "healed wound", "Not Healed": "wound not healed"}
+    plain = {k: v for k, v in SURGWOUND_LAYOUT.items() if k != "image_encoding"}
+    _, exclusions = read_samples(make_manifest(plain, labels=labels), raw, tmp_path / "cache")
+    assert exclusions[0].reason == ("the image cell holds text, not image bytes; set image_encoding to base64 or path "
+                                    "to say what the text is")
+    typo = {**SURGWOUND_LAYOUT, "where": {"fields": ["Healing Status"]}}
+    _, exclusions = read_samples(make_manifest(typo, labels=labels), raw, tmp_path / "cache")
+    assert exclusions[0].reason == "the table has no column 'fields'; did you mean 'field'?"
+    with pytest.raises(ValidationError, match="where lists no value for 'field'"):
+        make_manifest({**SURGWOUND_LAYOUT, "where": {"field": []}}, labels=labels)
+
+
+def test_image_cells_holding_only_a_path_name_files_of_the_dataset_which_become_the_samples(tmp_path, monkeypatch):
+    """A table written by `datasets` `Dataset.to_parquet` from image paths keeps `{bytes: None, path}` structs
+    (only `push_to_hub` embeds the files): the path names a file beside the table."""
+    raw = tmp_path / "raw"
+    (raw / "images").mkdir(parents=True)
+    for name, value in (("a.png", 10), ("b.png", 250)):
+        Image.fromarray(np.full((8, 12), value, np.uint8)).save(raw / "images" / name)
+    outside = tmp_path / "secret.png"
+    Image.fromarray(np.zeros((8, 12), np.uint8)).save(outside)
+    monkeypatch.chdir(raw)  # `datasets` opens relative image paths from the working folder ...
+    Image.fromarray(np.zeros((8, 12), np.uint8)).save(raw / "images" / "gone.png")  # ... so this one goes after
+    Dataset.from_dict({"image": ["images/a.png", "images/b.png", str(outside), "../secret.png", "images/gone.png"],
+                       "dx": ["nv", "bkl", "nv", "nv", "nv"]},
+                      features=Features({"image": ImageFeature(), "dx": Value("string")})).to_parquet(raw / "table.parquet")
+    (raw / "images" / "gone.png").unlink()
+    assert pq.read_table(raw / "table.parquet").to_pylist()[0]["image"] == {"bytes": None, "path": "images/a.png"}
+    layout = {"kind": "parquet", "files": "table.parquet", "label_column": "dx"}
+    samples, exclusions = read_samples(make_manifest(layout, labels=HAM_LABELS), raw, tmp_path / "cache")
+
+    assert [(s.source_path, s.image_path, s.label, s.frame) for s in samples] == [
+        ("images/a.png", raw / "images" / "a.png", "nv", None), ("images/b.png", raw / "images" / "b.png", "bkl", None)]
+    assert samples[0].provenance == {"row": "table.parquet row 0"}
+    reasons = [(e.item, e.reason) for e in exclusions]
+    assert reasons[0] == ("table.parquet#row=2", f"the image cell's path {str(outside)!r} is absolute; write it "
+                                                 "relative to the dataset's folder")
+    assert reasons[1][1].startswith("the image cell's path '../secret.png' climbs out with '..'")
+    assert reasons[2] == ("table.parquet#row=4", "the image cell names 'images/gone.png', which is not among the "
+                                                 "fetched files under '.'")
+
+
+def test_path_cells_written_by_datasets_to_parquet(tmp_path):
+    raw = tmp_path / "raw"
+    (raw / "images").mkdir(parents=True)
+    Image.fromarray(np.full((8, 12, 3), 99, np.uint8)).save(raw / "images" / "a.png")
+    Dataset.from_dict({"file": ["a.png"], "dx": ["nv"]}).to_parquet(raw / "table.parquet")
+    layout = {"kind": "parquet", "files": "table.parquet", "image_column": "file", "image_encoding": "path",
+              "image_root": "images", "label_column": "dx"}
+    samples, exclusions = read_samples(make_manifest(layout, labels=HAM_LABELS), raw, tmp_path / "cache")
+    assert exclusions == [] and [(s.source_path, s.label) for s in samples] == [("images/a.png", "nv")]
