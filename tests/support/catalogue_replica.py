@@ -21,7 +21,8 @@ File kinds (one key besides `path`):
   image: {size: [w, h], mode: RGB | L | I;16}   .png .jpg .jpeg .bmp .tif .tiff (Pillow; 16-bit TIFF by tifffile),
                                                 .dcm (pydicom), .nii / .nii.gz (nibabel; `depth` slices),
                                                 .mha / .nrrd (SimpleITK; `depth` slices)
-  mask: {size: [w, h], regions: [{value: 1, box: [x0, y0, x1, y1]}], depth: n}   same suffixes; box end exclusive
+  mask: {size: [w, h], regions: [{value: 1, box: [x0, y0, x1, y1]}], depth: n}   same suffixes; box end exclusive;
+        a region with `color: [r, g, b]` instead of `value` makes an RGB colour-coded mask
   text: a literal string          json: any YAML value, dumped as JSON
   csv: {rows: [[...], ...], delimiter: ","}
   arrays: {key: {shape: [...], dtype: uint8, values: [...]}}   .npz (`values` flat, else a ramp); .npy: key `array`;
@@ -71,8 +72,15 @@ def ramp(width: int, height: int, channels: int = 0, dtype: str = "uint8") -> np
 def mask_array(spec: dict[str, Any]) -> np.ndarray:
     width, height = spec["size"]
     dtype = spec.get("dtype", "uint8")
+    regions = spec.get("regions", [])
+    if any("color" in region for region in regions):  # colour-coded class masks (one RGB colour per class)
+        array = np.zeros((height, width, 3), dtype="uint8")
+        for region in regions:
+            x0, y0, x1, y1 = region["box"]
+            array[y0:y1, x0:x1] = region["color"]
+        return array
     array = np.zeros((height, width), dtype=dtype)
-    for region in spec.get("regions", []):
+    for region in regions:
         x0, y0, x1, y1 = region["box"]
         array[y0:y1, x0:x1] = region["value"]
     if spec.get("rgb"):  # masks some datasets ship as RGB (white on black)
