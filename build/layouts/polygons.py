@@ -1,4 +1,4 @@
-"""Polygon annotations (Aperio/ImageScope XML, LabelMe JSON, CVAT XML) drawn into an instance mask at
+"""Polygon annotations (Aperio/ImageScope XML, LabelMe JSON, CVAT XML, GeoJSON) drawn into an instance mask at
 the image's size; each object's box is the box of its drawn pixels."""
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from PIL import Image, ImageDraw
 
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import glob_files, image_size
+from mmbu.build.layouts.geojson import GeoJsonError, Polygon, feature_key, feature_label, feature_polygons, read_features
 from mmbu.build.layouts.instances import InstanceCanvas
 from mmbu.curation.manifest.layout_annotations import PolygonsLayout
 from mmbu.curation.manifest.templates import PathTemplate
@@ -26,6 +27,8 @@ class Shape:
     label: str | None
     instance: str
     points: list[tuple[float, float]]
+    holes: tuple[list[tuple[float, float]], ...] = ()  # GeoJSON: inner rings, cleared inside the outline
+    more: tuple[Polygon, ...] = ()  # GeoJSON MultiPolygon: the object's further (outline, holes)
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,7 @@ class Annotated:
 
 
 def read(layout: PolygonsLayout, ctx: LayoutContext) -> None:
-    parse = {"aperio_xml": _aperio, "labelme_json": _labelme, "cvat_xml": _cvat}[layout.format]
+    parse = {"aperio_xml": _aperio, "labelme_json": _labelme, "cvat_xml": _cvat, "geojson": _geojson}[layout.format]
     for annotated in parse(layout, ctx):
         _add(layout, ctx, annotated)
 
@@ -64,7 +67,7 @@ def _add(layout: PolygonsLayout, ctx: LayoutContext, annotated: Annotated) -> No
                                                      f"{len(shape.points)}")
             continue
         label = shape.label if shape.label is not None else layout.fixed_label
-        canvas.paint(_draw(shape.points, size), label or "", shape.instance)
+        canvas.paint(_draw(shape, size), label or "", shape.instance)
     regions, problems = canvas.regions(layout.min_region_pixels)
     for instance, reason in problems:
         ctx.exclude(f"{where}#{instance}", reason if "empty" not in reason else
@@ -78,25 +81,40 @@ def _add(layout: PolygonsLayout, ctx: LayoutContext, annotated: Annotated) -> No
             provenance={"masks": DRAWING})
 
 
-def _draw(points: list[tuple[float, float]], size: tuple[int, int]) -> np.ndarray:
+def _draw(shape: Shape, size: tuple[int, int]) -> np.ndarray:
     canvas = Image.new("1", size, 0)
-    ImageDraw.Draw(canvas).polygon(points, fill=1, outline=1)
+    draw = ImageDraw.Draw(canvas)
+    for outline, holes in ((shape.points, shape.holes), *shape.more):
+        draw.polygon(outline, fill=1, outline=1)
+        for hole in holes:  # a hole's inside is cleared; its outline is the object's edge and stays
+            draw.polygon(hole, fill=0)
+            draw.polygon(hole, outline=1)
     return np.asarray(canvas, dtype=bool)
 
 
-def _aperio(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:
-    """MoNuSeg-style pairs: `Annotations/Annotation[@Name]/Regions/Region[@Id]/Vertices/Vertex[@X,@Y]`."""
+def _pairs(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[tuple[Path, Path]]:
+    """(annotation file, image) pairs of the `annotations` and `images` templates (aperio_xml, geojson); an
+    annotation without an image and an image without an annotation are reported."""
     images = PathTemplate(layout.images or "")
     annotations = PathTemplate(layout.annotations)
     shared = [n for n in annotations.names if n in images.names]
     by_key = {tuple(parts[n] for n in shared): path for path, parts in images.scan(ctx.raw_dir)}
     paired: set[Path] = set()
-    for xml_path, parts in annotations.scan(ctx.raw_dir):
+    for annotation, parts in annotations.scan(ctx.raw_dir):
         image = by_key.get(tuple(parts[n] for n in shared))
         if image is None:
-            ctx.exclude(ctx.rel(xml_path), "annotation without a matching image")
+            ctx.exclude(ctx.rel(annotation), "annotation without a matching image")
             continue
         paired.add(image)
+        yield annotation, image
+    for image in sorted(set(by_key.values()) - paired):
+        if not ctx.list_unannotated_slide_instance(image):
+            ctx.exclude(ctx.rel(image), f"no annotation file matching {layout.annotations!r} for this image")
+
+
+def _aperio(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:
+    """MoNuSeg-style pairs: `Annotations/Annotation[@Name]/Regions/Region[@Id]/Vertices/Vertex[@X,@Y]`."""
+    for xml_path, image in _pairs(layout, ctx):
         try:
             root = ET.parse(xml_path).getroot()
         except ET.ParseError as exc:
@@ -114,9 +132,37 @@ def _aperio(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:
                     continue
                 shapes.append(Shape(label, instance, points))
         yield Annotated(image, xml_path, shapes, problems=tuple(problems))
-    for image in sorted(set(by_key.values()) - paired):
-        if not ctx.list_unannotated_slide_instance(image):
-            ctx.exclude(ctx.rel(image), f"no annotation file matching {layout.annotations!r} for this image")
+
+
+def _geojson(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:
+    """PUMA/QuPath and HPA/Kaibu pairs: a FeatureCollection per image, one object per Polygon/MultiPolygon Feature."""
+    for json_path, image in _pairs(layout, ctx):
+        try:
+            features = read_features(json_path)
+        except GeoJsonError as exc:
+            ctx.exclude(ctx.rel(json_path), str(exc))
+            continue
+        size = image_size(image) if layout.y_axis == "up" else None
+        if layout.y_axis == "up" and size is None:
+            ctx.add(image, grounded=True)  # reports the unreadable image in one place
+            continue
+        shapes, problems = [], []
+        for number, feature in enumerate(features, start=1):
+            instance = feature_key(feature, number)
+            label = layout.fixed_label
+            if layout.label_property is not None:
+                label = feature_label(feature, layout.label_property)
+                if label is None:
+                    problems.append((instance, f"the feature has no properties.{layout.label_property} to name "
+                                               "its label"))
+                    continue
+            try:
+                (outline, holes), *more = feature_polygons(feature, size[1] if size else 0, layout.y_axis == "up")
+            except ValueError as exc:
+                problems.append((instance, str(exc)))
+                continue
+            shapes.append(Shape(label, instance, outline, holes, tuple(more)))
+        yield Annotated(image, json_path, shapes, problems=tuple(problems))
 
 
 def _labelme(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:

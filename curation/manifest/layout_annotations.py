@@ -114,6 +114,12 @@ class PolygonsLayout(LayoutBase):
       with `shapes[]` of `label`, `points` and `shape_type` (`polygon`, `rectangle`).
     - `cvat_xml`: CVAT for images 1.1, one XML for all images: `image@name,width,height` holding
       `polygon@label,points` ("x,y;x,y;...") and `box@label,xtl,ytl,xbr,ybr`.
+    - `geojson`: GeoJSON FeatureCollections, one file per image paired by templates like `aperio_xml`
+      (PUMA: `01_training_dataset_tif_ROIs/{roi}.tif*` with
+      `01_training_dataset_geojson_nuclei/{roi}_nuclei.geojson`); each Feature with a Polygon (outline and
+      holes) or MultiPolygon geometry is one object, labelled by the dotted `label_property` of its
+      `properties` (QuPath's `classification.name`) or by `fixed_label`. `y_axis: up` reads y counted
+      from the bottom edge (HPA's Kaibu `annotation.json`: row = height - y).
 
     Vertices are pixel centres (vertex (x, y) is the centre of column x, row y) and the outline's
     pixels belong to the object, as Pillow's `ImageDraw.polygon` draws it. Where objects overlap the
@@ -122,24 +128,35 @@ class PolygonsLayout(LayoutBase):
     """
 
     kind: Literal["polygons"]
-    format: Literal["aperio_xml", "labelme_json", "cvat_xml"]
-    annotations: DatasetPath = Field(description="aperio_xml: template paired with `images`; labelme_json: glob of the "
-                                         "JSON files; cvat_xml: the XML file.")
-    images: DatasetPath | None = Field(None, description="aperio_xml: template of the image files, e.g. "
+    format: Literal["aperio_xml", "labelme_json", "cvat_xml", "geojson"]
+    annotations: DatasetPath = Field(description="aperio_xml, geojson: template paired with `images`; labelme_json: "
+                                                 "glob of the JSON files; cvat_xml: the XML file.")
+    images: DatasetPath | None = Field(None, description="aperio_xml, geojson: template of the image files, e.g. "
                                                  "'Tissue Images/{stem}.tif'.")
+    label_property: str | None = Field(None, description="geojson: dotted path in each Feature's properties holding "
+                                                         "its raw label, e.g. 'classification.name'.")
+    y_axis: Literal["down", "up"] = Field("down", description="geojson: `up` when y counts from the image's bottom "
+                                                               "edge (Kaibu/ImJoy files such as HPA's).")
     image_root: DatasetPath = Field(".", description="cvat_xml: folder the image names are relative to.")
     fixed_label: str | None = Field(None, description="Raw label of every object (MoNuSeg: nucleus).")
     min_region_pixels: int = Field(1, ge=1)
 
     @model_validator(mode="after")
     def _format_fields(self) -> "PolygonsLayout":
-        if self.format == "aperio_xml":
+        if self.format in ("aperio_xml", "geojson"):
             if self.images is None:
-                raise ValueError("aperio_xml pairs annotation files with images: give images (a template)")
+                raise ValueError(f"{self.format} pairs annotation files with images: give images (a template)")
             if not set(parse_template(self.images).names) & set(parse_template(self.annotations).names):
                 raise ValueError(f"annotations {self.annotations!r} shares no named part with images {self.images!r}")
         elif self.images is not None:
-            raise ValueError(f"{self.format} names its images inside the annotations; images is for aperio_xml")
+            raise ValueError(f"{self.format} names its images inside the annotations; images is for aperio_xml "
+                             "and geojson")
+        if self.format != "geojson" and (self.label_property is not None or self.y_axis != "down"):
+            raise ValueError(f"label_property and y_axis are for geojson; {self.format} names labels its own way")
+        if self.format == "geojson" and (self.label_property is None) == (self.fixed_label is None):
+            raise ValueError("geojson needs label_property (where a Feature's properties name its label) or "
+                             "fixed_label" if self.label_property is None else
+                             "give label_property or fixed_label, not both")
         return self
 
     def feeds(self) -> frozenset[str]:
