@@ -41,6 +41,12 @@ class ItemArray:
     def item(self, index: int) -> np.ndarray:
         raise NotImplementedError
 
+    def whole(self) -> np.ndarray:
+        """The whole array (one image of an `items: file` layout), read item after item."""
+        if not self.shape:
+            raise ArrayFileError("a 0-dimensional array is not an image")
+        return np.stack([self.item(i) for i in range(len(self))]) if len(self) else np.empty(self.shape, self.dtype)
+
     def close(self) -> None:
         """Release file handles (memory maps close with their last reference)."""
 
@@ -52,6 +58,11 @@ class _Mapped(ItemArray):
 
     def item(self, index: int) -> np.ndarray:
         return np.asarray(self._array[index])
+
+    def whole(self) -> np.ndarray:
+        if not self.shape:
+            raise ArrayFileError("a 0-dimensional array is not an image")
+        return np.asarray(self._array)
 
 
 class _Streamed(ItemArray):
@@ -129,6 +140,16 @@ def open_array(path: Path, key: str | None = None) -> ItemArray:
     """The array in a `.npy` file, or member `key` of an `.npz` file, for item-by-item reading."""
     if key is None:
         try:
+            with open(path, "rb") as handle:
+                magic = handle.read(len(npy_format.MAGIC_PREFIX))
+        except OSError as exc:
+            raise ArrayFileError(f"{path.name} cannot be read ({exc})") from None
+        if magic.startswith(b"PK"):
+            raise ArrayFileError(f"{path.name} is an .npz archive; name the array with `key`")
+        if magic != npy_format.MAGIC_PREFIX:  # numpy would take anything else for a pickle
+            raise ArrayFileError(f"{path.name} is not a readable .npy file (it does not start with NumPy's magic "
+                                 "bytes)")
+        try:
             array = np.load(path, mmap_mode="r", allow_pickle=False)
         except ValueError as exc:
             if "pickle" in str(exc) or "object" in str(exc):
@@ -137,8 +158,6 @@ def open_array(path: Path, key: str | None = None) -> ItemArray:
             raise ArrayFileError(f"{path.name} is not a readable .npy file ({exc})") from None
         except OSError as exc:
             raise ArrayFileError(f"{path.name} cannot be read ({exc})") from None
-        if not isinstance(array, np.ndarray):
-            raise ArrayFileError(f"{path.name} is an .npz archive; name the array with `key`")
         return _Mapped(array)
     try:
         archive = zipfile.ZipFile(path)

@@ -7,12 +7,14 @@ filling their templates with the same named parts.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
+from scipy import ndimage
 
 from mmbu.build.layouts.array_files import ArrayFileError, ItemArray, npz_members, open_array
 from mmbu.build.layouts.context import LayoutContext
@@ -23,6 +25,8 @@ from mmbu.build.layouts.single_label import one_label
 from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout_arrays import ArrayRef, ArraysLayout
 from mmbu.curation.manifest.templates import PathTemplate
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -36,20 +40,31 @@ class _Group:
 
 
 def read(layout: ArraysLayout, ctx: LayoutContext) -> None:
+    if layout.items == "file":
+        from mmbu.build.layouts.array_images import read_files  # imported here: it builds on this module
+
+        read_files(layout, ctx)
+        return
     groups = list(_image_groups(layout.images, ctx))
     if not groups:
         ctx.exclude(layout.images.file, f"no array matches images {layout.images.file!r}"
                                         + (f" key {layout.images.key!r}" if layout.images.key else ""))
-    if layout.splits:
-        found = sorted({g.parts.get("split", "") for g in groups})
-        for split in layout.splits:
-            if split not in found:
-                ctx.exclude(layout.images.file, f"split {split!r} is not among the arrays' splits"
-                                                f"{did_you_mean(split, found)}")
-        groups = [g for g in groups if g.parts.get("split") in layout.splits]
-    for group in groups:
+    for group in keep_splits(layout, ctx, groups, lambda g: g.parts):
         with ExitStack() as stack:
             _read_group(layout, ctx, group, stack)
+
+
+def keep_splits(layout: ArraysLayout, ctx: LayoutContext, items: list[T], parts_of: Callable[[T], dict[str, str]]
+                ) -> list[T]:
+    """The items whose `{split}` part is one of `layout.splits` (all without a filter); a split asked for that
+    no item has is reported with the closest one there is."""
+    if not layout.splits:
+        return items
+    found = sorted({parts_of(item).get("split", "") for item in items})
+    for split in layout.splits:
+        if split not in found:
+            ctx.exclude(layout.images.file, f"split {split!r} is not among the arrays' splits{did_you_mean(split, found)}")
+    return [item for item in items if parts_of(item).get("split") in layout.splits]
 
 
 def _image_groups(ref: ArrayRef, ctx: LayoutContext) -> Iterator[_Group]:
@@ -74,8 +89,8 @@ def _image_groups(ref: ArrayRef, ctx: LayoutContext) -> Iterator[_Group]:
             ctx.exclude(ctx.rel(path), f"no array in it matches key {ref.key!r}{did_you_mean(ref.key, members)}")
 
 
-def _open(ctx: LayoutContext, ref: ArrayRef, parts: dict[str, str], stack: ExitStack
-          ) -> tuple[ItemArray, str]:
+def open_ref(ctx: LayoutContext, ref: ArrayRef, parts: dict[str, str], stack: ExitStack
+             ) -> tuple[ItemArray, str]:
     path = ctx.path(PathTemplate(ref.file).fill(parts))
     key = PathTemplate(ref.key).fill(parts) if ref.key else None
     where = ctx.rel(path) + (f":{key}" if key else "")
@@ -93,9 +108,9 @@ def _read_group(layout: ArraysLayout, ctx: LayoutContext, group: _Group, stack: 
     try:
         images = open_array(group.path, group.key)
         stack.callback(images.close)
-        labels = _open(ctx, layout.labels, group.parts, stack) if layout.labels else None
-        masks = _open(ctx, layout.masks, group.parts, stack) if layout.masks else None
-        metadata = {field: _open(ctx, ref, group.parts, stack) for field, ref in layout.metadata.items()}
+        labels = open_ref(ctx, layout.labels, group.parts, stack) if layout.labels else None
+        masks = open_ref(ctx, layout.masks, group.parts, stack) if layout.masks else None
+        metadata = {field: open_ref(ctx, ref, group.parts, stack) for field, ref in layout.metadata.items()}
     except ArrayFileError as exc:
         ctx.exclude(where, str(exc))
         return
@@ -125,7 +140,7 @@ def _read_group(layout: ArraysLayout, ctx: LayoutContext, group: _Group, stack: 
         mask_item = masks[0].item(index) if masks else None  # read once: a streamed member cannot go back cheaply
         depth = _depth(ctx, images, axes, mask_item if "D" in axes else None)
         if mask_item is not None:
-            mask, regions, problems = _item_regions(layout, mask_item, depth)
+            mask, regions, problems = item_regions(layout, mask_item, depth)
             for instance, reason in problems:
                 ctx.exclude(f"{item}#{instance}", reason)
         row_metadata = {field: text for field, (array, _) in metadata.items()
@@ -216,8 +231,8 @@ def _image_item(images: ItemArray, axes: str, index: int, depth: int | None) -> 
     return item
 
 
-def _item_regions(layout: ArraysLayout, mask: np.ndarray, depth: int | None
-                  ) -> tuple[np.ndarray, list[Region], list[tuple[str, str]]]:
+def item_regions(layout: ArraysLayout, mask: np.ndarray, depth: int | None
+                 ) -> tuple[np.ndarray, list[Region], list[tuple[str, str]]]:
     """One item's label mask (instance ids or values), its regions, and the objects it had to drop."""
     if depth is not None:
         mask = mask[depth]
@@ -227,6 +242,11 @@ def _item_regions(layout: ArraysLayout, mask: np.ndarray, depth: int | None
             if label is None:
                 continue  # PanNuke's last channel: background
             plane = mask[..., channel]
+            if layout.instances == "components":  # a binary channel: each connected piece is one object
+                pieces, count = ndimage.label(plane != layout.background)
+                for index in range(1, count + 1):
+                    canvas.paint(pieces == index, label, f"c{channel}-c{index}")
+                continue
             for value in np.unique(plane):
                 if value != layout.background:
                     canvas.paint(plane == value, label, f"c{channel}-id{_number(value)}")

@@ -18,6 +18,15 @@ class ArrayRef(BaseModel):
 
     file: DatasetPath = Field(description="Path template of the .npy or .npz file, e.g. 'Fold {fold}/images/fold{fold}/images.npy'.")
     key: str | None = Field(None, description="Member of an .npz file, e.g. '{split}_images'.")
+    channels: list[int] | None = Field(None, min_length=1, description="items: file: the channels of the array to take "
+                                                                       "(LyNSeC: [0, 1, 2] the image, [3] the mask).")
+
+    @field_validator("channels")
+    @classmethod
+    def _channel_numbers(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and (min(value) < 0 or len(set(value)) != len(value)):
+            raise ValueError(f"channels {value} must be distinct numbers from 0")
+        return value
 
     @field_validator("file", "key")
     @classmethod
@@ -36,7 +45,10 @@ class ArrayRef(BaseModel):
         return set(parse_template(self.file).names) | (set(parse_template(self.key).names) if self.key else set())
 
 
-ImageAxes = Literal["auto", "NHW", "NHWC", "NCHW", "NDHW", "NDHWC"]
+ImageAxes = Literal["auto", "NHW", "NHWC", "NCHW", "NDHW", "NDHWC", "HW", "HWC", "CHW"]
+STACK_AXES = ("auto", "NHW", "NHWC", "NCHW", "NDHW", "NDHWC")
+FILE_AXES = ("auto", "HW", "HWC", "CHW")
+ARRAY_SUFFIXES = (".npy", ".npz")
 
 
 class ArraysLayout(LayoutBase):
@@ -50,9 +62,17 @@ class ArraysLayout(LayoutBase):
     masks (N, H, W), read with `mask_values`/`instances` as in `image_mask_pairs`, or per-class
     channels of instance ids (N, H, W, C) named by `mask_channels`. Files are memory-mapped and read
     one item at a time; sample ids come from the file, the member and the index.
+
+    `items: file` reads one image per file instead (LyNSeC's `lynsec 1/<n>.npy`, one (H, W, 4) array:
+    RGB in channels 0-2, instance ids in channel 3; IHC-TMA's `images/<name>.png` with a channels-first
+    `masks/<name>.npy`). `images` may then name a picture file, which stays the sample; `channels` of
+    an array reference picks channels (of the last axis, or the first with `axes`/`mask_axes` CHW), and
+    `mask_channels` with `instances: components` splits binary channels into objects.
     """
 
     kind: Literal["arrays"]
+    items: Literal["stack", "file"] = Field("stack", description="stack: one sample per first-axis index; file: one "
+                                                                 "image per file the images template matches.")
     images: ArrayRef
     labels: ArrayRef | None = None
     masks: ArrayRef | None = None
@@ -60,8 +80,11 @@ class ArraysLayout(LayoutBase):
                                                 "`convert.slice` picks), H, W, C channels. auto: NHW or NHWC.")
     class_names: list[str] | None = Field(None, description="Label index -> raw label (required for multi-hot rows).")
     no_finding: str | None = Field(None, description="Raw label for a multi-hot row with no positive.")
+    mask_axes: Literal["auto", "HWC", "CHW"] = Field("auto", description="items: file: axes of the mask array, "
+                                                                         "(H, W[, C]) or channels first.")
     mask_channels: list[str | None] | None = Field(
-        None, description="Raw label of each mask channel holding instance ids; null for a background channel.")
+        None, description="Raw label of each mask channel holding instance ids (or binary masks split into objects "
+                          "with instances: components); null for a background channel.")
     mask_values: dict[int, str] = Field(default_factory=dict, description="Value -> raw label of (N, H, W) masks.")
     instances: Literal["none", "components", "ids"] = "none"
     instance_label: str | None = None
@@ -70,6 +93,29 @@ class ArraysLayout(LayoutBase):
     metadata: dict[str, ArrayRef] = Field(default_factory=dict,
                                           description="Metadata field -> array of per-item text (e.g. tissue type).")
     splits: list[str] | None = Field(None, min_length=1, description="Keep only these values of the {split} part.")
+
+    @model_validator(mode="after")
+    def _items_fit_the_fields(self) -> "ArraysLayout":
+        refs = (self.images, self.masks)
+        if self.items == "file":
+            if self.axes not in FILE_AXES:
+                raise ValueError(f"items: file reads one image per file: axes is {', '.join(FILE_AXES[:-1])} or "
+                                 f"{FILE_AXES[-1]}, not {self.axes}")
+            if self.labels is not None or self.metadata:
+                raise ValueError("items: file reads masks; a label per file comes from a label table (label_table "
+                                 "or volume_table), and per-item metadata arrays belong to stacks")
+            if self.masks is None:
+                raise ValueError("items: file needs masks")
+            if not self.images.file.lower().endswith(ARRAY_SUFFIXES) and (self.images.channels or self.images.key):
+                raise ValueError(f"images {self.images.file!r} is a picture file, used whole: channels and key are "
+                                 "for .npy/.npz arrays")
+        else:
+            if self.axes not in STACK_AXES:
+                raise ValueError(f"items: stack reads a stack: axes is {', '.join(STACK_AXES[:-1])} or "
+                                 f"{STACK_AXES[-1]}, not {self.axes}")
+            if self.mask_axes != "auto" or any(ref is not None and ref.channels for ref in refs):
+                raise ValueError("channels and mask_axes are for items: file (one image per file)")
+        return self
 
     @model_validator(mode="after")
     def _refs_agree(self) -> "ArraysLayout":

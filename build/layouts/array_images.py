@@ -1,0 +1,122 @@
+"""`arrays` with `items: file`: one image per file, an `.npy`/`.npz` array or a picture with an array mask.
+
+LyNSeC keeps each image and its nucleus instance ids in one (H, W, 4) `.npy` (channels 0-2 and 3);
+IHC-TMA keeps PNG images beside channels-first `.npy` masks. The image array (its chosen channels) is
+written once into the layout cache like a stack item, with the file (and the channels) as its sample
+id; a picture file stays the sample itself and only its mask goes to the cache. Each file is small, so
+it is read whole; an `.npz` member and an object array get the same care as in a stack.
+"""
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+
+import numpy as np
+
+from mmbu.build.layouts.array_files import ArrayFileError, open_array
+from mmbu.build.layouts.arrays import item_regions, keep_splits, open_ref
+from mmbu.build.layouts.context import LayoutContext
+from mmbu.build.layouts.files import image_size
+from mmbu.curation.manifest.layout_arrays import ARRAY_SUFFIXES, ArrayRef, ArraysLayout
+from mmbu.curation.manifest.templates import PathTemplate
+
+
+def read_files(layout: ArraysLayout, ctx: LayoutContext) -> None:
+    found = list(PathTemplate(layout.images.file).scan(ctx.raw_dir))
+    if not found:
+        ctx.exclude(layout.images.file, f"no file matches images {layout.images.file!r}")
+    for path, parts in keep_splits(layout, ctx, found, lambda item: item[1]):
+        with ExitStack() as stack:
+            _read_file(layout, ctx, path, parts, stack)
+
+
+def _read_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, parts: dict[str, str], stack: ExitStack) -> None:
+    where = ctx.rel(path)
+    try:
+        image = _image(layout, path, parts) if path.name.lower().endswith(ARRAY_SUFFIXES) else None
+        masks, mask_where = open_ref(ctx, layout.masks, parts, stack)
+    except ArrayFileError as exc:
+        ctx.exclude(where, str(exc))
+        return
+    try:
+        mask = _mask(layout, masks.whole())
+    except ArrayFileError as exc:
+        ctx.exclude(mask_where, str(exc))
+        return
+    size = (image.shape[1], image.shape[0]) if image is not None else image_size(path)
+    if size is None:
+        ctx.exclude(where, "the image size cannot be read, so its mask cannot be checked against it")
+        return
+    if (mask.shape[1], mask.shape[0]) != size:
+        ctx.exclude(mask_where, f"the mask is {mask.shape[1]}x{mask.shape[0]} but its image is {size[0]}x{size[1]}")
+        return
+    ids, regions, problems = item_regions(layout, mask, None)
+    for instance, reason in problems:
+        ctx.exclude(f"{where}#{instance}", reason)
+    notes = {"masks": f"{mask_where} ({masks.access})"}
+    if image is not None:
+        images_note = where + (f" channels {layout.images.channels}" if layout.images.channels else "")
+        ctx.add_derived(path, _frame(layout.images), lambda: image, regions=regions, mask=ids, grounded=True,
+                        provenance={"images": images_note, **notes})
+    elif not regions:
+        ctx.exclude(where, "no annotated object with a known label is left in this image")
+    else:  # a picture: the file is the sample; the mask made from the array goes to the layout cache
+        mask_file = ctx.path(PathTemplate(layout.masks.file).fill(parts))
+        ctx.add(path, regions=regions, mask_path=ctx.store_mask(path, ids, [mask_file]), size=size, grounded=True,
+                provenance=notes)
+
+
+def _frame(ref: ArrayRef) -> str:
+    """Part of the sample id: the member and the channels read make the image, so they name it."""
+    frame = f"key={ref.key}" if ref.key else "file"
+    return frame + (f";channels={','.join(map(str, ref.channels))}" if ref.channels else "")
+
+
+def _image(layout: ArraysLayout, path: Path, parts: dict[str, str]) -> np.ndarray:
+    array = open_array(path, PathTemplate(layout.images.key).fill(parts) if layout.images.key else None)
+    try:
+        item = array.whole()
+    finally:
+        array.close()
+    axes = layout.axes if layout.axes != "auto" else {2: "HW", 3: "HWC"}.get(item.ndim, "")
+    if len(axes) != item.ndim:
+        raise ArrayFileError(f"an image array of shape {tuple(item.shape)} does not have the axes "
+                             f"{axes or 'HW or HWC'}; set layout.axes")
+    item = _channels(item, layout.images.channels, first=axes == "CHW", what="images")
+    if axes == "CHW":
+        item = np.moveaxis(item, 0, -1)
+    return item[..., 0] if item.ndim == 3 and item.shape[-1] == 1 else item
+
+
+def _mask(layout: ArraysLayout, item: np.ndarray) -> np.ndarray:
+    first = layout.mask_axes == "CHW"
+    if first and item.ndim != 3:
+        raise ArrayFileError(f"a channels-first mask needs three axes; this one has shape {tuple(item.shape)}")
+    item = _channels(item, layout.masks.channels, first=first, what="masks")
+    if first:
+        item = np.moveaxis(item, 0, -1)
+    if layout.mask_channels:
+        if item.ndim == 2:
+            item = item[..., None]
+        if item.ndim != 3 or item.shape[-1] != len(layout.mask_channels):
+            raise ArrayFileError(f"the mask has {item.shape[-1] if item.ndim == 3 else 'no'} channel(s) but "
+                                 f"mask_channels names {len(layout.mask_channels)}")
+        return item
+    if item.ndim == 3 and item.shape[-1] == 1:
+        item = item[..., 0]
+    if item.ndim != 2:
+        raise ArrayFileError(f"the mask has shape {tuple(item.shape)}; name its channels with mask_channels or pick "
+                             "one with masks.channels")
+    return item
+
+
+def _channels(item: np.ndarray, channels: list[int] | None, *, first: bool, what: str) -> np.ndarray:
+    if channels is None:
+        return item
+    if item.ndim != 3:
+        raise ArrayFileError(f"{what}: channels need an array with channels; this one has shape {tuple(item.shape)}")
+    count = item.shape[0 if first else -1]
+    if outside := [c for c in channels if c >= count]:
+        raise ArrayFileError(f"{what}: channel {outside[0]} is outside the {count} channels of an item of shape "
+                             f"{tuple(item.shape)}")
+    return item[channels] if first else item[..., channels]
