@@ -126,3 +126,15 @@ def extract_archive(archive: Path, target: Path, limits: ExtractLimits | None = 
         return extract_tar(archive, target, limits)
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as exc:
         raise FetchError(f"archive {archive.name} cannot be extracted ({exc})") from None
+
+
+def archive_members_size(archive: Path) -> int:
+    """The bytes an archive declares its files hold (read from its member list; nothing is extracted)."""
+    try:
+        if archive.name.lower().endswith(".zip"):
+            with zipfile.ZipFile(archive) as bundle:
+                return sum(info.file_size for info in bundle.infolist() if not info.is_dir())
+        with tarfile.open(archive, "r:*") as bundle:
+            return sum(member.size for member in bundle.getmembers() if member.isfile())
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as exc:
+        raise FetchError(f"archive {archive.name} cannot be read ({exc})") from None

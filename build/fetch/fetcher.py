@@ -31,6 +31,7 @@ from mmbu.build.fetch.model import (
     FetchResult,
     StoredFile,
 )
+from mmbu.build.fetch.nested import extract_nested
 from mmbu.build.fetch.sources import ADAPTERS, FetchContext
 from mmbu.build.fetch.sources.context import tree_files
 from mmbu.build.fetch.sources.local import fetch_mirror
@@ -166,6 +167,8 @@ def fetch_dataset(
         context.resolved = {**pinned, **context.resolved}  # a mirror copy resolves nothing: keep the lock's pins
         _check_pins(files, pins, staging)
         _extract_all(files, staging, limits or ExtractLimits())
+        if manifest.source.nested_archives:
+            extract_nested(staging, manifest.source.nested_archives, sum(f.size for f in files), limits or ExtractLimits())
         stored = [StoredFile(path=name, size=(staging / name).stat().st_size) for name in tree_files(staging)]
         record = CompletionRecord(
             dataset_id=manifest.id, source=identity, licence=manifest.license, fetched_from=fetched_from,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from mmbu.core.confinement import stays_inside
 
@@ -17,7 +17,30 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ZenodoSource(_Strict):
+class NestedArchives(_Strict):
+    """Archives inside the fetched archives to extract too (one level deep): CCAgT's per-slide zips in
+    `wg4bpm33hj-2/images/`, extracted beside themselves; AUL's `Benign.zip`, ..., each into a folder of its name."""
+
+    archives: Annotated[str, AfterValidator(stays_inside("the dataset's folder raw/<id>/"))] = Field(
+        description="Glob of the inner archives, relative to raw/<id>/ after the fetched archives are extracted.")
+    into: Literal["beside", "folder"] = Field("beside", description="beside: extract next to the archive; folder: "
+                                                                    "into a folder named like the archive.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _glob_alone(cls, value: object) -> object:
+        return {"archives": value} if isinstance(value, str) else value
+
+
+class _Fetched(_Strict):
+    """What every source may add: archives inside its archives to extract as well."""
+
+    nested_archives: list[NestedArchives] | None = Field(
+        None, min_length=1, description="Inner archives to extract after the fetched ones (same safety checks); "
+                                        "left out: archives inside archives stay packed.")
+
+
+class ZenodoSource(_Fetched):
     """A Zenodo *version* record (never the concept id, which silently moves to new versions)."""
 
     kind: Literal["zenodo"]
@@ -25,7 +48,7 @@ class ZenodoSource(_Strict):
     files: list[str] | None = Field(None, description="File keys to fetch; all files of the record when omitted.")
 
 
-class HuggingFaceSource(_Strict):
+class HuggingFaceSource(_Fetched):
     """A dataset repo at a commit. Leave `revision` out when no source states one: the first `mmbu fetch`
     resolves the default branch to its commit sha, pins it in manifests.lock and fetches that commit after."""
 
@@ -38,7 +61,7 @@ class HuggingFaceSource(_Strict):
     patterns: list[str] | None = Field(None, description="allow_patterns for the snapshot; everything when omitted.")
 
 
-class KaggleSource(_Strict):
+class KaggleSource(_Fetched):
     """A Kaggle dataset at a version. Leave `version` out when no source states one: the first `mmbu fetch`
     asks Kaggle for the current version, pins it in manifests.lock and fetches that version after."""
 
@@ -55,12 +78,12 @@ class UrlFile(_Strict):
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
 
 
-class UrlSource(_Strict):
+class UrlSource(_Fetched):
     kind: Literal["url"]
     files: list[UrlFile] = Field(min_length=1)
 
 
-class LocalSource(_Strict):
+class LocalSource(_Fetched):
     """Files already in the repository (the path is relative to its root and cannot leave it)."""
 
     kind: Literal["local"]

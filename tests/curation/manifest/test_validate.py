@@ -201,3 +201,27 @@ def test_misspelt_layout_fields_kinds_and_raw_labels_get_a_did_you_mean(tmp_path
              "mask_values": {1: "Neutrophil"}}
     found = problems_of(tmp_path, manifest_dict(layout=masks, tasks=["mask_grounded_classification"]))
     assert found[0][2].endswith("; did you mean 'neutrophil'?")
+
+
+@pytest.mark.parametrize("layout, typo, expected", [
+    ({"kind": "mask_files", "image": "i/{id}.jpg", "masks": ["m/{id}_attribute_{a}.png"], "objects": "file",
+      "label_part": "a"}, {"empty_mask": "absent"}, "empty_masks"),
+    ({"kind": "image_mask_pairs", "images": "i/*.png", "masks": "m/*.png"}, {"mask_colours": {"0,255,0": "Neutrophil"}},
+     "mask_colors"),
+    ({"kind": "parquet", "files": "data/*.parquet", "label_column": "dx"}, {"image_encodng": "base64"},
+     "image_encoding"),
+    ({"kind": "polygons", "format": "geojson", "images": "i/{s}.tif", "annotations": "a/{s}.geojson",
+      "fixed_label": "Neutrophil"}, {"y_axes": "up"}, "y_axis"),
+    ({"kind": "arrays", "items": "file", "images": "i/{s}.npy", "masks": "i/{s}.npy", "instance_label": "Neutrophil"},
+     {"mask_axis": "CHW"}, "mask_axes"),
+])
+def test_the_fields_added_for_the_catalogue_gaps_get_a_did_you_mean(tmp_path, layout, typo, expected):
+    found = problems_of(tmp_path, manifest_dict(layout={**layout, **typo}, tasks=["mask_grounded_classification"]))
+    assert any(reason.endswith(f"did you mean {expected!r}?") for _, _, reason in found), found
+
+
+def test_a_misspelt_nested_archives_field_gets_a_did_you_mean(tmp_path):
+    source = {"kind": "zenodo", "record": 123, "nested_archive": ["images/*.zip"]}
+    found = problems_of(tmp_path, manifest_dict(source=source))
+    assert ("blood_cells.yaml", "source.nested_archive",
+            "Extra inputs are not permitted; did you mean 'nested_archives'?") in found
