@@ -328,9 +328,9 @@ BASELINE_MMBU = [sys.executable, "-c", "import runpy, sys; sys.meta_path[:] = [f
                  "'editable' not in repr(f)]; runpy.run_module('mmbu', run_name='__main__', alter_sys=True)"]
 
 
-def baseline_env(ref: str) -> dict[str, str]:
-    """An environment in which BASELINE_MMBU runs the toolkit as of git `ref`."""
-    home = WORK / f"baseline-{ref}"
+def baseline_env(ref: str, name: str) -> dict[str, str]:
+    """An environment in which BASELINE_MMBU runs the toolkit as of git `ref` (extracted into WORK/name)."""
+    home = WORK / name
     shutil.rmtree(home, ignore_errors=True)
     tree, package = home / "tree", home / "pkg" / "mmbu"
     tree.mkdir(parents=True)
@@ -356,7 +356,7 @@ def build_command(repo: Path, data: Path, jobs: int, mmbu: list[str] = MMBU) -> 
 
 def _pillow_chunk(paths: list[str]) -> int:
     """The floor: decode each source image and write it as PNG (what the convert step must at least do)."""
-    out = WORK / "pillow-floor"
+    out = WORK / f"pillow-floor-{os.getppid()}"  # the benchmark's own folder (another may run at once)
     for index, path in enumerate(paths):
         with Image.open(path) as image:
             image.load()
@@ -367,8 +367,8 @@ def _pillow_chunk(paths: list[str]) -> int:
 def pillow_floor(repo: Path, jobs: int) -> tuple[float, float]:
     """Wall and CPU seconds of the plain Pillow loop over every source image."""
     paths = [str(repo / "src" / p) for p in (repo / "images.txt").read_text(encoding="utf-8").split()]
-    shutil.rmtree(WORK / "pillow-floor", ignore_errors=True)
-    (WORK / "pillow-floor").mkdir(parents=True)
+    shutil.rmtree(WORK / f"pillow-floor-{os.getpid()}", ignore_errors=True)
+    (WORK / f"pillow-floor-{os.getpid()}").mkdir(parents=True)
     chunks = [paths[i::jobs * 8] for i in range(jobs * 8)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -497,13 +497,15 @@ def main() -> None:
         write_results(section)
     if not args.keep:
         shutil.rmtree(data, ignore_errors=True)
-    shutil.rmtree(WORK / "pillow-floor", ignore_errors=True)
+    shutil.rmtree(WORK / f"pillow-floor-{os.getpid()}", ignore_errors=True)
 
 
 def compare(args: argparse.Namespace) -> None:
     """Current vs `--baseline-ref` builds and the Pillow floor, alternately, `--repeat` rounds; one line each."""
     repo, plans = generate_corpus(args.samples, args.datasets, args.jobs, args.sources)
-    variants = {"current": None, f"@{args.baseline_ref}": baseline_env(args.baseline_ref)}
+    corpus = f"{args.samples}x{args.datasets}-{args.sources}"  # two comparisons of other corpora may run at once
+    variants = {"current": None, f"@{args.baseline_ref}": baseline_env(args.baseline_ref,
+                                                                      f"baseline-{args.baseline_ref}-{corpus}")}
     print(f"corpus: {args.samples} samples over {len(plans)} datasets, --jobs {args.jobs}", flush=True)
     print("| round | toolkit | full build wall s | CPU s | largest process MiB | tree peak MiB | after last dataset s "
           "| no-op wall s | floor wall s | floor CPU s | build / floor wall | load |")
@@ -511,7 +513,7 @@ def compare(args: argparse.Namespace) -> None:
     for round_ in range(args.repeat):
         order = list(variants.items()) if round_ % 2 == 0 else list(variants.items())[::-1]
         for tag, env in order:
-            data = WORK / f"data-compare-{tag}"
+            data = WORK / f"data-compare-{corpus}-{tag}"
             shutil.rmtree(data, ignore_errors=True)
             started_at = time.time()
             command = build_command(repo, data, args.jobs, BASELINE_MMBU if env else MMBU)
@@ -526,7 +528,7 @@ def compare(args: argparse.Namespace) -> None:
                   f"{floor_cpu:.1f} | {full.seconds / floor:.2f}x | {load} |", flush=True)
             if not args.keep:
                 shutil.rmtree(data, ignore_errors=True)
-    shutil.rmtree(WORK / "pillow-floor", ignore_errors=True)
+    shutil.rmtree(WORK / f"pillow-floor-{os.getpid()}", ignore_errors=True)
 
 
 if __name__ == "__main__":
