@@ -349,9 +349,9 @@ def baseline_env(ref: str, name: str) -> dict[str, str]:
     return env
 
 
-def build_command(repo: Path, data: Path, jobs: int, mmbu: list[str] = MMBU) -> list[str]:
+def build_command(repo: Path, data: Path, jobs: int, mmbu: list[str] = MMBU, extra: tuple[str, ...] = ()) -> list[str]:
     return [*mmbu, "build", "--manifests", str(repo / "manifests" / "datasets"), "--data", str(data),
-            "--jobs", str(jobs)]
+            "--jobs", str(jobs), *extra]
 
 
 def _pillow_chunk(paths: list[str]) -> int:
@@ -432,6 +432,9 @@ def main() -> None:
     parser.add_argument("--write-results", action="store_true", help=f"replace the '{HEADING}' section of RESULTS.md")
     parser.add_argument("--baseline-ref", help="also build with the toolkit as of this git ref, alternately")
     parser.add_argument("--repeat", type=int, default=1, help="rounds of (current, baseline, floor) with --baseline-ref")
+    parser.add_argument("--keep-duplicates", action="store_true",
+                        help="pass --keep-duplicates to mmbu build (the synthetic textures are near-duplicates by the "
+                             "hundred, which the cross-dataset check pairs up at quadratic cost)")
     args = parser.parse_args()
     if args.quick:
         args.samples, args.datasets = 4_000, 10
@@ -516,7 +519,8 @@ def compare(args: argparse.Namespace) -> None:
             data = WORK / f"data-compare-{corpus}-{tag}"
             shutil.rmtree(data, ignore_errors=True)
             started_at = time.time()
-            command = build_command(repo, data, args.jobs, BASELINE_MMBU if env else MMBU)
+            command = build_command(repo, data, args.jobs, BASELINE_MMBU if env else MMBU,
+                                    ("--keep-duplicates",) if args.keep_duplicates else ())
             full = timed(command, cwd=repo, env=env)
             phases = timeline(json.loads((data / "build-report.json").read_text(encoding="utf-8")), started_at,
                               started_at + full.seconds, args.jobs)
