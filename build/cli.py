@@ -115,6 +115,10 @@ def _print_summary(report: BuildReport, console: Console) -> None:
         console.print(f"duplicates: {len({(d.image_id, d.task) for d in duplicates.drops})} image(s) of "
                       f"{duplicates.images_checked} dropped as copies of another ({len(duplicates.exclusions)} "
                       "row(s); stage `duplicates` in exclusions.csv)")
+    if duplicates.search.capped_comparisons:
+        console.print(f"[yellow]duplicates:[/] {duplicates.search.capped_comparisons} comparison(s) in "
+                      f"{duplicates.search.capped_buckets} oversized hash bucket(s) were skipped; copies only they "
+                      "would have linked may remain (build-report.json, duplicates)")
     written = "written" if report.release_written else "unchanged (inputs identical)"
     console.print(f"release {report.release_dir}: {written}; rows per task: {report.release_rows}; "
                   f"{report.exclusions} item(s) excluded (see exclusions.csv and build-report.json)")

@@ -289,5 +289,8 @@ def _report_document(report: BuildReport) -> dict[str, Any]:
         "datasets": [asdict(o) | {"exclusions": len(o.exclusions)} for o in report.datasets],
         "duplicates": {"images_checked": report.duplicates.images_checked,
                        "images_dropped": len({(d.image_id, d.task) for d in report.duplicates.drops}),
-                       "rows_dropped": len(report.duplicates.exclusions)},
+                       "rows_dropped": len(report.duplicates.exclusions),
+                       "comparisons": report.duplicates.search.comparisons,
+                       "comparisons_skipped": report.duplicates.search.capped_comparisons,
+                       "buckets_capped": report.duplicates.search.capped_buckets},
     }

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mmbu.build.duplicates.index import LinkStats
 from mmbu.build.duplicates.resolve import DuplicateDrop, find_duplicates
 from mmbu.core.exclusions import Exclusion
 
@@ -22,6 +23,7 @@ class DuplicateCheck:
     drops: list[DuplicateDrop] = field(default_factory=list)
     exclusions: list[Exclusion] = field(default_factory=list)
     images_checked: int = 0
+    search: LinkStats = field(default_factory=LinkStats)  # comparisons made and any skipped (capped buckets)
 
     def dropped_keys(self, dataset_id: str) -> set[tuple[str, str]]:
         """(image id, task) pairs whose rows leave this dataset's part of the release."""
@@ -50,7 +52,7 @@ def check_duplicates(rows_paths: dict[str, Path], max_distance: int) -> Duplicat
               if Path(path).with_name(HASHES_FILE).exists()]
     images = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     check = DuplicateCheck(images_checked=int(images["image_id"].nunique()) if len(images) else 0)
-    check.drops = find_duplicates(images, max_distance)
+    check.drops = find_duplicates(images, max_distance, check.search)
     by_dataset: dict[str, list[DuplicateDrop]] = {}
     for drop in check.drops:
         by_dataset.setdefault(drop.dataset_id, []).append(drop)

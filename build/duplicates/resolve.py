@@ -18,11 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from mmbu.build.duplicates.hashing import HASH_BYTES, MIN_STRUCTURE
-from mmbu.build.duplicates.index import hamming_rows, pairs_within
+from mmbu.build.duplicates.index import Components, LinkStats, first_of, hamming_rows, link_within
 
 # The largest distance (bits of 256) at which two images count as copies. Chosen on measurement
 # (benchmarks/duplicates.py, RESULTS.md "Duplicates"): above every resized, re-encoded and re-windowed copy,
@@ -48,34 +46,36 @@ class DuplicateDrop:
     reason: str
 
 
-def find_duplicates(images: pd.DataFrame, max_distance: int = DEFAULT_MAX_DISTANCE) -> list[DuplicateDrop]:
+def find_duplicates(images: pd.DataFrame, max_distance: int = DEFAULT_MAX_DISTANCE,
+                    stats: LinkStats | None = None) -> list[DuplicateDrop]:
     """The drops that leave one image per duplicate group and task.
 
     `images` has one row per (image, task) with the columns of `IMAGE_COLUMNS`: `grey`/`equalised` are the
-    32-byte hashes, `answer` the gold answer of an ungrounded classification row (else None).
+    32-byte hashes, `answer` the gold answer of an ungrounded classification row (else None). `stats` gathers
+    what the search did, including comparisons it skipped in pathological buckets (see `index.py`).
     """
     if images.empty:
         return []
+    stats = stats if stats is not None else LinkStats()
     images = images.sort_values(["dataset_id", "image_id", "task"], kind="stable").reset_index(drop=True)
     unique = images.drop_duplicates("image_id").reset_index(drop=True)
-    position = {image_id: index for index, image_id in enumerate(unique["image_id"])}
+    position = pd.Series(np.arange(len(unique)), index=unique["image_id"])
     grey = _codes(unique["grey"])
     equalised = _codes(unique["equalised"])
     structured = unique["structure"].to_numpy() >= MIN_STRUCTURE
-    left, right = _linked_pairs(grey, equalised, unique["sha256"].to_numpy(), structured, max_distance)
+    sha256 = unique["sha256"].to_numpy()
+    rank = np.lexsort((unique["image_id"].to_numpy(), unique["dataset_id"].to_numpy(),
+                       -(unique["width"].to_numpy(np.int64) * unique["height"].to_numpy(np.int64))))
+    order = np.empty(len(unique), dtype=np.int64)
+    order[rank] = np.arange(len(unique))  # keeper rule as one number: smaller is kept
     drops: list[DuplicateDrop] = []
     for task, rows in images.groupby("task", sort=True):
-        members = np.array([position[i] for i in rows["image_id"]])
-        in_task = np.zeros(len(unique), dtype=bool)
-        in_task[members] = True
-        keep = in_task[left] & in_task[right]
-        if not keep.any():
-            continue
-        graph = coo_matrix((np.ones(int(keep.sum())), (left[keep], right[keep])), shape=(len(unique),) * 2)
-        _, component = connected_components(graph, directed=False)
+        members = np.sort(position[rows["image_id"]].to_numpy())
+        labels = _components(grey[members], equalised[members], sha256[members], structured[members],
+                             max_distance, stats)
         answers = dict(zip(rows["image_id"], rows["answer"]))
-        for group in _groups(component, members):
-            keeper = min(group, key=lambda k: _keeper_rank(unique, k))
+        for group in _groups(labels, members):
+            keeper = min(group, key=lambda k: order[k])
             for other in group:
                 if other != keeper:
                     drops.append(_drop(unique, grey, equalised, other, keeper, str(task), answers))
@@ -86,32 +86,28 @@ def _codes(column: pd.Series) -> np.ndarray:
     return np.frombuffer(b"".join(column), dtype=np.uint8).reshape(-1, HASH_BYTES)
 
 
-def _linked_pairs(grey: np.ndarray, equalised: np.ndarray, sha256: np.ndarray, structured: np.ndarray,
-                  max_distance: int) -> tuple[np.ndarray, np.ndarray]:
-    """Index pairs (i < j) close on either hash (both images with structure to hash), plus identical files."""
-    found = []
-    for codes in (grey, equalised):
-        left, right, _ = pairs_within(codes, max_distance)
-        both = structured[left] & structured[right]
-        found.append((left[both], right[both]))
+def _components(grey: np.ndarray, equalised: np.ndarray, sha256: np.ndarray, structured: np.ndarray,
+                max_distance: int, stats: LinkStats) -> np.ndarray:
+    """A component label per image: identical files, and images close on either hash (both with structure)."""
+    components = Components(len(sha256))
     _, first, inverse = np.unique(sha256, return_index=True, return_inverse=True)
-    same = np.flatnonzero(first[inverse] != np.arange(len(sha256)))  # later copies of an identical file
-    found.append((first[inverse][same], same))
-    n = len(sha256)
-    keys = np.unique(np.concatenate([np.minimum(a, b).astype(np.int64) * n + np.maximum(a, b) for a, b in found]))
-    return keys // n, keys % n
+    components.union(np.arange(len(sha256)), first[inverse.reshape(-1)])
+    hashed = np.flatnonzero(structured)  # flat images all hash alike: matched by their bytes only
+    if len(hashed) > 1:
+        for codes in (grey, equalised):
+            known = components.labels()[hashed]
+            _, local = np.unique(known, return_inverse=True)
+            labels = link_within(codes[hashed], max_distance, first_of(local.reshape(-1)), stats=stats)
+            components.union(hashed, hashed[labels])
+    return components.labels()
 
 
-def _groups(component: np.ndarray, members: np.ndarray) -> list[list[int]]:
+def _groups(labels: np.ndarray, members: np.ndarray) -> list[list[int]]:
+    """Groups of more than one image (as indices into the unique images), by component label."""
     by_component: dict[int, list[int]] = {}
-    for member in members.tolist():
-        by_component.setdefault(int(component[member]), []).append(member)
+    for label, member in zip(labels.tolist(), members.tolist()):
+        by_component.setdefault(label, []).append(member)
     return [sorted(group) for group in by_component.values() if len(group) > 1]
-
-
-def _keeper_rank(unique: pd.DataFrame, index: int) -> tuple[int, str, str]:
-    row = unique.iloc[index]
-    return -int(row["width"]) * int(row["height"]), row["dataset_id"], row["image_id"]
 
 
 def _drop(unique: pd.DataFrame, grey: np.ndarray, equalised: np.ndarray, index: int, keeper: int, task: str,
