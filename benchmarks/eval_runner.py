@@ -13,7 +13,14 @@ suite's aiohttp server instead (~0.2 ms of CPU per request taken from the client
   spawning workers), *steady* is answers / (last answer - first request sent), from the records;
 * ceiling: the client against a second server with no latency at the same concurrency, i.e.
   what the machine's CPUs allow when client and server share them (2 cores here): above it no
-  client can go, whatever the latency.
+  client can go, whatever the latency;
+* bare client, same bodies (with ``--baseline-ref`` or large images): the client alone sending, at the same
+  concurrency to the same server, request bodies carrying one image of the release prepared for the model
+  (built once): no reading, decoding, resizing or encoding. On a machine whose cores the server shares,
+  no runner that sends those bytes can go faster.
+
+*server ms per answer* is the loopback server's own CPU (from /proc) per answer of that run, reported
+apart from the runner's: a model server on its own host would not take it from the client, here it does.
 
 Run by hand: ``.venv/bin/python benchmarks/eval_runner.py [--latency 0.05] [--levels 16,64,256] [--rounds 100]
 [--workers 1,2] [--image-size 64x48] [--model NAME] [--server lean|scripted]``.
@@ -37,6 +44,8 @@ if os.environ.get("MMBU_EVAL_SHADOW"):
 
 import argparse
 import asyncio
+import hashlib
+import io
 import json
 import resource
 import statistics
@@ -49,15 +58,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from mmbu.benchmark_eval.backends import OpenAICompatBackend, OpenAICompatClient  # noqa: E402
+from mmbu.benchmark_eval.backends.base import ModelRequest  # noqa: E402
 from mmbu.benchmark_eval.models import default_registry  # noqa: E402
 from mmbu.benchmark_eval.records import iter_records  # noqa: E402
+from mmbu.benchmark_eval.release import iter_images  # noqa: E402
 from mmbu.benchmark_eval.runner import RunConfig, Runner  # noqa: E402
 from mmbu.benchmark_eval.runner.workers import OpenAIBackendRecipe, run_sharded  # noqa: E402
+from mmbu.benchmark_eval.tasks.images import prepare_image  # noqa: E402
 from support.eval_release import write_release  # noqa: E402
 
 MESSAGES = [{"role": "user", "content": "Reply with one letter.\nA. nucleus\nB. platelet"}]
 
 
+SAME_BODY = "bare client, same bodies"
 SERVERS = {"lean": ROOT / "benchmarks/latency_server.py", "scripted": ROOT / "tests/support/openai_server.py"}
 
 
@@ -95,6 +108,82 @@ async def client_throughput(url: str, concurrency: int, total: int) -> float:
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         return total / (time.perf_counter() - started)
+
+
+def same_body_throughput(url: str, concurrency: int, total: int, release: Path, model: str) -> dict:
+    """The bare client sending `total` requests whose body carries the release's first image as the runner
+    prepares it for `model` (prepared once): req/s and this process's CPU ms per request."""
+    entry = default_registry().get(model)
+    first = next(iter_images(release, "ungrounded_classification"))
+    prepared = prepare_image(first.image, entry)
+    request = ModelRequest(request_id="bench", prompt=MESSAGES[0]["content"], image=prepared.data,
+                           image_mime=prepared.mime, image_url_json=prepared.url_json, max_tokens=8)
+
+    async def send() -> float:
+        backend = OpenAICompatBackend(OpenAICompatClient(url, entry.served_name, concurrency=concurrency), entry.chat)
+        try:
+            await asyncio.gather(*(backend.generate(request) for _ in range(concurrency)))  # warm connections
+            remaining = total
+
+            async def worker() -> None:
+                nonlocal remaining
+                while remaining > 0:
+                    remaining -= 1
+                    await backend.generate(request)
+
+            started = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            return total / (time.perf_counter() - started)
+        finally:
+            await backend.aclose()
+
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    rate = asyncio.run(send())
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {"whole": rate, "steady": rate, "asked": total + concurrency, "cpu_ms": cpu / (total + concurrency) * 1000,
+            "peak_mib": float("nan")}
+
+
+def stage_costs(release: Path, model: str, tries: int = 7) -> dict[str, float]:
+    """CPU ms (process time, best of `tries`) of each step a row's image goes through in the runner, on the
+    release's first image: the per-row costs that six answers share."""
+    from PIL import Image
+
+    from mmbu.benchmark_eval.tasks.images import PreparedImage, _as_is, encode_png_fast, plan_frames
+
+    entry = default_registry().get(model)
+    png = next(iter_images(release, "ungrounded_classification")).image
+
+    def best(step) -> float:
+        times = []
+        for _ in range(tries):
+            started = time.process_time()
+            step()
+            times.append(time.process_time() - started)
+        return min(times) * 1000
+
+    decoded = Image.open(io.BytesIO(png))
+    decoded.load()
+    frames = plan_frames(decoded.size, entry)
+    resized = decoded.convert("RGB").resize(frames.content_size, Image.Resampling.BICUBIC)
+    prepared = prepare_image(png, entry)
+    costs = {
+        "sha256 of the release PNG (request hash)": best(lambda: hashlib.sha256(png).hexdigest()),
+        "PNG header and as-is check": best(lambda: _as_is(png, entry)),
+        "decode (Pillow)": best(lambda: Image.open(io.BytesIO(png)).load()),
+        "to RGB + resize (Pillow bicubic)": best(lambda: decoded.convert("RGB").resize(frames.content_size, Image.Resampling.BICUBIC)),
+        "PNG encode (libpng, zlib 1, RLE, Sub)": best(lambda: encode_png_fast(resized)),
+        "data URL as JSON (base64)": best(lambda: PreparedImage(prepared.data, prepared.mime, prepared.frames).url_json),
+    }
+    costs["whole prepare_image + data URL"] = best(lambda: prepare_image(png, entry).url_json)
+    return costs
+
+
+def server_cpu_s(process: subprocess.Popen) -> float:
+    """user + system seconds the server process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def extract_baseline(ref: str, scratch: Path) -> Path:
@@ -174,6 +263,8 @@ def main() -> None:
     parser.add_argument("--baseline-ref", help="also time the runner of this git ref (benchmark_eval/), alternately")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each runner variant per level (alternating)")
     parser.add_argument("--skip-client", action="store_true", help="time the runners only (no bare-client rows)")
+    parser.add_argument("--stages", action="store_true",
+                        help="also print the CPU ms per row of each image step (sha256, decode, resize, encode, base64)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -186,8 +277,8 @@ def main() -> None:
     worker_counts = [int(v) for v in args.workers.split(",")]
     size = tuple(int(v) for v in args.image_size.lower().split("x"))
     print("| in flight | ideal req/s | CPU ceiling req/s | client req/s | runner | workers | run | req/s (whole run) "
-          "| req/s (steady) | steady/ideal | CPU ms per answer | peak RSS MiB | load |")
-    print("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| req/s (steady) | steady/ideal | CPU ms per answer | server ms per answer | peak RSS MiB | load |")
+    print("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     summary: list[str] = []
     try:
         with tempfile.TemporaryDirectory() as scratch:
@@ -201,19 +292,30 @@ def main() -> None:
                     client = asyncio.run(client_throughput(url, level, total))
                 release = write_release(Path(scratch) / f"release-{level}", tasks=("ungrounded_classification",),
                                         count=-(-total // 6), size=size, grey=args.grey)
+                if args.stages:
+                    for step, ms in stage_costs(release, args.model).items():
+                        summary.append(f"{size[0]}x{size[1]} per row, {step}: {ms:.2f} ms")
                 variants = [("current", None, n) for n in worker_counts]
                 variants += [(f"@{args.baseline_ref}", shadow, n) for n in worker_counts] if shadow else []
+                if shadow or size[0] * size[1] > 256 * 256:
+                    variants.append((SAME_BODY, None, 1))
                 results: dict[tuple[str, int], list[dict]] = {}
                 for repeat in range(args.repeat):
                     order = variants if (index + repeat) % 2 == 0 else variants[::-1]  # the second of a pair gains a little
                     for tag, tree, workers in order:
                         runs = Path(scratch) / f"runs-{level}-{tag}-{workers}-{repeat}"
-                        measured = timed_in_child(tree, url=url, concurrency=level, release=str(release), runs=str(runs),
-                                                  workers=workers, model=args.model)
+                        server_before = server_cpu_s(process)
+                        if tag == SAME_BODY:
+                            measured = same_body_throughput(url, level, total, release, args.model)
+                        else:
+                            measured = timed_in_child(tree, url=url, concurrency=level, release=str(release),
+                                                      runs=str(runs), workers=workers, model=args.model)
+                        server_ms = (server_cpu_s(process) - server_before) / measured["asked"] * 1000
                         results.setdefault((tag, workers), []).append(measured)
                         print(f"| {level} | {ideal:.0f} | {ceiling:.0f} | {client:.0f} | {tag} | {workers} | {repeat + 1} | "
                               f"{measured['whole']:.1f} | {measured['steady']:.1f} | {measured['steady'] / ideal:.1%} | "
-                              f"{measured['cpu_ms']:.2f} | {measured['peak_mib']:.0f} | {_load()} |", flush=True)
+                              f"{measured['cpu_ms']:.2f} | {server_ms:.2f} | {measured['peak_mib']:.0f} | {_load()} |",
+                              flush=True)
                 if shadow:
                     for workers in worker_counts:
                         new, old = results[("current", workers)], results[(f"@{args.baseline_ref}", workers)]
@@ -222,6 +324,10 @@ def main() -> None:
                         summary.append(f"{level} in flight, {workers} worker(s): steady req/s current / @{args.baseline_ref} "
                                        f"median {statistics.median(ratios):.2f}x (runs {', '.join(f'{r:.2f}' for r in ratios)}); "
                                        f"CPU per answer @{args.baseline_ref} / current median {statistics.median(cpu):.2f}x")
+                        if (SAME_BODY, 1) in results:  # what no runner sending these bodies here could exceed
+                            bound = [b["steady"] / o["steady"] for b, o in zip(results[(SAME_BODY, 1)], old)]
+                            summary.append(f"{level} in flight, {workers} worker(s): {SAME_BODY} / @{args.baseline_ref} "
+                                           f"median {statistics.median(bound):.2f}x (runs {', '.join(f'{r:.2f}' for r in bound)})")
     finally:
         for server in (process, instant):
             server.terminate()

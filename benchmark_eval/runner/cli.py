@@ -68,9 +68,6 @@ def completeness_table(rows: list[dict]) -> Table:
 @click.option("--max-response-mib", type=click.FloatRange(0.01), default=DEFAULT_MAX_RESPONSE_BYTES / 2**20,
               show_default=True, help="Largest answer kept, on the wire and inflated; a larger one is that request's "
                                       "error (memory stays below this times --concurrency).")
-@click.option("--max-response-mib", type=click.FloatRange(0.01), default=DEFAULT_MAX_RESPONSE_BYTES / 2**20,
-              show_default=True, help="Largest answer kept, on the wire and inflated; a larger one is that request's "
-                                      "error (memory stays below this times --concurrency).")
 @click.option("--batch-size", type=click.IntRange(1), default=256, show_default=True, help="Batch size for vllm/hf backends.")
 @click.option("--tensor-parallel-size", type=click.IntRange(1), default=1, show_default=True, help="vLLM tensor parallelism.")
 @click.option("--registry", "registry_path", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None,

@@ -1,6 +1,6 @@
 """Ask a model every selected question of a release and append one run record per answer.
 
-The pipeline: release rows stream in (a worker thread reads them in chunks); for each row the
+The pipeline: release rows stream in (a worker thread reads and hashes them in chunks); for each row the
 prompts of every selected (form, template) are built and hashed; configurations whose key and
 request hash already have an ``ok`` record are skipped (that is the resume); the image is
 prepared once per row (resize, ROI, encode — in a worker thread unless it is a thumbnail) and
@@ -333,7 +333,7 @@ class Runner:
             for item in chunk:
                 await prep.acquire()
                 self._raise_failure()
-                work = asyncio.create_task(self._row(task, rows[item.sample_id], item, done, ready,
+                work = asyncio.create_task(self._row(task, rows[item.images.sample_id], item, done, ready,
                                                      _Once(prep.release), pending, batch))
                 pending.add(work)
                 work.add_done_callback(self._watch)
@@ -344,23 +344,23 @@ class Runner:
             await asyncio.gather(*list(pending))
         self._raise_failure()
 
-    async def _row(self, task: str, row: dict[str, Any], images: SampleImages, done: set[tuple[RecordKey, str]],
+    async def _row(self, task: str, row: dict[str, Any], read: _ReadRow, done: set[tuple[RecordKey, str]],
                    ready: asyncio.Queue, release_prep: _Once, pending: set[asyncio.Task],
                    batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
         try:
-            await self._ask_row(task, row, images, done, ready, release_prep, pending, batch)
+            await self._ask_row(task, row, read, done, ready, release_prep, pending, batch)
         finally:
             release_prep()
 
-    async def _ask_row(self, task: str, row: dict[str, Any], images: SampleImages, done: set[tuple[RecordKey, str]],
+    async def _ask_row(self, task: str, row: dict[str, Any], read: _ReadRow, done: set[tuple[RecordKey, str]],
                        ready: asyncio.Queue, release_prep: _Once, pending: set[asyncio.Task],
                        batch: list[tuple[ModelRequest, dict[str, Any]]]) -> None:
         entry, spec = self.config.entry, TASK_SPECS[task]
-        sample_id = row["sample_id"]
+        sample_id, images = row["sample_id"], read.images
         boxes = _boxes(row) if spec.roi == "box" else None
         mask = images.mask if spec.roi == "mask" else None
-        image_sha = hashlib.sha256(images.image).hexdigest()
-        mask_sha = hashlib.sha256(mask).hexdigest() if mask else None
+        image_sha = read.image_sha256
+        mask_sha = read.mask_sha256 if mask else None
         to_ask: list[tuple[str, str, Prompt, str]] = []
         frames: Frames | None = None
         size: tuple[int, int] | None = None
@@ -477,12 +477,26 @@ class Runner:
             self._emit(self._from_answer(answer, base))
 
 
-def _take(images: Iterator[SampleImages], rows: int, size: int) -> list[SampleImages]:
-    """The next `rows` rows, or fewer once their image bytes reach `size` (at least one)."""
-    chunk: list[SampleImages] = []
+@dataclass(frozen=True)
+class _ReadRow:
+    """A release row's image bytes and their sha256 digests (for the request hash)."""
+
+    images: SampleImages
+    image_sha256: str
+    mask_sha256: str | None
+
+
+def _take(images: Iterator[SampleImages], rows: int, size: int) -> list[_ReadRow]:
+    """The next `rows` rows, or fewer once their image bytes reach `size` (at least one), hashed.
+
+    Runs in the reader thread: sha256 releases the GIL, so hashing megabytes of PNG per row (~1 ms for a
+    1024x768 PNG, ~4.5 ms at 2048x2048) overlaps the event loop instead of stalling its answers.
+    """
+    chunk: list[_ReadRow] = []
     total = 0
     for item in images:
-        chunk.append(item)
+        mask_sha = hashlib.sha256(item.mask).hexdigest() if item.mask else None
+        chunk.append(_ReadRow(item, hashlib.sha256(item.image).hexdigest(), mask_sha))
         total += len(item.image) + len(item.mask or b"")
         if len(chunk) >= rows or total >= size:
             break

@@ -1,6 +1,8 @@
 """`mmbu eval run` end to end against the loopback OpenAI server and a release written by pyarrow."""
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import re
 import signal
@@ -337,9 +339,48 @@ def test_rows_are_read_ahead_in_chunks_bounded_by_count_and_by_image_bytes():
     from mmbu.benchmark_eval.release import SampleImages
     from mmbu.benchmark_eval.runner.core import _take
 
-    rows = iter([SampleImages(f"s{i}", b"x" * 1000, b"m" * 500 if i % 2 else None) for i in range(10)])
-    assert [r.sample_id for r in _take(rows, 4, 1 << 20)] == ["s0", "s1", "s2", "s3"]
-    assert [r.sample_id for r in _take(rows, 4, 2500)] == ["s4", "s5"]        # 1000 + 1500 bytes reach the cap
-    assert [r.sample_id for r in _take(rows, 4, 10)] == ["s6"]                 # always at least one row
-    assert [r.sample_id for r in _take(rows, 9, 1 << 20)] == ["s7", "s8", "s9"]
+    rows = iter([SampleImages(f"s{i}", b"x%d" % i * 500, b"m" * 500 if i % 2 else None) for i in range(10)])
+    assert [r.images.sample_id for r in _take(rows, 4, 1 << 20)] == ["s0", "s1", "s2", "s3"]
+    chunk = _take(rows, 4, 2500)                                                # 1000 + 1500 bytes reach the cap
+    assert [r.images.sample_id for r in chunk] == ["s4", "s5"]
+    # hashed in the reader thread, as the request hash has always taken them: sha256 of the release's bytes
+    assert [r.image_sha256 for r in chunk] == [hashlib.sha256(b"x4" * 500).hexdigest(), hashlib.sha256(b"x5" * 500).hexdigest()]
+    assert [r.mask_sha256 for r in chunk] == [None, hashlib.sha256(b"m" * 500).hexdigest()]
+    assert [r.images.sample_id for r in _take(rows, 4, 10)] == ["s6"]          # always at least one row
+    assert [r.images.sample_id for r in _take(rows, 9, 1 << 20)] == ["s7", "s8", "s9"]
     assert _take(rows, 4, 1 << 20) == []
+
+
+def _replace_bytes(release, task, sample_id, column, data):
+    path = next((release / "data" / task).glob("*.parquet"))
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    for row in rows:
+        if row["sample_id"] == sample_id:
+            row[column] = {"bytes": data, "path": None}
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+
+
+def test_a_changed_image_or_mask_is_asked_again_on_resume(server, tmp_path):
+    """The request hash covers the image's and the mask's bytes: a release rebuilt with another image
+    (or mask) for a row re-asks that row's questions on resume, and only those."""
+    release = write_release(tmp_path / "release", tasks=("mask_grounded_classification",), count=3)
+    args = ["--release", str(release), "--model", "Qwen2.5-VL-7B", "--base-url", server.url,
+            "--out", str(tmp_path / "runs"), *FAST]
+    assert invoke(*args).exit_code == 0 and len(server.calls) == 18
+    rows = {row["sample_id"]: row for row in pq.read_table(next((release / "data").rglob("*.parquet"))).to_pylist()}
+    first, second, third = sorted(rows)
+    flipped = Image.open(io.BytesIO(rows[first]["image"]["bytes"])).transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    _replace_bytes(release, "mask_grounded_classification", first, "image", png(flipped))
+    mask = np.asarray(Image.open(io.BytesIO(rows[second]["mask"]["bytes"])).convert("L")).copy()
+    mask[0, 0] = 255 - mask[0, 0]                                   # one pixel of the mask changed
+    _replace_bytes(release, "mask_grounded_classification", second, "mask", png(Image.fromarray(mask)))
+    assert invoke(*args).exit_code == 0
+    assert len(server.calls) == 18 + 12
+    records = records_of(tmp_path / "runs", "Qwen__Qwen2.5-VL-7B-Instruct")
+    renewed = Counter(r.sample_id for r in records[18:])
+    assert renewed == {first: 6, second: 6} and third not in renewed
+    # the first row's new requests carry the flipped image: its pixels reached the model
+    sent = [np.asarray(call.image().convert("RGB")) for call in server.calls[18:24]]
+    original = [np.asarray(call.image().convert("RGB")) for call in server.calls[:18]]
+    assert any(not any(np.array_equal(s, o) for o in original) for s in sent)
