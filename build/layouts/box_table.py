@@ -8,12 +8,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from mmbu.build.layouts.boxes import clip_box
+from mmbu.build.layouts.boxes import clip_box, fractions_to_pixels
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import image_size
 from mmbu.build.layouts.label_table import ImageFinder, missing_columns, read_table
 from mmbu.build.layouts.sample import Region
-from mmbu.core.boxes import Box
+from mmbu.core.boxes import Box, box_from_roles
 from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout_annotations import BoxTableLayout
 
@@ -178,17 +178,8 @@ def _empty(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
 
 
-def _to_pixels(layout: BoxTableLayout, n: dict[str, float], size: tuple[int, int] | None) -> Box:
-    if "cx" in n:
-        half_w, half_h = n["width"] / 2, n["height"] / 2
-        x1, y1, x2, y2 = n["cx"] - half_w, n["cy"] - half_h, n["cx"] + half_w, n["cy"] + half_h
-    elif "width" in n:
-        x1, y1, x2, y2 = n["x1"], n["y1"], n["x1"] + n["width"], n["y1"] + n["height"]
-    else:
-        x1, y1, x2, y2 = n["x1"], n["y1"], n["x2"], n["y2"]
-        if layout.max_corner == "inclusive":
-            x2, y2 = x2 + 1, y2 + 1
-    if layout.units == "fractions":
-        width, height = size
-        x1, x2, y1, y2 = x1 * width, x2 * width, y1 * height, y2 * height
-    return (x1, y1, x2, y2)
+def _to_pixels(layout: BoxTableLayout, numbers: dict[str, float], size: tuple[int, int] | None) -> Box:
+    x1, y1, x2, y2 = box_from_roles(numbers)
+    if "x2" in numbers and layout.max_corner == "inclusive":
+        x2, y2 = x2 + 1, y2 + 1
+    return fractions_to_pixels((x1, y1, x2, y2), size) if layout.units == "fractions" else (x1, y1, x2, y2)

@@ -1,12 +1,23 @@
 """Box helpers shared by the detection layouts: conversions from source conventions and sanity checks."""
 from __future__ import annotations
 
-from mmbu.core.boxes import Box
+from collections.abc import Sequence
+
+from mmbu.core.boxes import Box, box_from_roles
 
 
-def xywh_to_xyxy(x: float, y: float, width: float, height: float) -> Box:
-    """COCO's [x, y, width, height] (top-left corner) to pixel-edge (x1, y1, x2, y2)."""
-    return (float(x), float(y), float(x) + float(width), float(y) + float(height))
+def ordered_box(values: Sequence[float], order: Sequence[str]) -> Box:
+    """A source's four box numbers written in `order` (roles of `mmbu.core.boxes.BOX_ROLES`) as a pixel-edge box;
+    ValueError when they are not four numbers."""
+    if isinstance(values, (str, bytes)) or len(values) != 4:
+        raise ValueError(f"{values!r} is not four numbers")
+    return box_from_roles(dict(zip(order, (float(v) for v in values))))
+
+
+def fractions_to_pixels(box: Box, size: tuple[int, int]) -> Box:
+    """A box given in fractions of the image's width and height, in pixels of an image of `size` (w, h)."""
+    width, height = size
+    return (box[0] * width, box[1] * height, box[2] * width, box[3] * height)
 
 
 def yolo_to_xyxy(cx: float, cy: float, width: float, height: float, size: tuple[int, int]) -> Box:

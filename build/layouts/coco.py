@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from mmbu.build.layouts.boxes import clip_box, xywh_to_xyxy
+from mmbu.build.layouts.boxes import clip_box, ordered_box
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.sample import Region
 from mmbu.curation.manifest.layout import CocoLayout
@@ -44,9 +44,9 @@ def read(layout: CocoLayout, ctx: LayoutContext) -> None:
                 ctx.exclude(where, f"category id {ann.get('category_id')!r} is not among the file's categories")
                 continue
             try:
-                box, problem = clip_box(xywh_to_xyxy(*ann["bbox"]), size)
+                box, problem = clip_box(ordered_box(ann["bbox"], layout.bbox_order), size)
             except (KeyError, TypeError, ValueError):
-                box, problem = None, f"bbox {ann.get('bbox')!r} is not [x, y, width, height]"
+                box, problem = None, f"bbox {ann.get('bbox')!r} is not four numbers [{', '.join(layout.bbox_order)}]"
             if box is None:
                 ctx.exclude(where, problem or "invalid box")
                 continue

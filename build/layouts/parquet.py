@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from mmbu.build.layouts.boxes import clip_box
+from mmbu.build.layouts.boxes import clip_box, fractions_to_pixels, ordered_box
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.masks import MaskRules, regions_from_mask
 from mmbu.build.layouts.sample import Region
@@ -25,6 +25,8 @@ from mmbu.curation.manifest.layout_tables import ParquetLayout
 from mmbu.curation.manifest.templates import PathTemplate
 
 BATCH_ROWS = 64  # rows of images held at once
+BOX_FORMATS = {"xywh": ("x1", "y1", "width", "height"), "xyxy": ("x1", "y1", "x2", "y2"),
+               "cxcywh": ("cx", "cy", "width", "height")}  # box_format -> roles of the numbers
 
 
 class RowProblem(ValueError):
@@ -165,34 +167,21 @@ def _object_regions(layout: ParquetLayout, names: "_LabelNames", objects: Any, s
         try:
             label = names.name(f"{layout.objects_column}.{layout.category_field}", category,
                                layout.object_class_names)
-            numbers = [float(v) for v in box]
-            if len(numbers) != 4:
-                raise ValueError
+            pixels = ordered_box(box, BOX_FORMATS[layout.box_format])
         except RowProblem as exc:
             problems.append((instance, str(exc)))
             continue
         except (TypeError, ValueError):
             problems.append((instance, f"box {box!r} is not four numbers"))
             continue
-        clipped, reason = clip_box(_xyxy(numbers, layout, size), size)
+        if layout.box_units == "fractions" and size is not None:
+            pixels = fractions_to_pixels(pixels, size)
+        clipped, reason = clip_box(pixels, size)
         if clipped is None:
             problems.append((instance, reason or "invalid box"))
             continue
         regions.append(Region(label=label, instance=instance, box=clipped))
     return regions, problems
-
-
-def _xyxy(numbers: list[float], layout: ParquetLayout, size: tuple[int, int] | None) -> tuple[float, ...]:
-    a, b, c, d = numbers
-    if layout.box_format == "xywh":
-        box = (a, b, a + c, b + d)
-    elif layout.box_format == "cxcywh":
-        box = (a - c / 2, b - d / 2, a + c / 2, b + d / 2)
-    else:
-        box = (a, b, c, d)
-    if layout.box_units == "fractions" and size is not None:
-        box = (box[0] * size[0], box[1] * size[1], box[2] * size[0], box[3] * size[1])
-    return box
 
 
 class _LabelNames:

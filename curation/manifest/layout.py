@@ -15,7 +15,7 @@ from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.templates import parse_template
 
 from mmbu.curation.manifest.layout_base import (
-    BOXES, CLASSIFY, ColourMasks, DatasetPath, LayoutBase, MASKS, MetadataColumns, TableLabels,
+    BOXES, BoxOrder, CLASSIFY, ColourMasks, DatasetPath, LayoutBase, MASKS, MetadataColumns, TableLabels,
 )
 from mmbu.curation.manifest.layout_annotations import BoxTableLayout, PolygonsLayout
 from mmbu.curation.manifest.layout_arrays import ArraysLayout
@@ -78,11 +78,18 @@ class LabelTableLayout(TableLabels):
 
 
 class CocoLayout(LayoutBase):
-    """COCO detection JSON: `images`, `annotations` (bbox = [x, y, width, height]) and `categories`."""
+    """COCO detection JSON: `images`, `annotations` (with a `bbox` each) and `categories`.
+
+    COCO's `bbox` is `[x, y, width, height]` (the default `bbox_order`); COCO-like files that write the
+    corners (MIDOG's `[x1, y1, x2, y2]`) say so with `bbox_order`, in the roles `box_table` uses.
+    """
 
     kind: Literal["coco"]
     annotations: DatasetPath
     image_root: DatasetPath = "."
+    bbox_order: BoxOrder = Field(("x1", "y1", "width", "height"),
+                                 description="Roles of the four `bbox` numbers: [x1, y1, width, height] (COCO), "
+                                             "[x1, y1, x2, y2] (corners), [cx, cy, width, height] (centre).")
 
     def feeds(self) -> frozenset[str]:
         return BOXES

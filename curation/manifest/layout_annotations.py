@@ -7,12 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mmbu.curation.manifest.layout_base import BOXES, DatasetPath, LayoutBase, MASKS
+from mmbu.core.boxes import BOX_ROLES, box_shape_problem
+from mmbu.curation.manifest.layout_base import BOXES, BoxOrder, DatasetPath, LayoutBase, MASKS
 from mmbu.curation.manifest.templates import parse_template
-
-BOX_ROLES = ("x1", "y1", "x2", "y2", "cx", "cy", "width", "height")
-# the role sets that pin a box down: corners; a corner and the size; the centre and the size
-BOX_SHAPES = ({"x1", "y1", "x2", "y2"}, {"x1", "y1", "width", "height"}, {"cx", "cy", "width", "height"})
 
 
 class BoxFields(BaseModel):
@@ -31,20 +28,19 @@ class BoxFields(BaseModel):
     width: str | None = None
     height: str | None = None
     list: str | None = Field(None, description="One field holding the four numbers, e.g. COCO-like 'bbox'.")
-    order: tuple[str, str, str, str] | None = Field(None, description="Roles of the list's numbers, e.g. [y1, x1, y2, x2].")
+    order: BoxOrder | None = Field(None, description="Roles of the list's numbers, e.g. [y1, x1, y2, x2].")
 
     @model_validator(mode="after")
     def _one_shape(self) -> "BoxFields":
         if self.list is not None:
-            if self.order is None or set(self.order) not in BOX_SHAPES:
-                raise ValueError(f"a box list needs `order` naming four roles that pin a box down: "
-                                 f"{' or '.join('/'.join(sorted(s)) for s in BOX_SHAPES)}")
+            if self.order is None:
+                raise ValueError("a box list needs `order` naming the roles of its four numbers, e.g. "
+                                 "[x1, y1, width, height]")
             if self.named:
                 raise ValueError("give either `list` with `order` or one field per role, not both")
             return self
-        if set(self.named) not in BOX_SHAPES:
-            raise ValueError(f"box fields {sorted(self.named) or 'none'} do not pin a box down; name x1, y1, x2, y2 "
-                             "(corners), or x1, y1, width, height, or cx, cy, width, height")
+        if problem := box_shape_problem(list(self.named)):
+            raise ValueError(f"box fields: {problem}")
         return self
 
     @property

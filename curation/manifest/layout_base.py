@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mmbu.core.boxes import box_shape_problem
 from mmbu.core.confinement import stays_inside
 
 # metadata field -> column of a label table holding a per-sample value for it
@@ -16,6 +17,17 @@ DatasetPath = Annotated[str, AfterValidator(stays_inside("the dataset's folder r
 """A path, glob or path template relative to the dataset's folder `raw/<id>/` that cannot leave it
 (absolute paths and `..` are refused here; the build checks again after resolving symbolic links)."""
 
+
+
+def _pins_a_box(order: tuple[str, ...]) -> tuple[str, ...]:
+    if problem := box_shape_problem(order):
+        raise ValueError(problem)
+    return order
+
+
+BoxOrder = Annotated[tuple[str, ...], AfterValidator(_pins_a_box)]
+"""The roles (`mmbu.core.boxes.BOX_ROLES`) of a source's four box numbers in the order it writes them:
+COCO's `[x1, y1, width, height]`, MIDOG's corner boxes `[x1, y1, x2, y2]`, a row/column source's `[y1, x1, y2, x2]`."""
 
 CLASSIFY = frozenset({"ungrounded_classification"})
 BOXES = frozenset({"box_grounded_classification", "object_detection"})

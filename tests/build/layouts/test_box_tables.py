@@ -117,7 +117,8 @@ def test_centre_size_fractions_and_list_fields(tmp_path):
 
 @pytest.mark.parametrize("layout, message", [
     ({"box": {"x1": "a", "y1": "b", "x2": "c"}}, "do not pin a box down"),
-    ({"box": {"list": "bbox", "order": ["x1", "y1", "x2", "x2"]}}, "needs `order`"),
+    ({"box": {"list": "bbox", "order": ["x1", "y1", "x2", "x2"]}}, "do not pin a box down"),
+    ({"box": {"list": "bbox"}}, "needs `order`"),
     ({"box": {"x1": "a", "y1": "b", "x2": "c", "y2": "d"}, "fixed_label": "x"}, "exactly one of label"),
     ({"box": {"x1": "a", "y1": "b", "x2": "c", "y2": "d"}, "table": "t.csv", "objects": "objs"}, "one row per box"),
 ])

@@ -1,9 +1,13 @@
-"""COCO, YOLO and Pascal VOC: boxes in source pixels (pixel edges, x2/y2 exclusive) and bad objects dropped."""
+"""COCO (and COCO-like files with corner boxes), YOLO and Pascal VOC: boxes in source pixels (pixel edges, x2/y2
+exclusive) and bad objects dropped."""
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+import tifffile
+from pydantic import ValidationError
 from support.build_manifests import make_manifest, write_png
 
 from mmbu.build.layouts import read_samples
@@ -90,3 +94,61 @@ def test_voc_boxes_convert_from_one_based_inclusive_pixels(tmp_path):
     reasons = {e.item: e.reason for e in exclusions}
     assert reasons["Annotations/a.xml#object-2"] == "object without a name or a complete bndbox"
     assert reasons["Annotations/broken.xml"].startswith("not a VOC annotation")
+
+
+def midog_2021(raw):
+    """MIDOG 2021's training set: `MIDOG.json` beside `001.tiff` ... `200.tiff`, a COCO-like file whose `bbox` holds
+    the corners `[x1, y1, x2, y2]` (50x50 boxes around each cell) with categories 1 `mitotic figure` and 2
+    `not mitotic figure` (DeepMicroscopy/MIDOG@e632ed4295be94685de6b95b090f537675bf1026:databases/MIDOG.json, read in
+    full; baseline/utils/slide_helper.py pairs `file_name` with the images in one folder). Written with json and
+    tifffile at a small size."""
+    raw.mkdir(parents=True)
+    for name in ("001.tiff", "002.tiff"):
+        tifffile.imwrite(raw / name, np.full((120, 160, 3), 200, np.uint8))
+    document = {
+        "info": {"description": "MItosis Domain Generalization Challenge (MIDOG) 2021 - Training set"},
+        "licenses": [{"url": "http://creativecommons.org/licenses/by-nc-nd/2.0/", "id": 1,
+                      "name": "Attribution-NonCommercial-NoDerivs License"}],
+        "images": [{"license": 1, "file_name": "001.tiff", "id": 1, "width": 160, "height": 120},
+                   {"license": 1, "file_name": "002.tiff", "id": 2, "width": 160, "height": 120}],
+        "categories": [{"id": 1, "name": "mitotic figure"}, {"id": 2, "name": "not mitotic figure"}],
+        "annotations": [{"bbox": [100, 30, 150, 80], "category_id": 1, "image_id": 1, "id": 1},
+                        {"bbox": [10, 20, 60, 70], "category_id": 2, "image_id": 1, "id": 2},
+                        {"bbox": [140, 90, 190, 140], "category_id": 1, "image_id": 1, "id": 3},  # clipped
+                        {"bbox": [60, 20, 10, 70], "category_id": 1, "image_id": 2, "id": 4},  # corners swapped
+                        {"bbox": [60, 20, 10], "category_id": 1, "image_id": 2, "id": 5}]}
+    (raw / "MIDOG.json").write_text(json.dumps(document), encoding="utf-8")
+
+
+def test_coco_like_corner_boxes_are_read_with_bbox_order(tmp_path):
+    raw = tmp_path / "raw"
+    midog_2021(raw)
+    labels = {"mitotic figure": "mitotic figure", "not mitotic figure": "cell that only resembles a mitotic figure"}
+    manifest = make_manifest({"kind": "coco", "annotations": "MIDOG.json", "bbox_order": ["x1", "y1", "x2", "y2"]},
+                             labels=labels, tasks=["object_detection"])
+
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert [s.source_path for s in samples] == ["001.tiff"]
+    assert [(r.label, r.instance, r.box) for r in samples[0].regions] == [
+        ("mitotic figure", "ann-1", (100.0, 30.0, 150.0, 80.0)),
+        ("not mitotic figure", "ann-2", (10.0, 20.0, 60.0, 70.0)),
+        ("mitotic figure", "ann-3", (140.0, 90.0, 160.0, 120.0))]
+    reasons = {e.item: e.reason for e in exclusions}
+    assert reasons["002.tiff#ann-4"] == "box [60.0, 20.0, 10.0, 70.0] has no area"
+    assert reasons["002.tiff#ann-5"] == "bbox [60, 20, 10] is not four numbers [x1, y1, x2, y2]"
+    # read as COCO's default [x, y, width, height], the same file gives other (wrong) boxes: the option matters
+    default, _ = read_samples(make_manifest({"kind": "coco", "annotations": "MIDOG.json"}, labels=labels,
+                                            tasks=["object_detection"]), raw)
+    assert default[0].regions[1].box == (10.0, 20.0, 70.0, 90.0)
+
+
+@pytest.mark.parametrize("order, message", [
+    (["x1", "y1", "x2", "x2"], "do not pin a box down"),
+    (["x1", "y1", "w", "h"], "do not pin a box down"),
+    (["x1", "y1", "x2"], r"roles \[.x1., .y1., .x2.\] do not pin a box down; name \[x1, y1, x2, y2\] or"),
+])
+def test_coco_bbox_order_is_checked(order, message):
+    with pytest.raises(ValidationError, match=message):
+        make_manifest({"kind": "coco", "annotations": "a.json", "bbox_order": order}, labels=LABELS,
+                      tasks=["object_detection"])
