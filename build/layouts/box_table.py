@@ -1,7 +1,10 @@
 """Boxes in a one-off JSON or CSV format, found through the field names the manifest maps
-(BBBC041's `objects[].bounding_box.minimum.{r,c}`, RSNA pneumonia's `patientId,x,y,width,height,Target`)."""
+(BBBC041's `objects[].bounding_box.minimum.{r,c}`, RSNA pneumonia's `patientId,x,y,width,height,Target`),
+in one table or in one box file per image (NuCLS's `csv/<fov>.csv`), with or without a header line,
+optionally keeping only the rows a `where` filter names."""
 from __future__ import annotations
 
+import csv
 import json
 import math
 from collections.abc import Iterator, Mapping
@@ -12,10 +15,14 @@ from mmbu.build.layouts.boxes import clip_box, fractions_to_pixels
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import image_size
 from mmbu.build.layouts.label_table import ImageFinder, missing_columns, read_table
+from mmbu.build.layouts.pairing import paired_files
 from mmbu.build.layouts.sample import Region
 from mmbu.core.boxes import Box, box_from_roles
 from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout_annotations import BoxTableLayout
+
+
+WHITESPACE = r"\s+"  # `delimiter: whitespace`: runs of spaces and tabs (pandas' separator for them)
 
 
 class FieldMissing(KeyError):
@@ -42,7 +49,16 @@ def field_value(record: Any, path: str) -> Any:
     return node
 
 
+Objects = list[tuple[str, Any]]  # (instance, record or row) of one image
+
+
 def read(layout: BoxTableLayout, ctx: LayoutContext) -> None:
+    if layout.annotations is not None:
+        for box_file, image in paired_files(ctx, layout.images or "", layout.annotations):
+            objects = _file_objects(layout, ctx, box_file)
+            if objects is not None:
+                _add_image(layout, ctx, image, objects)
+        return
     groups = _json_groups(layout, ctx) if layout.table_format == "json" else _csv_groups(layout, ctx)
     images = ImageFinder(ctx, layout.image_root)
     for name, objects in groups:
@@ -50,16 +66,90 @@ def read(layout: BoxTableLayout, ctx: LayoutContext) -> None:
         if ambiguous:
             ctx.exclude(name, ambiguous)
             continue
-        size = image_size(path) if path.is_file() else None
-        regions, said_empty = _regions(layout, ctx, path, size, objects)
-        if not regions and said_empty:
-            ctx.exclude(ctx.rel(path), f"the table marks this image as holding no object ({said_empty}); box "
-                                       "questions need one")
+        _add_image(layout, ctx, path, objects)
+
+
+def _add_image(layout: BoxTableLayout, ctx: LayoutContext, path: Path, objects: Objects) -> None:
+    size = image_size(path) if path.is_file() else None
+    kept, left_out = [], 0
+    for instance, obj in objects:
+        try:
+            if layout.keeps(lambda name: _get(obj, name)):
+                kept.append((instance, obj))
+            else:
+                left_out += 1
+        except FieldMissing as exc:
+            ctx.exclude(f"{ctx.rel(path)}#{instance}", str(exc))
+    if objects and not kept:
+        if left_out:
+            ctx.exclude(ctx.rel(path), f"none of its {left_out} boxes has {_where_text(layout)}")
+        return
+    regions, said_empty = _regions(layout, ctx, path, size, kept)
+    if not regions and said_empty:
+        ctx.exclude(ctx.rel(path), f"the table marks this image as holding no object ({said_empty}); box "
+                                   "questions need one")
+        return
+    ctx.add(path, regions=regions, size=size, grounded=True)
+
+
+def _where_text(layout: BoxTableLayout) -> str:
+    return " and ".join(f"{field} in {values}" for field, values in layout.where.items())
+
+
+def _file_objects(layout: BoxTableLayout, ctx: LayoutContext, box_file: Path) -> Objects | None:
+    """The rows of one image's box file, or None (with an exclusion) when it cannot be read or lists no box."""
+    name = ctx.rel(box_file)
+    if layout.columns is None:
+        table = read_table(ctx, name, _separator(layout))
+        if table is None or missing_columns(ctx, name, table, _csv_fields(layout)):
+            return None
+        rows = [(f"row-{number}", row) for number, row in enumerate(table.to_dict(orient="records"), start=2)]
+    else:
+        rows = list(_positional_rows(layout, ctx, box_file))
+    if not rows:
+        ctx.exclude(name, "the box file lists no box; box questions need one")
+        return None
+    return rows
+
+
+def _positional_rows(layout: BoxTableLayout, ctx: LayoutContext, path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """`line-N` -> {column name: text} of a box file without a header; a line with another number of fields than
+    `columns` names is an exclusion, blank lines are skipped."""
+    name = ctx.rel(path)
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        ctx.exclude(name, f"the box file cannot be read ({exc})")
+        return
+    separator = _separator(layout) or _sniffed("\n".join(lines[:20]))
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
             continue
-        ctx.add(path, regions=regions, size=size, grounded=True)
+        fields = line.split() if separator == WHITESPACE else next(csv.reader([line], delimiter=separator))
+        if len(fields) != len(layout.columns):
+            ctx.exclude(f"{name}:{number}", f"the line has {len(fields)} fields but columns names {len(layout.columns)}")
+            continue
+        yield f"line-{number}", {column: value.strip() for column, value in zip(layout.columns, fields) if column != "_"}
 
 
-def _json_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[str, list[tuple[str, Any]]]]:
+def _separator(layout: BoxTableLayout) -> str | None:
+    return WHITESPACE if layout.delimiter == "whitespace" else layout.delimiter
+
+
+def _sniffed(head: str) -> str:
+    try:
+        return csv.Sniffer().sniff(head, delimiters=",\t;").delimiter
+    except csv.Error:
+        return ","
+
+
+def _csv_fields(layout: BoxTableLayout) -> list[str]:
+    box_columns = [layout.box.list] if layout.box.list else list(layout.box.named.values())
+    return [*([layout.image] if layout.image else []), *([layout.label] if layout.label else []), *box_columns,
+            *layout.no_object, *layout.where]
+
+
+def _json_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[str, Objects]]:
     try:
         document = json.loads(ctx.path(layout.table).read_text(encoding="utf-8"))
         records = field_value(document, layout.records)
@@ -83,26 +173,26 @@ def _json_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[s
         yield name, [(f"object-{index}", obj) for index, obj in enumerate(objects, start=1)]
 
 
-def _csv_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[str, list[tuple[str, Any]]]]:
-    table = read_table(ctx, layout.table, layout.delimiter)
-    if table is None:
-        return
-    box_columns = [layout.box.list] if layout.box.list else list(layout.box.named.values())
-    wanted = [layout.image, *([layout.label] if layout.label else []), *box_columns, *layout.no_object]
-    if missing_columns(ctx, layout.table, table, wanted):
-        return
-    groups: dict[str, list[tuple[str, Any]]] = {}
-    for number, row in enumerate(table.to_dict(orient="records"), start=2):  # line 1 is the header
+def _csv_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[str, Objects]]:
+    if layout.columns is not None:
+        rows = list(_positional_rows(layout, ctx, ctx.path(layout.table)))
+    else:
+        table = read_table(ctx, layout.table, _separator(layout))
+        if table is None or missing_columns(ctx, layout.table, table, _csv_fields(layout)):
+            return
+        rows = [(f"row-{number}", row) for number, row in enumerate(table.to_dict(orient="records"), start=2)]
+    groups: dict[str, Objects] = {}
+    for instance, row in rows:
         name = str(row[layout.image]).strip()
         if not name:
-            ctx.exclude(f"{layout.table}:{number}", "the row has an empty image field")
+            ctx.exclude(f"{layout.table}:{instance.split('-')[1]}", "the row has an empty image field")
             continue
-        groups.setdefault(name, []).append((f"row-{number}", row))
+        groups.setdefault(name, []).append((instance, row))
     yield from groups.items()
 
 
 def _regions(layout: BoxTableLayout, ctx: LayoutContext, path: Path, size: tuple[int, int] | None,
-             objects: list[tuple[str, Any]]) -> tuple[list[Region], str | None]:
+             objects: Objects) -> tuple[list[Region], str | None]:
     """The image's boxed objects, and why the table says it has none (when it does)."""
     regions: list[Region] = []
     said_empty = None

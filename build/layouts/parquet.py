@@ -63,7 +63,7 @@ def read(layout: ParquetLayout, ctx: LayoutContext) -> None:
             continue
         names.learn_from_schema(table.schema_arrow)
         for number, row in _rows(table, list(dict.fromkeys(columns))):
-            if all(_text(row[column]) in values for column, values in layout.where.items()):
+            if layout.keeps(row.__getitem__):
                 _add_row(layout, ctx, names, path, number, row)
 
 

@@ -15,8 +15,8 @@ from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import glob_files, image_size
 from mmbu.build.layouts.geojson import GeoJsonError, Polygon, feature_key, feature_label, feature_polygons, read_features
 from mmbu.build.layouts.instances import InstanceCanvas
+from mmbu.build.layouts.pairing import paired_files
 from mmbu.curation.manifest.layout_annotations import PolygonsLayout
-from mmbu.curation.manifest.templates import PathTemplate
 
 DRAWING = ("polygons drawn with Pillow ImageDraw.polygon at the image's size: vertices at pixel centres, "
            "outline pixels included, later objects over earlier ones")
@@ -92,29 +92,9 @@ def _draw(shape: Shape, size: tuple[int, int]) -> np.ndarray:
     return np.asarray(canvas, dtype=bool)
 
 
-def _pairs(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[tuple[Path, Path]]:
-    """(annotation file, image) pairs of the `annotations` and `images` templates (aperio_xml, geojson); an
-    annotation without an image and an image without an annotation are reported."""
-    images = PathTemplate(layout.images or "")
-    annotations = PathTemplate(layout.annotations)
-    shared = [n for n in annotations.names if n in images.names]
-    by_key = {tuple(parts[n] for n in shared): path for path, parts in images.scan(ctx.raw_dir)}
-    paired: set[Path] = set()
-    for annotation, parts in annotations.scan(ctx.raw_dir):
-        image = by_key.get(tuple(parts[n] for n in shared))
-        if image is None:
-            ctx.exclude(ctx.rel(annotation), "annotation without a matching image")
-            continue
-        paired.add(image)
-        yield annotation, image
-    for image in sorted(set(by_key.values()) - paired):
-        if not ctx.list_unannotated_slide_instance(image):
-            ctx.exclude(ctx.rel(image), f"no annotation file matching {layout.annotations!r} for this image")
-
-
 def _aperio(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:
     """MoNuSeg-style pairs: `Annotations/Annotation[@Name]/Regions/Region[@Id]/Vertices/Vertex[@X,@Y]`."""
-    for xml_path, image in _pairs(layout, ctx):
+    for xml_path, image in paired_files(ctx, layout.images or "", layout.annotations):
         try:
             root = ET.parse(xml_path).getroot()
         except ET.ParseError as exc:
@@ -136,7 +116,7 @@ def _aperio(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:
 
 def _geojson(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:
     """PUMA/QuPath and HPA/Kaibu pairs: a FeatureCollection per image, one object per Polygon/MultiPolygon Feature."""
-    for json_path, image in _pairs(layout, ctx):
+    for json_path, image in paired_files(ctx, layout.images or "", layout.annotations):
         try:
             features = read_features(json_path)
         except GeoJsonError as exc:

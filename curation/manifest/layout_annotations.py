@@ -8,7 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mmbu.core.boxes import BOX_ROLES, box_shape_problem
-from mmbu.curation.manifest.layout_base import BOXES, BoxOrder, DatasetPath, LayoutBase, MASKS
+from mmbu.curation.manifest.hints import did_you_mean
+from mmbu.curation.manifest.layout_base import BOXES, BoxOrder, DatasetPath, LayoutBase, MASKS, RowFilter
 from mmbu.curation.manifest.templates import parse_template
 
 
@@ -48,7 +49,7 @@ class BoxFields(BaseModel):
         return {role: getattr(self, role) for role in BOX_ROLES if getattr(self, role) is not None}
 
 
-class BoxTableLayout(LayoutBase):
+class BoxTableLayout(RowFilter):
     """Boxes in a one-off JSON or CSV format, found by naming where each piece is.
 
     JSON (`format: json`): `records` is the dotted path of the list of image records ('' for a top-level
@@ -57,16 +58,30 @@ class BoxTableLayout(LayoutBase):
     `maximum.r`/`.c` and `category`). CSV (`format: csv`): one row per box, rows of one image grouped
     (RSNA pneumonia: `patientId,x,y,width,height,Target`). A row or object whose box fields are all
     empty, or whose `no_object` field holds one of its values, says the image holds no object: the
-    image is recorded as dropped with that reason, never as an error.
+    image is recorded as dropped with that reason, never as an error. `where` keeps only the rows
+    (objects) whose fields hold the listed values (NuCLS: `{type: [rectangle]}`).
+
+    Instead of one `table`, `annotations` may be a template of one box file per image, paired with the
+    `images` template by their shared parts (BBBC042: `positions/{n}.txt` with `images/{n}.png`); each
+    line of such a file is one box. A file without a header names its columns by position in
+    `columns` (`_` for a column that is not used), and `delimiter: whitespace` splits on runs of spaces.
     """
 
     kind: Literal["box_table"]
-    table: DatasetPath
-    format: Literal["json", "csv"] | None = Field(None, description="From the suffix when omitted.")
+    table: DatasetPath | None = Field(None, description="The one JSON or CSV file holding every image's boxes.")
+    annotations: DatasetPath | None = Field(
+        None, description="Template of one CSV/text box file per image, paired with `images`, e.g. 'positions/{n}.txt'.")
+    images: DatasetPath | None = Field(None, description="Template of the image files (with `annotations`), e.g. "
+                                                         "'images/{n}.png'.")
+    format: Literal["json", "csv"] | None = Field(None, description="From the suffix when omitted (.json: json, "
+                                                                    "anything else: csv).")
     records: str = Field("", description="JSON: dotted path of the list of records ('' = the top level).")
     objects: str | None = Field(None, description="JSON: dotted path (in a record) of its list of objects; "
                                                   "omitted: each record is one object.")
-    image: str = Field(description="Field (dotted path or column) holding the image path or id.")
+    image: str | None = Field(None, description="With `table`: field (dotted path or column) holding the image path "
+                                                "or id.")
+    columns: list[str] | None = Field(None, min_length=1, description="CSV without a header: the name of each column "
+                                                                      "by position ('_' for one not used).")
     label: str | None = Field(None, description="Field of an object holding its raw label.")
     fixed_label: str | None = Field(None, description="Raw label of every object when no field holds one.")
     box: BoxFields
@@ -77,20 +92,60 @@ class BoxTableLayout(LayoutBase):
                                             description="Field -> values that mean the image holds no object.")
     image_root: DatasetPath = "."
     image_suffix: str = ""
-    delimiter: str | None = None
+    delimiter: str | None = Field(None, description="CSV: sniffed (comma, tab or semicolon) when omitted; "
+                                                    "'whitespace' splits on runs of spaces and tabs.")
 
     @model_validator(mode="after")
     def _label_source(self) -> "BoxTableLayout":
         if (self.label is None) == (self.fixed_label is None):
             raise ValueError("give exactly one of label (the field holding each object's raw label) and fixed_label")
-        fmt = self.format or ("json" if self.table.lower().endswith(".json") else "csv")
-        if fmt == "csv" and (self.records or self.objects):
+        if self.table_format == "csv" and (self.records or self.objects):
             raise ValueError("records and objects are JSON paths; a CSV box table has one row per box")
+        return self
+
+    @model_validator(mode="after")
+    def _one_table_or_one_file_per_image(self) -> "BoxTableLayout":
+        if (self.table is None) == (self.annotations is None):
+            raise ValueError("give table (one file for all images) or annotations (a template of one box file per "
+                             "image, with images), not both")
+        if self.table is not None:
+            if self.image is None:
+                raise ValueError("a box table needs image: the field or column naming each box's image")
+            if self.images is not None:
+                raise ValueError("images pairs per-image box files (annotations); a table names its images in image")
+            return self
+        if self.image is not None or self.image_suffix or self.image_root != ".":
+            raise ValueError("with annotations the image of a box file is the file of images it pairs with; leave out "
+                             "image, image_root and image_suffix")
+        if self.images is None:
+            raise ValueError("annotations pairs each box file with an image: give images (a template)")
+        if not set(parse_template(self.images).names) & set(parse_template(self.annotations).names):
+            raise ValueError(f"annotations {self.annotations!r} shares no named part with images {self.images!r}")
+        if self.table_format == "json":
+            raise ValueError("per-image box files (annotations) are CSV or text, one box per line; a JSON box file "
+                             "is read as one table")
+        return self
+
+    @model_validator(mode="after")
+    def _columns_name_every_field(self) -> "BoxTableLayout":
+        if self.columns is None:
+            return self
+        if self.table_format == "json":
+            raise ValueError("columns names the columns of a CSV without a header; a JSON file names its fields")
+        named = [c for c in self.columns if c != "_"]
+        if len(named) != len(set(named)):
+            raise ValueError(f"columns names a column twice: {sorted({c for c in named if named.count(c) > 1})}")
+        fields = [*self.box.named.values(), *([self.box.list] if self.box.list else []), *self.where,
+                  *self.no_object, *([self.label] if self.label else []), *([self.image] if self.image else [])]
+        for field in fields:
+            if field not in named:
+                raise ValueError(f"{field!r} is not among columns {self.columns}{did_you_mean(field, named)}")
         return self
 
     @property
     def table_format(self) -> str:
-        return self.format or ("json" if self.table.lower().endswith(".json") else "csv")
+        name = (self.table or self.annotations or "").lower()
+        return self.format or ("json" if name.endswith(".json") else "csv")
 
     def feeds(self) -> frozenset[str]:
         return BOXES

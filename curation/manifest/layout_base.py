@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Annotated, Literal
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -46,6 +46,34 @@ class LayoutBase(BaseModel):
     def declared_labels(self) -> Iterator[tuple[str, str]]:
         """(field path, raw label) for every raw label written in the layout itself; each must be in `labels`."""
         return iter(())
+
+
+class RowFilter(LayoutBase):
+    """Layouts whose rows (or objects) can be kept by the values of their fields: `where`.
+
+    SurgWound's Parquet has one row per image and attribute (`where: {field: [Healing Status]}`); NuCLS's box
+    tables mix hand-drawn rectangles with other shapes (`where: {type: [rectangle]}`). Values compare as text
+    with surrounding spaces removed.
+    """
+
+    where: dict[str, list[str]] = Field(
+        default_factory=dict, description="Field (column) -> values: only rows whose field holds one of them are read, "
+                                          "e.g. {field: [Healing Status]}.")
+
+    @field_validator("where")
+    @classmethod
+    def _values_to_keep(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        if empty := [column for column, values in value.items() if not values]:
+            raise ValueError(f"where lists no value for {', '.join(map(repr, empty))}; name the values to keep")
+        return value
+
+    def keeps(self, value_of: Callable[[str], Any]) -> bool:
+        """True when every `where` field (its value read by `value_of`) holds one of the listed values."""
+        for field, values in self.where.items():
+            value = value_of(field)
+            if ("" if value is None else str(value).strip()) not in values:
+                return False
+        return True
 
 
 class TableLabels(LayoutBase):

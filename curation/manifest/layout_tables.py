@@ -7,11 +7,11 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from mmbu.curation.manifest.layout_base import BOXES, CLASSIFY, DatasetPath, LayoutBase, MASKS, MetadataColumns
+from mmbu.curation.manifest.layout_base import BOXES, CLASSIFY, DatasetPath, MASKS, MetadataColumns, RowFilter
 from mmbu.curation.manifest.templates import parse_template
 
 
-class ParquetLayout(LayoutBase):
+class ParquetLayout(RowFilter):
     """Parquet (or Arrow IPC) tables with the image embedded in a column, one sample per row.
 
     The image column holds a Hugging Face `Image` struct `{bytes, path}` or raw encoded bytes; the
@@ -37,9 +37,6 @@ class ParquetLayout(LayoutBase):
                             "image_root); base64: text holding the encoded image; path: text naming an image file "
                             "under image_root.")
     image_root: DatasetPath = Field(".", description="Folder the image paths in the table are relative to.")
-    where: dict[str, list[str]] = Field(
-        default_factory=dict, description="Column -> values: only rows whose column holds one of them are samples, "
-                                          "e.g. {field: [Healing Status]}.")
     label_column: str | None = None
     class_names: list[str] | None = Field(None, description="Class index -> raw label; read from `card` when omitted.")
     card: DatasetPath | None = Field("README.md", description="Dataset card whose YAML `dataset_info.features` names the "
@@ -75,8 +72,6 @@ class ParquetLayout(LayoutBase):
             raise ValueError("parquet needs label_column, mask_column or objects_column")
         if self.splits and "split" not in parse_template(self.files).names:
             raise ValueError(f"splits filters the {{split}} part of files, and {self.files!r} has none")
-        if empty := [column for column, values in self.where.items() if not values]:
-            raise ValueError(f"where lists no value for {', '.join(map(repr, empty))}; name the values to keep")
         if self.mask_column and not (self.mask_values or self.instance_label):
             raise ValueError("mask_column needs mask_values (value -> raw label) or instance_label")
         return self

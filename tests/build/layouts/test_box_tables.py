@@ -2,6 +2,7 @@
 row/column order; pixels or fractions; rows meaning 'no object')."""
 from __future__ import annotations
 
+import csv
 import json
 
 import numpy as np
@@ -126,3 +127,138 @@ def test_box_table_fields_are_checked(layout, message):
     with pytest.raises(ValidationError, match=message):
         make_manifest({"kind": "box_table", "table": "t.json", "image": "f", "label": "c", **layout}, labels={"x": "x"},
                       tasks=["object_detection"])
+
+
+NUCLS_COLUMNS = ["raw_classification", "main_classification", "super_classification", "type", "xmin", "ymin", "xmax",
+                 "ymax", "coords_x", "coords_y"]
+
+
+def nucls(raw):
+    """NuCLS's tree (sites.google.com/view/nucls/data-format): `rgb/<fov>.png` beside `csv/<fov>.csv`, one coordinate
+    table per field of view with the columns `raw_classification, main_classification, super_classification, type
+    (rectangles v.s. polylines), xmin, ymin, xmax, ymax, coords_x, coords_y` (comma-separated boundaries). The FOV
+    names here are short stand-ins; the tables are written with the csv module."""
+    (raw / "rgb").mkdir(parents=True)
+    (raw / "csv").mkdir()
+    rows = {"fov_1": [["tumor", "tumor_nonMitotic", "tumor_any", "rectangle", "10", "12", "30", "40", "10,30,30,10",
+                       "12,12,40,40"],
+                      ["lymphocyte", "nonTILnonMQ_stromal", "sTIL", "polyline", "40", "5", "60", "25", "40,60,50",
+                       "5,5,25"],
+                      ["fibroblast", "nonTILnonMQ_stromal", "nonTIL_stromal", "rectangle", "50", "30", "90", "50",
+                       "50,90,90,50", "30,30,50,50"]],
+            "fov_2": [["tumor", "tumor_nonMitotic", "tumor_any", "polyline", "1", "1", "9", "9", "1,9,9", "1,1,9"]]}
+    for fov, lines in rows.items():
+        Image.fromarray(np.full((60, 80, 3), 180, np.uint8)).save(raw / "rgb" / f"{fov}.png")
+        with open(raw / "csv" / f"{fov}.csv", "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(NUCLS_COLUMNS)
+            writer.writerows(lines)
+
+
+NUCLS_LAYOUT = {"kind": "box_table", "annotations": "csv/{fov}.csv", "images": "rgb/{fov}.png",
+                "label": "raw_classification", "where": {"type": ["rectangle"]},
+                "box": {"x1": "xmin", "y1": "ymin", "x2": "xmax", "y2": "ymax"}}
+NUCLS_LABELS = {"tumor": "tumour cell nucleus", "fibroblast": "fibroblast nucleus", "lymphocyte": "lymphocyte nucleus"}
+
+
+def test_one_box_file_per_image_with_a_row_filter(tmp_path):
+    raw = tmp_path / "raw"
+    nucls(raw)
+    samples, exclusions = read_samples(make_manifest(NUCLS_LAYOUT, labels=NUCLS_LABELS, tasks=["object_detection"]),
+                                       raw)
+
+    sample, = samples
+    assert sample.source_path == "rgb/fov_1.png" and sample.image_size == (80, 60)
+    # the polyline row (line 3) is no object; the fibroblast box is clipped at the image's right edge
+    assert [(r.label, r.instance, r.box) for r in sample.regions] == [
+        ("tumor", "row-2", (10.0, 12.0, 30.0, 40.0)), ("fibroblast", "row-4", (50.0, 30.0, 80.0, 50.0))]
+    assert [(e.item, e.reason) for e in exclusions] == [
+        ("rgb/fov_2.png", "none of its 1 boxes has type in ['rectangle']")]
+
+
+def test_a_filter_column_the_files_lack_is_named_with_those_they_have(tmp_path):
+    raw = tmp_path / "raw"
+    nucls(raw)
+    layout = {**NUCLS_LAYOUT, "where": {"shape": ["rectangle"]}}
+    samples, exclusions = read_samples(make_manifest(layout, labels=NUCLS_LABELS, tasks=["object_detection"]), raw)
+    assert samples == []
+    found = ("(found: 'raw_classification', 'main_classification', 'super_classification', 'type', 'xmin', 'ymin', "
+             "'xmax', 'ymax' and 2 more)")
+    assert [(e.item, e.reason) for e in exclusions] == [
+        (f"csv/{fov}.csv", f"the table has no column 'shape' {found}") for fov in ("fov_1", "fov_2")]
+
+
+KITTI_COLUMNS = ["type", "truncated", "occluded", "alpha", "left", "top", "right", "bottom", "_", "_", "_", "_", "_",
+                 "_", "_"]
+
+
+def kitti_positions(raw):
+    """One headerless text file of boxes per image, one box per line in KITTI's 15 space-separated fields (`type
+    truncated occluded alpha left top right bottom h w l x y z rotation_y`, left/top/right/bottom in 0-based image
+    pixels; KITTI object devkit readme). catalogue-det reports this shape for BBBC042's `positions/<n>.txt` beside
+    `images/<n>.png` from a loader it could not cite, so the tree here is BBBC042-like, not BBBC042's verified one."""
+    (raw / "images").mkdir(parents=True)
+    (raw / "positions").mkdir()
+    for n in (1, 2, 3, 4):
+        Image.fromarray(np.full((100, 120, 3), 90, np.uint8)).save(raw / "images" / f"{n}.png")
+    tail = "0 0 0 0 0 0 0"
+    (raw / "positions" / "1.txt").write_text(
+        f"astrocyte 0 0 0 10.5 20 40.5 60 {tail}\n\nastrocyte 0 0 0 100 80 140 120 {tail}\n"
+        "astrocyte 0 0 0 5 5 25\n", encoding="utf-8")  # a blank line, a box clipped, a short line
+    (raw / "positions" / "2.txt").write_text("", encoding="utf-8")
+    (raw / "positions" / "3.txt").write_text(f"astrocyte 0 0 0 50 50 30 70 {tail}\n", encoding="utf-8")
+    (raw / "positions" / "9.txt").write_text(f"astrocyte 0 0 0 1 1 5 5 {tail}\n", encoding="utf-8")
+
+
+def test_headerless_per_image_box_files_read_columns_by_position(tmp_path):
+    raw = tmp_path / "raw"
+    kitti_positions(raw)
+    layout = {"kind": "box_table", "annotations": "positions/{n}.txt", "images": "images/{n}.png",
+              "columns": KITTI_COLUMNS, "delimiter": "whitespace", "label": "type",
+              "box": {"x1": "left", "y1": "top", "x2": "right", "y2": "bottom"}}
+    samples, exclusions = read_samples(make_manifest(layout, labels={"astrocyte": "astrocyte"},
+                                                     tasks=["object_detection"]), raw)
+
+    sample, = samples
+    assert sample.source_path == "images/1.png"
+    assert [(r.label, r.instance, r.box) for r in sample.regions] == [
+        ("astrocyte", "line-1", (10.5, 20.0, 40.5, 60.0)), ("astrocyte", "line-3", (100.0, 80.0, 120.0, 100.0))]
+    assert {e.item: e.reason for e in exclusions} == {
+        "positions/1.txt:4": "the line has 7 fields but columns names 15",
+        "positions/2.txt": "the box file lists no box; box questions need one",
+        "images/3.png#line-1": "box [50.0, 50.0, 30.0, 70.0] has no area",
+        "images/3.png": "no annotated object with a known label is left in this image",
+        "positions/9.txt": "annotation without a matching image",
+        "images/4.png": "no annotation file matching 'positions/{n}.txt' for this image"}
+
+
+def test_one_headerless_table_for_all_images(tmp_path):
+    raw = tmp_path / "raw"
+    (raw / "img").mkdir(parents=True)
+    Image.fromarray(np.zeros((40, 50), np.uint8)).save(raw / "img" / "a.png")
+    with open(raw / "boxes.csv", "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([["a.png", "3", "4", "10", "12", "cell", "manual"],
+                                      ["a.png", "20", "4", "10", "12", "cell", "automatic"]])
+    layout = {"kind": "box_table", "table": "boxes.csv", "columns": ["file", "x", "y", "w", "h", "class", "source"],
+              "image": "file", "image_root": "img", "label": "class", "where": {"source": ["manual"]},
+              "box": {"x1": "x", "y1": "y", "width": "w", "height": "h"}}
+    samples, exclusions = read_samples(make_manifest(layout, labels={"cell": "cell"}, tasks=["object_detection"]), raw)
+    assert [(r.instance, r.box) for r in samples[0].regions] == [("line-1", (3.0, 4.0, 13.0, 16.0))]
+    assert exclusions == []
+
+
+@pytest.mark.parametrize("layout, message", [
+    ({"table": "t.csv", "annotations": "b/{n}.txt", "images": "i/{n}.png"}, "not both"),
+    ({"table": None, "annotations": "b/{n}.txt", "image": None}, "give images"),
+    ({"table": None, "annotations": "b/{n}.txt", "images": "i/{m}.png", "image": None}, "shares no named part"),
+    ({"table": None, "annotations": "b/{n}.txt", "images": "i/{n}.png"}, "leave out image"),
+    ({"table": "t.csv", "columns": ["f", "a", "b", "c", "dd"]}, "'d' is not among columns .*did you mean 'dd'"),
+    ({"table": "t.csv", "columns": ["f", "a", "a", "c", "d"]}, "names a column twice"),
+    ({"table": "t.json", "columns": ["f", "a", "b", "c", "d"]}, "a JSON file names its fields"),
+    ({"table": "t.csv", "where": {"type": []}}, "where lists no value for 'type'"),
+])
+def test_per_image_files_columns_and_filters_are_checked(layout, message):
+    base = {"kind": "box_table", "table": "t.csv", "image": "f", "fixed_label": "x",
+            "box": {"x1": "a", "y1": "b", "x2": "c", "y2": "d"}}
+    with pytest.raises(ValidationError, match=message):
+        make_manifest({**base, **layout}, labels={"x": "x"}, tasks=["object_detection"])
