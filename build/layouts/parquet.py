@@ -1,13 +1,14 @@
-"""Parquet tables with embedded images (Hugging Face dataset repositories): one sample per row.
+"""Parquet and Arrow tables with embedded images (Hugging Face dataset repositories, `datasets` `save_to_disk`
+folders): one sample per row.
 
-Rows are read a batch at a time (`pyarrow.parquet.ParquetFile.iter_batches`), never a whole file. The
+Rows are read a batch at a time (see `table_files`), never a whole file. The
 image cell's encoded bytes are written as they are into the layout cache (see `derived`); the sample id
 is the file plus the row number, so it is the same on every rebuild of the same file.
 """
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from mmbu.build.layouts.masks import MaskRules, regions_from_mask
 from mmbu.build.layouts.sample import Region
 from mmbu.build.layouts.single_label import one_label
 from mmbu.build.layouts.table_cells import CellProblem, cell_image
+from mmbu.build.layouts.table_files import TableFile, TableFileError
 from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout_tables import ParquetLayout
 from mmbu.curation.manifest.templates import PathTemplate
@@ -34,11 +36,9 @@ class RowProblem(ValueError):
 
 
 def read(layout: ParquetLayout, ctx: LayoutContext) -> None:
-    import pyarrow.parquet as pq
-
     files = list(PathTemplate(layout.files).scan(ctx.raw_dir))
     if not files:
-        ctx.exclude(layout.files, f"no Parquet file matches {layout.files!r}")
+        ctx.exclude(layout.files, f"no Parquet or Arrow file matches {layout.files!r}")
         return
     if layout.splits:
         found = sorted({parts.get("split", "") for _, parts in files})
@@ -47,32 +47,26 @@ def read(layout: ParquetLayout, ctx: LayoutContext) -> None:
                 ctx.exclude(layout.files, f"split {split!r} is not among the files' splits{did_you_mean(split, found)}")
         files = [(path, parts) for path, parts in files if parts.get("split") in layout.splits]
     names = _LabelNames(layout, ctx)
+    columns = list(dict.fromkeys(c for c in (layout.image_column, layout.label_column, layout.mask_column,
+                                             layout.objects_column, *layout.metadata_columns.values(), *layout.where)
+                                 if c))
     for path, _ in files:
         try:
-            table = pq.ParquetFile(path)
-        except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError ...: the sentence names the file
-            ctx.exclude(ctx.rel(path), f"not a readable Parquet file ({type(exc).__name__}: {exc})")
+            table = TableFile(path)
+        except TableFileError as exc:
+            ctx.exclude(ctx.rel(path), str(exc))
             continue
-        columns = [c for c in (layout.image_column, layout.label_column, layout.mask_column, layout.objects_column,
-                               *layout.metadata_columns.values(), *layout.where) if c]
-        present = table.schema_arrow.names
-        missing = [c for c in dict.fromkeys(columns) if c not in present]
-        if missing:
-            ctx.exclude(ctx.rel(path), "; ".join(f"the table has no column {c!r}{did_you_mean(c, present)}"
-                                                 for c in missing))
-            continue
-        names.learn_from_schema(table.schema_arrow)
-        for number, row in _rows(table, list(dict.fromkeys(columns))):
-            if layout.keeps(row.__getitem__):
-                _add_row(layout, ctx, names, path, number, row)
-
-
-def _rows(table: Any, columns: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    number = 0
-    for batch in table.iter_batches(batch_size=BATCH_ROWS, columns=columns):
-        for row in batch.to_pylist():
-            yield number, row
-            number += 1
+        with table:
+            present = table.schema.names
+            missing = [c for c in columns if c not in present]
+            if missing:
+                ctx.exclude(ctx.rel(path), "; ".join(f"the table has no column {c!r}{did_you_mean(c, present)}"
+                                                     for c in missing))
+                continue
+            names.learn_from_schema(table.schema)
+            for number, row in enumerate(table.rows(columns, BATCH_ROWS)):
+                if layout.keeps(row.__getitem__):
+                    _add_row(layout, ctx, names, path, number, row)
 
 
 def _add_row(layout: ParquetLayout, ctx: LayoutContext, names: "_LabelNames", path: Path, number: int,

@@ -26,11 +26,14 @@ class ParquetLayout(RowFilter):
     label-mask image (read with `mask_values`/`instances` as in `image_mask_pairs`); `objects_column`
     holds detection objects as `datasets` writes them (`{bbox: [[...], ...], category: [...]}`).
     `files` is a template: `data/{split}-*.parquet` reads `data/train-00000-of-00005-<hash>.parquet`
-    with split `train`, filtered by `splits`.
+    with split `train`, filtered by `splits`. Arrow IPC files are read the same way (told by their first
+    bytes): `{split}/data-*.arrow` reads a `datasets` `save_to_disk` folder (IPC stream format, the
+    features stored in the schema), and IPC files (Feather v2) too.
     """
 
     kind: Literal["parquet"]
-    files: DatasetPath = Field(description="Template of the Parquet files, e.g. 'data/{split}-*.parquet'.")
+    files: DatasetPath = Field(description="Template of the Parquet or Arrow IPC files, e.g. 'data/{split}-*.parquet', "
+                                           "'{split}/data-*.arrow'.")
     image_column: str = "image"
     image_encoding: Literal["auto", "base64", "path"] = Field(
         "auto", description="auto: a {bytes, path} struct or raw bytes (a struct with only a path names a file under "

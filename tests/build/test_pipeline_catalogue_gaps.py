@@ -13,7 +13,7 @@ import tifffile
 import yaml
 from PIL import Image
 
-from mmbu.build.pipeline import BuildConfig, run_build
+from support.build_repo import built_release
 
 METADATA = {
     "image_source": "synthetic test images", "dataset_name": "synthetic", "domain": "pathology",
@@ -105,10 +105,7 @@ def test_the_new_layouts_reach_the_release_with_exact_pixels_masks_and_boxes(tmp
     from datasets import load_dataset
 
     jpegs, rgb, pixels = make_repo(tmp_path)
-    report = run_build(BuildConfig(manifests_dir=tmp_path / "manifests" / "datasets", data_dir=tmp_path / "data",
-                                   repo_root=tmp_path))
-    assert report.exit_code == 0, report.failed
-    release, cache = str(tmp_path / "data" / "release"), str(tmp_path / "hf")
+    release, cache = built_release(tmp_path)
 
     rows = load_dataset(release, "ungrounded_classification", split="test", cache_dir=cache)
     by_answer = {row["answer"]: np.asarray(row["image"]) for row in rows if row["dataset_id"] == "wound_text"}

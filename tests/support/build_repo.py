@@ -81,3 +81,13 @@ def make_repo(root: Path, *, broken: bool = False) -> Path:
 def config_for(root: Path, **overrides) -> BuildConfig:
     return BuildConfig(manifests_dir=root / "manifests" / "datasets", data_dir=root / "data", repo_root=root,
                        **overrides)
+
+
+def built_release(root: Path) -> tuple[str, str]:
+    """Build the repository at `root` (every dataset must build) and return the release folder and a `datasets`
+    cache folder for loading it."""
+    from mmbu.build.pipeline import run_build
+
+    report = run_build(config_for(root))
+    assert report.exit_code == 0, report.failed
+    return str(root / "data" / "release"), str(root / "hf")

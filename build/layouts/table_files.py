@@ -1,0 +1,76 @@
+"""The files a `parquet` layout reads, a batch of rows at a time: Parquet, and Arrow IPC as `datasets` writes it
+(`save_to_disk` and Arrow-backed hub repositories: `data-00000-of-00001.arrow` in the IPC *stream* format) or as
+the random-access IPC *file* format (Feather v2). The format is told by the file's first bytes, not its name.
+
+Arrow files are memory-mapped and their record batches sliced, so a row batch costs its rows' Python objects,
+never the file: the same bound as Parquet's `iter_batches`.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+PARQUET_MAGIC = b"PAR1"
+ARROW_FILE_MAGIC = b"ARROW1"
+
+
+class TableFileError(ValueError):
+    """A file that is neither a readable Parquet nor a readable Arrow IPC file; the message names the cause."""
+
+
+class TableFile:
+    """One opened table file: its Arrow schema (with the `huggingface` features metadata `datasets` stores) and
+    its rows in order."""
+
+    def __init__(self, path: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.path = path
+        self._source = None
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(len(ARROW_FILE_MAGIC))
+            if head.startswith(PARQUET_MAGIC):
+                self.kind, self._parquet = "Parquet", pq.ParquetFile(path)
+                self.schema = self._parquet.schema_arrow
+                return
+            self._source = pa.memory_map(str(path))
+            if head == ARROW_FILE_MAGIC:
+                self.kind, self._reader = "Arrow IPC file", pa.ipc.open_file(self._source)
+            else:
+                self.kind, self._reader = "Arrow IPC stream", pa.ipc.open_stream(self._source)
+            self.schema = self._reader.schema
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError ...: the caller names the file
+            self.close()
+            raise TableFileError(f"not a readable Parquet or Arrow IPC file ({type(exc).__name__}: {exc})") from None
+
+    def rows(self, columns: list[str], batch_rows: int) -> Iterator[dict[str, Any]]:
+        """The rows' `columns` as dicts, `batch_rows` converted to Python at a time."""
+        if self._source is None:
+            for batch in self._parquet.iter_batches(batch_size=batch_rows, columns=columns):
+                yield from batch.to_pylist()
+            return
+        for batch in self._batches():
+            batch = batch.select(columns)
+            for offset in range(0, batch.num_rows, batch_rows):
+                yield from batch.slice(offset, batch_rows).to_pylist()
+
+    def _batches(self) -> Iterator[Any]:
+        if self.kind == "Arrow IPC file":
+            for index in range(self._reader.num_record_batches):
+                yield self._reader.get_batch(index)
+        else:
+            yield from self._reader
+
+    def close(self) -> None:
+        if self._source is not None:
+            self._source.close()
+            self._source = None
+
+    def __enter__(self) -> "TableFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
