@@ -48,6 +48,8 @@ def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: M
     """
     placed: list[dict[str, object]] = []
     exclusions: list[Exclusion] = []
+    # the last mask read: a sample's items are consecutive, so one entry serves them all and memory stays one mask
+    # whatever the dataset's size (a dict of every mask held 300 MB at 8,600 image/mask pairs)
     masks: dict[str, np.ndarray] = {}
     for item in items.to_dict(orient="records"):
         def drop(reason: str, stage: str = "layout") -> None:
@@ -77,7 +79,7 @@ def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: M
             mask_file = conversion.mask_png or sample.mask_path
             try:
                 if str(mask_file) not in masks:
-                    masks[str(mask_file)] = read_mask(Path(mask_file))
+                    masks = {str(mask_file): read_mask(Path(mask_file))}
             except MaskError as exc:
                 drop(str(exc))
                 continue

