@@ -43,6 +43,7 @@ from mmbu.taxonomy import Taxonomy, load_taxonomy
 # rows.parquet) changes shape: the package version alone does not change between development edits,
 # and a cached file in the old shape would otherwise be trusted (and fail the dataset). Converted
 # PNGs are keyed by the package version only, so a bump re-runs the steps but reuses the images.
+ROWS_PER_GROUP = 8192  # rows.parquet row groups (~13 MB of rows in pandas)
 STEPS_FORMAT = 4  # 3: a DICOM whole-slide series is one sample (with its companion files); 4: Sample.provenance
 
 
@@ -158,7 +159,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     else:
         converted, conversions = _read_converted(converted_path)
         rows, dropped, lint_report = build_rows(converted, conversions, manifest, taxonomy, work, job.seed)
-        _write_parquet_atomic(rows, rows_path)
+        rows = write_rows_file(rows, rows_path)
         write_json_atomic(rows_exclusions_path, [e.model_dump() for e in dropped])
         write_text_atomic(report_path, lint_report)
         roi_masks = [Path(p) for p in rows["mask"].dropna()]
@@ -325,6 +326,14 @@ def build_rows(samples: list[Sample], conversions: dict[str, ConvertedImage], ma
     return questions, dropped, format_lint_report(lint)
 
 
-def _write_parquet_atomic(frame: pd.DataFrame, path: Path) -> None:
+def write_rows_file(rows: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """`rows.parquet`: sorted by task and sample id, in row groups, so that the release reads a config's rows
+    front to back a batch at a time (`mmbu.build.release.stream`). Returns the rows in that order."""
+    rows = rows.sort_values(["task", "sample_id"], kind="stable").reset_index(drop=True)
+    _write_parquet_atomic(rows, path, row_group_size=ROWS_PER_GROUP)
+    return rows
+
+
+def _write_parquet_atomic(frame: pd.DataFrame, path: Path, **options: Any) -> None:
     with atomic_path(path) as temporary:
-        frame.to_parquet(temporary, index=False)
+        frame.to_parquet(temporary, index=False, **options)

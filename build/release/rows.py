@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -154,32 +154,49 @@ def _release_order(rows: pd.DataFrame) -> np.ndarray:
     return rows[["sample_id"]].reset_index(drop=True).sort_values("sample_id").index.to_numpy()
 
 
-def plan_release(rows: pd.DataFrame) -> ReleasePlan:
-    """Check every row of one config (PNG headers, contract columns); unusable rows become exclusions."""
-    absent = [c for c in REQUIRED if c not in rows.columns]
+@dataclass
+class CheckedRows:
+    """What checking rows in release order found: which are usable, their weights, counts and exclusions."""
+
+    usable: list[bool] = field(default_factory=list)
+    weights: list[int] = field(default_factory=list)
+    counted: list[tuple[str, object, object, str]] = field(default_factory=list)
+    exclusions: list[Exclusion] = field(default_factory=list)
+
+    def add(self, row: dict) -> None:
+        try:
+            record = _release_record(row)
+        except ValueError as exc:
+            self.exclusions.append(Exclusion(dataset_id=row["dataset_id"], sample_id=row["sample_id"],
+                                             item=str(row.get("source_path") or row["sample_id"]), stage="release",
+                                             reason=str(exc)))
+            self.usable.append(False)
+            return
+        self.usable.append(True)
+        self.weights.append(row_bytes(record))
+        self.counted.append((record["dataset_id"], record["modality"], record["sub_modality"], record["image"].path))
+
+    def counted_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.counted, columns=["dataset_id", "modality", "sub_modality", "image"])
+
+
+def check_columns(columns: Iterable[str]) -> None:
+    absent = [c for c in REQUIRED if c not in set(columns)]
     if absent:
         raise ReleaseInputError(f"release rows lack the column(s) {', '.join(absent)}")
+
+
+def plan_release(rows: pd.DataFrame) -> ReleasePlan:
+    """Check every row of one config (PNG headers, contract columns); unusable rows become exclusions."""
+    check_columns(rows.columns)
     order = _release_order(rows)
-    kept: list[int] = []
-    weights: list[int] = []
-    counted: list[tuple[str, object, object, str]] = []
-    exclusions: list[Exclusion] = []
+    checked = CheckedRows()
     for start in range(0, len(order), ROWS_PER_CHUNK):
-        positions = order[start:start + ROWS_PER_CHUNK]
-        for position, row in zip(positions, rows.iloc[positions].to_dict(orient="records")):
-            try:
-                record = _release_record(row)
-            except ValueError as exc:
-                exclusions.append(Exclusion(dataset_id=row["dataset_id"], sample_id=row["sample_id"],
-                                            item=str(row.get("source_path") or row["sample_id"]), stage="release",
-                                            reason=str(exc)))
-                continue
-            kept.append(int(position))
-            weights.append(row_bytes(record))
-            counted.append((record["dataset_id"], record["modality"], record["sub_modality"], record["image"].path))
-    return ReleasePlan(rows=rows, positions=np.asarray(kept, dtype=np.int64), weights=weights,
-                       counted=pd.DataFrame(counted, columns=["dataset_id", "modality", "sub_modality", "image"]),
-                       exclusions=exclusions)
+        for row in rows.iloc[order[start:start + ROWS_PER_CHUNK]].to_dict(orient="records"):
+            checked.add(row)
+    kept = order[np.asarray(checked.usable, dtype=bool)] if len(order) else order
+    return ReleasePlan(rows=rows, positions=np.asarray(kept, dtype=np.int64), weights=checked.weights,
+                       counted=checked.counted_frame(), exclusions=checked.exclusions)
 
 
 def group_by_task(frames: Iterable[pd.DataFrame]) -> dict[str, pd.DataFrame]:
@@ -201,14 +218,11 @@ class RowsFiles:
     task: str
     count: int = 0  # rows expected (the largest config is written first)
 
-    def load(self) -> pd.DataFrame:
-        from mmbu.build.duplicates.check import keep_rows
+    def plan(self) -> StreamedPlan:
+        """Check this config's rows in release order, reading the rows files a batch at a time."""
+        from mmbu.build.release.stream import plan_files
 
-        frames = [keep_rows(read_rows(Path(path), self.task), set(dropped)) for path, dropped in self.parts]
-        frames = [f for f in frames if not f.empty]
-        if not frames:
-            return pd.DataFrame()
-        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        return plan_files(self)
 
 
 def read_rows(path: Path, task: str | None = None) -> pd.DataFrame:

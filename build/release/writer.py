@@ -54,8 +54,7 @@ class ConfigWritten:
 
 def write_config(job: ConfigJob) -> ConfigWritten:
     """Check, shard and hash one config's rows (the release's heavy part: PNGs read, hashed, written)."""
-    frame = job.rows.load() if isinstance(job.rows, RowsFiles) else job.rows
-    plan = plan_release(frame)
+    plan = job.rows.plan() if isinstance(job.rows, RowsFiles) else plan_release(job.rows)
     shards = write_shards(plan.records(), plan.weights, job.directory, job.max_shard_bytes,
                           job.max_row_group_bytes) if plan.weights else []
     return ConfigWritten(job.config, shards, plan.counted, plan.exclusions, {p: file_sha256(p) for p in shards})

@@ -39,7 +39,7 @@ def noise_rows(directory: Path, count: int, manifest) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def peak_bytes(rows: pd.DataFrame, out: Path, manifest) -> int:
+def peak_bytes(rows, out: Path, manifest) -> int:
     """tracemalloc's peak of Python allocations while the whole release is written."""
     gc.collect()
     tracemalloc.start()
@@ -97,3 +97,50 @@ def test_many_small_rows_in_one_row_group_are_not_held_as_records(tmp_path, mani
             tracemalloc.stop()
     # 1,500 more records as dicts would add ~3 MB; positions, weights and the card's columns ~0.2 MB
     assert peaks[1] - peaks[0] < 600_000, peaks
+
+
+def streamed_peak(parts: list[Path], out: Path, manifest, count: int) -> int:
+    """The same peak while a release is written from rows files (the build's path: `RowsFiles`)."""
+    from mmbu.build.release.rows import RowsFiles
+
+    return peak_bytes(RowsFiles(tuple((str(p), frozenset()) for p in parts), "ungrounded_classification", count),
+                      out, manifest)
+
+
+def test_a_config_read_from_rows_files_is_streamed_whatever_its_row_count(tmp_path, manifest, monkeypatch):
+    """The build hands a release worker per-dataset rows files; it reads them a batch at a time in release order
+    (a DataFrame of the config's rows, which it held before, grows with the rows)."""
+    from mmbu.build.steps import ROWS_PER_GROUP, write_rows_file
+
+    monkeypatch.setattr(release_rows, "ROWS_PER_CHUNK", 32)
+    from mmbu.build.release import stream
+
+    monkeypatch.setattr(stream, "ROWS_PER_CHUNK", 32)
+    monkeypatch.setattr("mmbu.build.steps.ROWS_PER_GROUP", 64)
+    assert ROWS_PER_GROUP > 64
+
+    def rows_files(name: str, count: int) -> list[Path]:
+        frame = noise_rows(tmp_path / name, count, manifest)
+        # three datasets' files, written by the rows step's writer; the ids of two of them interleave
+        frame["sample_id"] = [f"{'ab' if k % 3 else 'aa'}-{k:016x}" for k in range(count)]
+        paths = []
+        for part in range(3):
+            paths.append(tmp_path / f"{name}-{part}.parquet")
+            write_rows_file(frame.iloc[part::3].reset_index(drop=True), paths[-1])
+        return paths
+
+    small, large = rows_files("small", 100), rows_files("large", 500)
+    streamed_peak(small, tmp_path / "warm-up", manifest, 100)
+    small_peak = streamed_peak(small, tmp_path / "small-release", manifest, 100)
+    large_peak = streamed_peak(large, tmp_path / "large-release", manifest, 500)
+    # what may grow: the sample ids that fix the order and the card's counts, a few hundred bytes per row; the
+    # rows themselves (the DataFrame the worker read before) add 1.7 KB per row here
+    assert (large_peak - small_peak) / 400 < 1_000, (small_peak, large_peak)
+    # the same rows, in the same order, as a release written from one DataFrame of them
+    whole = pd.concat([pd.read_parquet(p) for p in large], ignore_index=True)
+    write_release({"ungrounded_classification": whole}, tmp_path / "from-frame", [manifest], {"created": "2026-01-01"},
+                  max_row_group_bytes=ROW_GROUP_BYTES)
+    shards = sorted((tmp_path / "large-release" / "data").rglob("*.parquet"))
+    assert len(shards) >= 1
+    assert [p.read_bytes() for p in shards] == [
+        p.read_bytes() for p in sorted((tmp_path / "from-frame" / "data").rglob("*.parquet"))]
