@@ -64,9 +64,12 @@ def read(layout: ParquetLayout, ctx: LayoutContext) -> None:
                                                      for c in missing))
                 continue
             names.learn_from_schema(table.schema)
-            for number, row in enumerate(table.rows(columns, BATCH_ROWS)):
-                if layout.keeps(row.__getitem__):
-                    _add_row(layout, ctx, names, path, number, row)
+            try:
+                for number, row in enumerate(table.rows(columns, BATCH_ROWS)):
+                    if layout.keeps(row.__getitem__):
+                        _add_row(layout, ctx, names, path, number, row)
+            except TableFileError as exc:  # the rows read before the damage stay samples
+                ctx.exclude(ctx.rel(path), str(exc))
 
 
 def _add_row(layout: ParquetLayout, ctx: LayoutContext, names: "_LabelNames", path: Path, number: int,

@@ -29,6 +29,7 @@ class TableFile:
 
         self.path = path
         self._source = None
+        self._parquet = None
         try:
             with open(path, "rb") as handle:
                 head = handle.read(len(ARROW_FILE_MAGIC))
@@ -47,15 +48,28 @@ class TableFile:
             raise TableFileError(f"not a readable Parquet or Arrow IPC file ({type(exc).__name__}: {exc})") from None
 
     def rows(self, columns: list[str], batch_rows: int) -> Iterator[dict[str, Any]]:
-        """The rows' `columns` as dicts, `batch_rows` converted to Python at a time."""
-        if self._source is None:
-            for batch in self._parquet.iter_batches(batch_size=batch_rows, columns=columns):
-                yield from batch.to_pylist()
+        """The rows' `columns` as dicts, `batch_rows` converted to Python at a time; TableFileError when the file
+        turns out damaged part-way (the rows before it were good)."""
+        done = 0
+        try:
+            for chunk in self._chunks(columns, batch_rows):
+                rows = chunk.to_pylist()
+                done += len(rows)
+                yield from rows
+        except TableFileError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a truncated or corrupt batch: pyarrow's own error, named
+            raise TableFileError(f"the {self.kind} is damaged after its first {done} rows ({type(exc).__name__}: "
+                                 f"{exc})") from None
+
+    def _chunks(self, columns: list[str], batch_rows: int) -> Iterator[Any]:
+        if self._parquet is not None:
+            yield from self._parquet.iter_batches(batch_size=batch_rows, columns=columns)
             return
         for batch in self._batches():
             batch = batch.select(columns)
             for offset in range(0, batch.num_rows, batch_rows):
-                yield from batch.slice(offset, batch_rows).to_pylist()
+                yield batch.slice(offset, batch_rows)
 
     def _batches(self) -> Iterator[Any]:
         if self.kind == "Arrow IPC file":
@@ -68,6 +82,9 @@ class TableFile:
         if self._source is not None:
             self._source.close()
             self._source = None
+        if self._parquet is not None:
+            self._parquet.close()
+            self._parquet = None
 
     def __enter__(self) -> "TableFile":
         return self

@@ -102,3 +102,25 @@ def test_arrow_rows_are_read_a_slice_at_a_time_in_order_across_record_batches(tm
     assert seen == list(range(120))
     assert peak < 3_000_000  # one 8-row slice is 0.8 MB; the whole file would be 12 MB
     assert pa.total_allocated_bytes() - pool_before < 1_000_000
+
+
+def test_a_stream_cut_short_keeps_the_rows_before_the_damage_and_names_the_file(tmp_path):
+    raw = tmp_path / "raw"
+    (raw / "train").mkdir(parents=True)
+    schema = pa.schema([("image", pa.binary()), ("label", pa.string())])
+    path = raw / "train" / "data-00000-of-00001.arrow"
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, schema) as writer:
+        for value in (10, 20, 30):
+            writer.write_batch(pa.record_batch([pa.array([png(np.full((8, 8), value, np.uint8))], pa.binary()),
+                                                pa.array(["cell"])], schema=schema))
+    whole = path.read_bytes()
+    path.write_bytes(whole[:len(whole) * 3 // 4])  # the third batch is cut in the middle
+    samples, exclusions = read_samples(make_manifest({"kind": "parquet", "files": "{split}/data-*.arrow",
+                                                      "label_column": "label"}, labels=CELL_LABELS), raw,
+                                       tmp_path / "cache")
+
+    assert [s.frame for s in samples] == ["row=0", "row=1"]
+    assert np.asarray(Image.open(samples[1].image_path)).tolist() == np.full((8, 8), 20).tolist()
+    (exclusion,) = exclusions
+    assert exclusion.item == "train/data-00000-of-00001.arrow"
+    assert exclusion.reason.startswith("the Arrow IPC stream is damaged after its first 2 rows (")
