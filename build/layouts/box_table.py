@@ -82,7 +82,7 @@ def _add_image(layout: BoxTableLayout, ctx: LayoutContext, path: Path, objects: 
             ctx.exclude(f"{ctx.rel(path)}#{instance}", str(exc))
     if objects and not kept:
         if left_out:
-            ctx.exclude(ctx.rel(path), f"none of its {left_out} boxes has {_where_text(layout)}")
+            ctx.exclude(ctx.rel(path), f"none of its {left_out} boxes has {layout.where_text()}")
         return
     regions, said_empty = _regions(layout, ctx, path, size, kept)
     if not regions and said_empty:
@@ -90,10 +90,6 @@ def _add_image(layout: BoxTableLayout, ctx: LayoutContext, path: Path, objects: 
                                    "questions need one")
         return
     ctx.add(path, regions=regions, size=size, grounded=True)
-
-
-def _where_text(layout: BoxTableLayout) -> str:
-    return " and ".join(f"{field} in {values}" for field, values in layout.where.items())
 
 
 def _file_objects(layout: BoxTableLayout, ctx: LayoutContext, box_file: Path) -> Objects | None:

@@ -1,4 +1,5 @@
-"""A CSV/TSV table with one row per image: one label column, a `|`-joined column or one-hot columns."""
+"""A CSV/TSV table with one row per image: one label column, a `|`-joined column or one-hot columns; `where`
+keeps only the rows whose columns hold the listed values."""
 from __future__ import annotations
 
 import csv
@@ -71,12 +72,16 @@ def read(layout: LabelTableLayout, ctx: LayoutContext) -> None:
     label_columns = layout.label_columns or [layout.label_column]
     frame_columns = [layout.frame_column] if layout.frame_column else []
     if missing_columns(ctx, layout.table, table, [layout.image_column, *label_columns, *frame_columns,
-                                                  *layout.metadata_columns.values()]):
+                                                  *layout.metadata_columns.values(), *layout.where]):
         return
     images = ImageFinder(ctx, layout.image_root)
     for number, row in enumerate(table.itertuples(index=False, name=None), start=2):  # line 1 is the header
         record = dict(zip(table.columns, row))
         name = record[layout.image_column].strip()
+        if left_out := layout.left_out_by(record.get):
+            # named by its line: another row may keep the same image (one row per frame or attribute)
+            ctx.exclude(f"{layout.table}:{number}", f"the row of {name or 'no image'!r} is not read: {left_out}")
+            continue
         if not name:
             ctx.exclude(f"{layout.table}:{number}", "the row has an empty image column")
             continue

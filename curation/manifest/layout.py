@@ -15,7 +15,7 @@ from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.templates import parse_template
 
 from mmbu.curation.manifest.layout_base import (
-    BOXES, BoxOrder, CLASSIFY, ColourMasks, DatasetPath, LayoutBase, MASKS, MetadataColumns, TableLabels,
+    BOXES, BoxOrder, CLASSIFY, ColourMasks, DatasetPath, LayoutBase, MASKS, MetadataColumns, RowFilter, TableLabels,
 )
 from mmbu.curation.manifest.layout_annotations import BoxTableLayout, PolygonsLayout
 from mmbu.curation.manifest.layout_arrays import ArraysLayout
@@ -58,9 +58,11 @@ class FolderPerClassLayout(LayoutBase):
         return CLASSIFY
 
 
-class LabelTableLayout(TableLabels):
+class LabelTableLayout(TableLabels, RowFilter):
     """A CSV/TSV table with one row per image (labels as in `TableLabels`); extra columns may carry
-    per-sample metadata."""
+    per-sample metadata. `where` keeps only the rows whose columns hold the listed values (an ISIC Archive
+    bundle's `metadata.csv` mixes dermoscopic and clinical photographs: `{image_type: ['clinical: close-up']}`);
+    every row it leaves out is an exclusion naming the filter."""
 
     kind: Literal["label_table"]
     table: DatasetPath

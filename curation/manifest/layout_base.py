@@ -69,11 +69,20 @@ class RowFilter(LayoutBase):
 
     def keeps(self, value_of: Callable[[str], Any]) -> bool:
         """True when every `where` field (its value read by `value_of`) holds one of the listed values."""
+        return self.left_out_by(value_of) is None
+
+    def left_out_by(self, value_of: Callable[[str], Any]) -> str | None:
+        """Why `where` leaves the row out (the first field whose value is not listed), or None when it keeps it."""
         for field, values in self.where.items():
             value = value_of(field)
-            if ("" if value is None else str(value).strip()) not in values:
-                return False
-        return True
+            text = "" if value is None else str(value).strip()
+            if text not in values:
+                return f"where keeps {field} in {values} and the row's {field} is {text!r}"
+        return None
+
+    def where_text(self) -> str:
+        """The filter in words, for exclusions that name it: "type in ['rectangle']"."""
+        return " and ".join(f"{field} in {values}" for field, values in self.where.items())
 
 
 class TableLabels(LayoutBase):

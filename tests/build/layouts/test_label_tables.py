@@ -1,6 +1,8 @@
 """label_table beyond one column: one-hot columns and `|`-joined multi-label cells, one answer per image."""
 from __future__ import annotations
 
+import csv
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -127,3 +129,88 @@ def test_a_misspelt_column_is_named_with_the_closest_one(tmp_path):
 def test_label_table_fields_are_checked(layout, message):
     with pytest.raises(ValidationError, match=message):
         make_manifest({"kind": "label_table", "table": "t.csv", "image_column": "image", **layout}, labels=ISIC_LABELS)
+
+
+# An ISIC Archive DOI bundle's metadata.csv, as the archive writes it (ImageMarkup/isic@b3713ec
+# isic/core/services/__init__.py image_metadata_csv and snapshot/__init__.py: a csv.DictWriter with
+# isic_id, attribution, copyright_license, then the used metadata keys sorted; image_type values from
+# ImageMarkup/isic-metadata@562f25c isic_metadata/fields.py ImageTypeEnum). One lesion photographed twice.
+BUNDLE_COLUMNS = ["isic_id", "attribution", "copyright_license", "anatom_site_general", "diagnosis_1", "diagnosis_2",
+                  "image_type", "lesion_id"]
+BUNDLE_ROWS = [
+    ("ISIC_0000001", "clinical: close-up", "Benign", "Benign melanocytic proliferations", "IL_0000001", 30),
+    ("ISIC_0000002", "dermoscopic", "Benign", "Benign melanocytic proliferations", "IL_0000001", 60),
+    ("ISIC_0000003", "clinical: close-up", "Malignant", "Malignant adnexal epithelial proliferations - Follicular",
+     "IL_0000002", 90),
+    ("ISIC_0000004", "clinical: overview", "Malignant", "", "IL_0000002", 120),
+    ("ISIC_0000005", "dermoscopic", "", "", "IL_0000003", 150),  # no diagnosis: left out by the filter first
+]
+BUNDLE_LABELS = {"Benign": "benign skin lesion", "Malignant": "malignant skin lesion"}
+
+
+def isic_doi_bundle(raw):
+    """`images/<isic_id>.jpg` (JPEG, written with Pillow) beside `metadata.csv` (written with csv.DictWriter)."""
+    raw.mkdir(parents=True, exist_ok=True)
+    with (raw / "metadata.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=BUNDLE_COLUMNS)
+        writer.writeheader()
+        for isic_id, image_type, diagnosis_1, diagnosis_2, lesion_id, value in BUNDLE_ROWS:
+            writer.writerow({"isic_id": isic_id, "attribution": "Hospital Italiano de Buenos Aires",
+                             "copyright_license": "CC-BY", "anatom_site_general": "posterior torso",
+                             "diagnosis_1": diagnosis_1, "diagnosis_2": diagnosis_2, "image_type": image_type,
+                             "lesion_id": lesion_id})
+            write_image(raw / "images" / f"{isic_id}.jpg", value)
+
+
+def bundle_layout(**extra):
+    return {"kind": "label_table", "table": "metadata.csv", "image_column": "isic_id", "image_root": "images",
+            "image_suffix": ".jpg", "label_column": "diagnosis_1", **extra}
+
+
+def test_where_keeps_only_the_rows_holding_a_listed_value_and_names_itself_in_each_exclusion(tmp_path):
+    raw = tmp_path / "raw"
+    isic_doi_bundle(raw)
+    layout = bundle_layout(where={"image_type": ["clinical: close-up"]})
+    samples, exclusions = read_samples(make_manifest(layout, labels=BUNDLE_LABELS), raw)
+
+    assert [(s.source_path, s.label) for s in samples] == [("images/ISIC_0000001.jpg", "Benign"),
+                                                           ("images/ISIC_0000003.jpg", "Malignant")]
+    assert np.asarray(Image.open(samples[1].image_path))[8, 10, 0] in range(87, 94)  # ISIC_0000003's grey 90
+    assert [(e.item, e.reason) for e in exclusions] == [
+        ("metadata.csv:3", "the row of 'ISIC_0000002' is not read: where keeps image_type in ['clinical: close-up'] "
+                           "and the row's image_type is 'dermoscopic'"),
+        ("metadata.csv:5", "the row of 'ISIC_0000004' is not read: where keeps image_type in ['clinical: close-up'] "
+                           "and the row's image_type is 'clinical: overview'"),
+        ("metadata.csv:6", "the row of 'ISIC_0000005' is not read: where keeps image_type in ['clinical: close-up'] "
+                           "and the row's image_type is 'dermoscopic'"),
+    ]
+
+
+def test_where_with_several_columns_keeps_rows_matching_all_of_them(tmp_path):
+    raw = tmp_path / "raw"
+    isic_doi_bundle(raw)
+    layout = bundle_layout(where={"image_type": ["clinical: close-up", "clinical: overview"],
+                                  "diagnosis_1": ["Malignant"]})
+    samples, exclusions = read_samples(make_manifest(layout, labels=BUNDLE_LABELS), raw)
+
+    assert [s.source_path for s in samples] == ["images/ISIC_0000003.jpg", "images/ISIC_0000004.jpg"]
+    by_line = {e.item: e.reason for e in exclusions}
+    assert by_line["metadata.csv:2"].endswith("where keeps diagnosis_1 in ['Malignant'] and the row's diagnosis_1 "
+                                              "is 'Benign'")
+    assert by_line["metadata.csv:6"].endswith("the row's image_type is 'dermoscopic'")  # the first failing column
+    assert len(exclusions) == 3
+
+
+def test_a_where_column_missing_from_the_table_excludes_the_table_with_the_closest_name(tmp_path):
+    raw = tmp_path / "raw"
+    isic_doi_bundle(raw)
+    layout = bundle_layout(where={"imagetype": ["clinical: close-up"]})
+    samples, exclusions = read_samples(make_manifest(layout, labels=BUNDLE_LABELS), raw)
+    assert samples == []
+    assert [(e.item, e.reason) for e in exclusions] == [
+        ("metadata.csv", "the table has no column 'imagetype'; did you mean 'image_type'?")]
+
+
+def test_a_where_without_values_is_refused_by_the_model():
+    with pytest.raises(ValidationError, match="where lists no value for 'image_type'"):
+        make_manifest(bundle_layout(where={"image_type": []}), labels=BUNDLE_LABELS)
