@@ -29,6 +29,9 @@ of that commit, extracted with ``git archive`` and put first on the package path
 with the same worker counts, alternately with the current one, ``--repeat`` times (before/after
 comparisons on a shared machine). Each runner variant runs in a child process of its own; its CPU time
 (user + system, workers included) per answer is the steadier figure when the machine is loaded.
+``--image-cache`` adds the current runner with ``mmbu eval run --image-cache``: a cold run filling an empty
+cache, then a warm run reading it (what a resumed run or a second model with the same image limits gets).
+``--stages`` prints the CPU ms per row of each step of a row's image.
 """
 from __future__ import annotations
 
@@ -71,6 +74,7 @@ MESSAGES = [{"role": "user", "content": "Reply with one letter.\nA. nucleus\nB. 
 
 
 SAME_BODY = "bare client, same bodies"
+CACHE_COLD, CACHE_WARM = "current, image cache cold", "current, image cache warm"
 SERVERS = {"lean": ROOT / "benchmarks/latency_server.py", "scripted": ROOT / "tests/support/openai_server.py"}
 
 
@@ -210,7 +214,7 @@ def child(arguments: dict) -> None:
     started = resource.getrusage(resource.RUSAGE_SELF)
     whole, steady, asked = runner_throughput(arguments["url"], arguments["concurrency"], Path(arguments["release"]),
                                              Path(arguments["runs"]), workers=arguments["workers"],
-                                             model=arguments["model"])
+                                             model=arguments["model"], image_cache=arguments.get("image_cache"))
     cpu = sum(getattr(resource.getrusage(who), field) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
               for field in ("ru_utime", "ru_stime")) - started.ru_utime - started.ru_stime
     peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
@@ -220,13 +224,14 @@ def child(arguments: dict) -> None:
 
 def runner_throughput(url: str, concurrency: int, release: Path, runs: Path,
                       runner_class: type[Runner] = Runner, workers: int = 1,
-                      model: str = "Qwen/Qwen3-VL-8B-Instruct") -> tuple[float, float, int]:
+                      model: str = "Qwen/Qwen3-VL-8B-Instruct", image_cache: str | None = None) -> tuple[float, float, int]:
     """(whole-run req/s, steady req/s, answers). *Whole run* includes start-up (reading the release,
     spawning workers); *steady* is answers / (last answer - first request sent), from the records."""
     entry = default_registry().get(model)
     config = RunConfig(release_dir=release, runs_dir=runs, entry=entry, tasks=("ungrounded_classification",),
                        forms=("closed", "open"), templates=("no_context", "modality", "full_context"),
-                       concurrency=concurrency, max_tokens=8)
+                       concurrency=concurrency, max_tokens=8,
+                       **({"image_cache": Path(image_cache)} if image_cache else {}))  # runners before the cache lack it
 
     async def one_process():
         backend = OpenAICompatBackend(OpenAICompatClient(url, entry.served_name, concurrency=concurrency), entry.chat)
@@ -263,6 +268,8 @@ def main() -> None:
     parser.add_argument("--baseline-ref", help="also time the runner of this git ref (benchmark_eval/), alternately")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each runner variant per level (alternating)")
     parser.add_argument("--skip-client", action="store_true", help="time the runners only (no bare-client rows)")
+    parser.add_argument("--image-cache", action="store_true",
+                        help="also time the current runner with --image-cache: a cold run (empty cache) then a warm one")
     parser.add_argument("--stages", action="store_true",
                         help="also print the CPU ms per row of each image step (sha256, decode, resize, encode, base64)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -299,17 +306,22 @@ def main() -> None:
                 variants += [(f"@{args.baseline_ref}", shadow, n) for n in worker_counts] if shadow else []
                 if shadow or size[0] * size[1] > 256 * 256:
                     variants.append((SAME_BODY, None, 1))
+                if args.image_cache:  # a fresh cache filled by the first run, read by the second
+                    variants += [(tag, None, n) for n in worker_counts for tag in (CACHE_COLD, CACHE_WARM)]
                 results: dict[tuple[str, int], list[dict]] = {}
                 for repeat in range(args.repeat):
                     order = variants if (index + repeat) % 2 == 0 else variants[::-1]  # the second of a pair gains a little
+                    order = _cold_before_warm(order)
                     for tag, tree, workers in order:
                         runs = Path(scratch) / f"runs-{level}-{tag}-{workers}-{repeat}"
                         server_before = server_cpu_s(process)
+                        cache = Path(scratch) / f"cache-{level}-{workers}-{repeat}" if tag in (CACHE_COLD, CACHE_WARM) else None
                         if tag == SAME_BODY:
                             measured = same_body_throughput(url, level, total, release, args.model)
                         else:
                             measured = timed_in_child(tree, url=url, concurrency=level, release=str(release),
-                                                      runs=str(runs), workers=workers, model=args.model)
+                                                      runs=str(runs), workers=workers, model=args.model,
+                                                      image_cache=str(cache) if cache else None)
                         server_ms = (server_cpu_s(process) - server_before) / measured["asked"] * 1000
                         results.setdefault((tag, workers), []).append(measured)
                         print(f"| {level} | {ideal:.0f} | {ceiling:.0f} | {client:.0f} | {tag} | {workers} | {repeat + 1} | "
@@ -334,6 +346,15 @@ def main() -> None:
             server.wait(timeout=10)
     for line in summary:
         print(line)
+
+
+def _cold_before_warm(order: list[tuple]) -> list[tuple]:
+    """`order` with each warm-cache run moved right after its cold run (which fills that cache)."""
+    cold_warm = [v for v in order if v[0] == CACHE_WARM]
+    ordered = [v for v in order if v[0] != CACHE_WARM]
+    for warm in cold_warm:
+        ordered.insert(ordered.index((CACHE_COLD, None, warm[2])) + 1, warm)
+    return ordered
 
 
 def _load() -> str:

@@ -73,6 +73,7 @@ class EvalConfig:
     batch_size: int = 256  # vllm / hf backends
     tensor_parallel_size: int = 1  # vllm
     registry_path: Path | None = None  # default: the bundled registry
+    image_cache: Path | None = None  # prepared images kept on disk for later runs and models that prepare alike
     command_line: tuple[str, ...] | None = None  # recorded in run.json (secrets removed); default: this process's
 
 
@@ -179,12 +180,18 @@ def run_eval(config: EvalConfig, on_progress: Callable[[Progress], None] | None 
     """
     entry = resolve_model(config.model, config.box_format, config.registry_path)
     tasks, forms, templates = _selection(config)
+    if config.image_cache is not None:
+        try:
+            config.image_cache.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise EvalUsageError(f"--image-cache {config.image_cache}: cannot be created ({exc.strerror or exc})") from None
     urls, key_env = _endpoint(config, entry)
     served = config.served_model_name or entry.served_name
     run_config = RunConfig(release_dir=config.release_dir, runs_dir=config.runs_dir, entry=entry, tasks=tasks,
                            forms=forms, templates=templates, limit=config.limit,
                            max_tokens=config.max_tokens or entry.max_tokens, seed=config.seed,
-                           concurrency=config.concurrency, batch_size=config.batch_size, backend_name=config.backend)
+                           concurrency=config.concurrency, batch_size=config.batch_size, backend_name=config.backend,
+                           image_cache=config.image_cache)
     try:
         backend = make_backend(config.backend, entry, base_urls=urls, api_key_env=key_env, served_model=served,
                                concurrency=config.concurrency, timeout=config.timeout,

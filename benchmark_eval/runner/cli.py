@@ -72,13 +72,16 @@ def completeness_table(rows: list[dict]) -> Table:
 @click.option("--tensor-parallel-size", type=click.IntRange(1), default=1, show_default=True, help="vLLM tensor parallelism.")
 @click.option("--registry", "registry_path", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None,
               help="Another model registry YAML (default: the bundled one).")
+@click.option("--image-cache", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Keep prepared (resized, outlined, encoded) images here and reuse them: resumed runs and models "
+                   "that prepare images alike skip that work. Safe to share and to delete.")
 @click.option("--out", "runs_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Runs directory; records go to OUT/<model-slug>/predictions.jsonl.")
 def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_kind: str, api_key_env: str | None,
         served_model_name: str | None, concurrency: int, workers: int, tasks: str | None, forms: str | None, templates: str | None,
         limit: int | None, box_format: str | None, max_tokens: int | None, seed: int, timeout: float,
         max_attempts: int, retry_backoff: float, max_response_mib: float, batch_size: int, tensor_parallel_size: int,
-        registry_path: Path | None, runs_dir: Path) -> None:
+        registry_path: Path | None, image_cache: Path | None, runs_dir: Path) -> None:
     """Ask a model every selected question of a release; append one record per answer.
 
     Re-running the same command resumes: answers already recorded as ok (same request hash)
@@ -93,7 +96,7 @@ def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_
         box_format=box_format, max_tokens=max_tokens, seed=seed, timeout=timeout, max_attempts=max_attempts,
         retry_backoff=retry_backoff, max_response_bytes=int(max_response_mib * 2**20), batch_size=batch_size,
         tensor_parallel_size=tensor_parallel_size,
-        registry_path=registry_path)
+        registry_path=registry_path, image_cache=image_cache)
     try:
         report = _run_with_bar(config, console)
     except EvalUsageError as exc:

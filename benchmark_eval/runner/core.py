@@ -28,6 +28,7 @@ from ..backends.base import Backend, BackendError, ChatResult, ModelRequest
 from ..models.registry import ModelEntry
 from ..records import RecordKey, RecordWriter, RunRecord, dump_record, iter_records, repair_truncated_tail
 from ..release import SampleImages, iter_images, load_samples
+from ..tasks.image_cache import ImageCache, prepare_cached
 from ..tasks.images import Frames, ImageTooLarge, ImageUnreadable, image_size_of, plan_frames, prepare_image
 from ..tasks.prompts import PROMPT_VERSION, Prompt, PromptError, build_prompt
 from ..tasks.spec import FORMS, TASK_SPECS, TEMPLATES
@@ -57,6 +58,7 @@ class RunConfig:
     batch_size: int = 256          # for in-process backends (vLLM, transformers)
     backend_name: str = "openai"
     shard: tuple[int, int] = (0, 1)  # (index, count): this process asks rows index, index + count, ...
+    image_cache: Path | None = None  # prepared images kept here for later runs (tasks.image_cache)
 
     @property
     def run_dir(self) -> Path:
@@ -201,6 +203,7 @@ class Runner:
         self._box_format = config.entry.box_format.model_dump(mode="json")
         self._fingerprint = model_fingerprint(config.entry)
         self._admit: asyncio.Semaphore | None = None
+        self.image_cache = ImageCache(config.image_cache) if config.image_cache is not None else None
 
     # -- records ----------------------------------------------------------------------------
     def _record(self, sample_id: str, task: str, form: str, template: str, rhash: str, frames: Frames | None,
@@ -410,7 +413,9 @@ class Runner:
                 # A thumbnail is prepared in less time than a worker-thread hop and its GIL hand-offs cost.
                 prepared = prepare_image(images.image, entry, boxes=boxes, mask_png=mask)
             else:
-                prepared = await asyncio.to_thread(prepare_image, images.image, entry, boxes=boxes, mask_png=mask)
+                prepared = await asyncio.to_thread(prepare_cached, self.image_cache, images.image, entry,
+                                                   image_sha256=image_sha, mask_sha256=mask_sha, boxes=boxes, mask_png=mask,
+                                                   frames=frames)
         except (ImageTooLarge, ImageUnreadable) as exc:
             reason = "image_too_large" if isinstance(exc, ImageTooLarge) else "invalid_sample"
             if self._admit is not None:

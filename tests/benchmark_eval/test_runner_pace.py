@@ -11,6 +11,7 @@ from mmbu.benchmark_eval.records import read_records
 from mmbu.benchmark_eval.runner import RunConfig, Runner, core
 from mmbu.benchmark_eval.runner.cli import pace_text
 from mmbu.benchmark_eval.runner.core import Progress
+from mmbu.benchmark_eval.tasks import images
 from support.eval_release import write_release
 from support.openai_server import OpenAIServer
 
@@ -26,14 +27,15 @@ def test_prepared_images_live_only_while_their_rows_requests_are_queued_or_in_fl
     prepared: list[str] = []
     answered: dict[str, int] = {}
     alive: list[int] = []
-    real_prepare = core.prepare_image
+    real_prepare = images.prepare_image
 
     def counting_prepare(png, entry, **kwargs):   # the real preparation, counted
         result = real_prepare(png, entry, **kwargs)
         prepared.append(png[-16:].hex())
         return result
 
-    monkeypatch.setattr(core, "prepare_image", counting_prepare)
+    monkeypatch.setattr(core, "prepare_image", counting_prepare)     # thumbnails, on the event loop
+    monkeypatch.setattr(images, "prepare_image", counting_prepare)   # the rest, through tasks.image_cache
 
     class Watching(OpenAICompatBackend):
         async def generate(self, request):
