@@ -336,6 +336,11 @@ def main() -> None:
                         summary.append(f"{level} in flight, {workers} worker(s): steady req/s current / @{args.baseline_ref} "
                                        f"median {statistics.median(ratios):.2f}x (runs {', '.join(f'{r:.2f}' for r in ratios)}); "
                                        f"CPU per answer @{args.baseline_ref} / current median {statistics.median(cpu):.2f}x")
+                        for tag in (CACHE_COLD, CACHE_WARM):
+                            if (tag, workers) in results:  # a warm cache is a later run's figure, never the first one's
+                                cached = [c["steady"] / o["steady"] for c, o in zip(results[(tag, workers)], old)]
+                                summary.append(f"{level} in flight, {workers} worker(s): {tag} / @{args.baseline_ref} "
+                                               f"median {statistics.median(cached):.2f}x (runs {', '.join(f'{r:.2f}' for r in cached)})")
                         if (SAME_BODY, 1) in results:  # what no runner sending these bodies here could exceed
                             bound = [b["steady"] / o["steady"] for b, o in zip(results[(SAME_BODY, 1)], old)]
                             summary.append(f"{level} in flight, {workers} worker(s): {SAME_BODY} / @{args.baseline_ref} "
