@@ -16,7 +16,8 @@ import pandas as pd
 
 from mmbu.build.cache import hash_file, hash_json
 from mmbu.build.data_lock import data_folder_lock, remove_stale_temporaries
-from mmbu.build.duplicates import DEFAULT_MAX_DISTANCE, DuplicateCheck, check_duplicates
+from mmbu.build.duplicates import DEFAULT_MAX_DISTANCE, DuplicateCheck
+from mmbu.build.duplicates.check import check_duplicates_saved
 from mmbu.build.executors import ExecutorName, WorkerDied, run_all
 from mmbu.build.fetch import FetchResult, LockFile, fetch_manifest_file, repository_root
 from mmbu.build.fetch.plan import FetchPlan, plan_fetch
@@ -28,6 +29,7 @@ from mmbu.curation.http import PoliteSession
 from mmbu.curation.manifest import DatasetManifest
 from mmbu.curation.manifest.validate import ValidationReport, validate_files
 
+DUPLICATES_FILE = "duplicates.json"  # in work/: the last duplicate check and the inputs it was made from
 REVIEW_CHECKS = "review-checks.jsonl"  # in the data folder; `mmbu review ... --checks` reads it
 
 
@@ -161,8 +163,9 @@ def _run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | 
     report.fetch.sort(key=lambda result: result.manifest or result.dataset_id)
     report.datasets = sorted(outcomes.values(), key=lambda outcome: outcome.manifest_path)
     if config.duplicate_distance is not None:
-        report.duplicates = check_duplicates({o.dataset_id: Path(o.rows_path) for o in report.datasets
-                                              if o.ok and o.rows_path}, config.duplicate_distance)
+        report.duplicates = check_duplicates_saved({o.dataset_id: Path(o.rows_path) for o in report.datasets
+                                                    if o.ok and o.rows_path}, config.duplicate_distance,
+                                                   Path(config.data_dir) / "work" / DUPLICATES_FILE)
 
     _write_release_if_changed(config, report, taxonomy.content_hash, {m.id: m for m in manifests.values()})
     write_json_atomic(Path(config.data_dir) / "build-report.json", _report_document(report))

@@ -6,16 +6,21 @@ distance; `keep_rows` removes those rows while the release is written.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from mmbu.build.cache import hash_file, hash_json
+from mmbu.build.duplicates.hashing import HASH_VERSION
 from mmbu.build.duplicates.index import LinkStats
 from mmbu.build.duplicates.resolve import DuplicateDrop, find_duplicates
 from mmbu.core.exclusions import Exclusion
+from mmbu.core.files import write_json_atomic
 
 HASHES_FILE = "image-hashes.parquet"  # in work/<id>/, written by the dataset's `hashes` step
+CHECK_VERSION = 2  # part of the saved check's key: bump when the search or the keeper rule changes
 
 
 @dataclass
@@ -66,4 +71,32 @@ def check_duplicates(rows_paths: dict[str, Path], max_distance: int) -> Duplicat
                 check.exclusions.append(Exclusion(
                     dataset_id=dataset_id, sample_id=sample_id, item=drop.source_path, stage="duplicates",
                     reason=drop.reason, duplicate_of=drop.keeper_id, distance=drop.distance))
+    return check
+
+
+def _to_document(check: DuplicateCheck, key: str) -> dict:
+    return {"key": key, "images_checked": check.images_checked, "search": asdict(check.search),
+            "drops": [asdict(d) for d in check.drops], "exclusions": [e.model_dump() for e in check.exclusions]}
+
+
+def _from_document(document: dict) -> DuplicateCheck:
+    return DuplicateCheck(drops=[DuplicateDrop(**d) for d in document["drops"]],
+                          exclusions=[Exclusion.model_validate(e) for e in document["exclusions"]],
+                          images_checked=document["images_checked"], search=LinkStats(**document["search"]))
+
+
+def check_duplicates_saved(rows_paths: dict[str, Path], max_distance: int, saved: Path) -> DuplicateCheck:
+    """`check_duplicates`, or its result saved in `saved` when no dataset's rows or hashes changed since (a no-op
+    rebuild reads one JSON file instead of every image table and search)."""
+    key = hash_json([CHECK_VERSION, HASH_VERSION, max_distance, sorted(
+        (dataset_id, hash_file(Path(path)), hash_file(Path(path).with_name(HASHES_FILE))
+         if Path(path).with_name(HASHES_FILE).exists() else None) for dataset_id, path in rows_paths.items())])
+    try:
+        document = json.loads(saved.read_text(encoding="utf-8"))
+        if document.get("key") == key:
+            return _from_document(document)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # absent or torn: checked again
+    check = check_duplicates(rows_paths, max_distance)
+    write_json_atomic(saved, _to_document(check, key))
     return check

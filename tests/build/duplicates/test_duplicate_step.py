@@ -111,7 +111,7 @@ def write_dataset(root: Path, dataset_id: str, images: dict[str, Image.Image], s
     (manifests / f"{dataset_id}.yaml").write_text(yaml.safe_dump(document), encoding="utf-8")
 
 
-def test_a_build_drops_the_reupload_and_says_why_in_exclusions_csv(tmp_path):
+def test_a_build_drops_the_reupload_and_says_why_in_exclusions_csv(tmp_path, monkeypatch):
     # "original": two tiles; "reupload": a downscaled JPEG copy of the first, under another label
     write_dataset(tmp_path, "original", {"tumour": tile("t1"), "stroma": tile("t2")}, ".png")
     write_dataset(tmp_path, "reupload", {"stroma": tile("t1").resize((128, 128), Image.LANCZOS),
@@ -132,9 +132,18 @@ def test_a_build_drops_the_reupload_and_says_why_in_exclusions_csv(tmp_path):
                            columns=["sample_id", "dataset_id"])
     assert dropped.sample_id not in set(rows["sample_id"])
 
-    again = run_build(config)  # a rebuild makes the same decision and leaves the release alone
-    assert not again.release_written and len(again.duplicates.exclusions) == 1
+    def no_search(*args, **kwargs):
+        raise AssertionError("the duplicate check ran again though no rows or hashes changed")
+
+    with monkeypatch.context() as patched:  # a rebuild reads the saved decision and leaves the release alone
+        patched.setattr("mmbu.build.duplicates.check.find_duplicates", no_search)
+        again = run_build(config)
+    assert not again.release_written and again.duplicates.exclusions == report.duplicates.exclusions
+    assert again.duplicates.drops == report.duplicates.drops
     assert all("hashes" in o.skipped for o in again.datasets)
+    saved = config.data_dir / "work" / "duplicates.json"
+    saved.write_text("{torn", encoding="utf-8")  # a torn file is checked again, with the same decision
+    assert run_build(config).duplicates.drops == report.duplicates.drops
 
     kept = run_build(BuildConfig(**{**config.__dict__, "duplicate_distance": None}))
     assert kept.release_rows == {"ungrounded_classification": 4}
