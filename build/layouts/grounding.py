@@ -18,7 +18,6 @@ from mmbu.build.layouts.frames import geometry_of, map_boxes, map_mask
 from mmbu.build.layouts.masks import MaskError, mask_box, mask_png, read_mask, region_mask
 from mmbu.build.layouts.sample import Region, Sample
 from mmbu.core.exclusions import Exclusion
-from mmbu.core.files import write_bytes_atomic
 from mmbu.core.geometry import ConversionGeometry
 
 
@@ -91,9 +90,12 @@ def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: M
             if box is None:
                 drop("the region is too small to survive the conversion's downscaling")
                 continue
-            # not fsynced here: the rows step syncs once before it records itself done (mmbu.core.files)
-            row["mask"] = str(write_bytes_atomic(Path(roi_dir) / f"{item['sample_id']}.png", mask_png(roi),
-                                                 durable=False))
+            # written in place, not fsynced: the rows step syncs once before it records itself done, and a
+            # rows step that did not finish is run again whole, rewriting every ROI (mmbu.core.files)
+            roi_path = Path(roi_dir) / f"{item['sample_id']}.png"
+            roi_path.parent.mkdir(parents=True, exist_ok=True)
+            roi_path.write_bytes(mask_png(roi))
+            row["mask"] = str(roi_path)
             row["boxes"] = [list(box)]
         placed.append(row)
     columns = list(dict.fromkeys([*items.columns, "image", "image_width", "image_height", "mask"]))

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from PIL import Image
@@ -201,12 +202,16 @@ def test_a_png_a_power_cut_emptied_or_damaged_is_converted_again_on_resume(tmp_p
     damaged = bytearray(good[images[2]])
     damaged[len(damaged) // 2] ^= 0xFF                            # same size, one byte wrong
     images[2].write_bytes(bytes(damaged))
-    untouched = {p: p.stat().st_mtime_ns for p in images[3:]}
+    sidecar = images[3].with_suffix(".json")                      # PNGs and sidecars are written in place:
+    sidecar.write_text(sidecar.read_text(encoding="utf-8")[:40], encoding="utf-8")  # one torn by a kill
+    images[4].with_suffix(".json").unlink()                       # one killed while its PNG was rewritten
+    images[4].write_bytes(good[images[4]][:10])                   # (the old sidecar goes first)
+    untouched = {p: p.stat().st_mtime_ns for p in images[5:]}
     monkeypatch.setattr(steps, "STEPS_FORMAT", steps.STEPS_FORMAT + 1)  # the step re-runs, as after a crash
     report = run_build(config_for(tmp_path))
     assert report.exit_code == 0, report.failed
-    assert all(p.read_bytes() == good[p] for p in images[:3])
-    assert {p: p.stat().st_mtime_ns for p in images[3:]} == untouched
+    assert all(p.read_bytes() == good[p] for p in images[:5])
+    assert {p: p.stat().st_mtime_ns for p in images[5:]} == untouched
 
 
 def test_a_no_op_rebuild_reports_the_same_rows_per_task(built):
@@ -332,3 +337,51 @@ def test_each_manifest_is_parsed_once_per_build(tmp_path, monkeypatch):
     report = run_build(config_for(tmp_path))  # one job: the worker runs in this process, where the count is
     assert report.exit_code == 0 and report.release_written, report.failed
     assert parsed == {"cells": 1, "nuclei": 1}
+
+
+def test_rows_made_a_few_samples_at_a_time_are_the_rows_of_one_pass(tmp_path, monkeypatch):
+    """The rows step makes items, ROIs, questions and lint SAMPLES_PER_CHUNK samples at a time (its memory);
+    with chunks of 2 samples the rows, their order, the exclusions and the lint report are those of one chunk."""
+    from mmbu.build import steps
+
+    manifests = tmp_path / "manifests" / "datasets"
+    manifests.mkdir(parents=True)
+    rng = np.random.default_rng(4)
+    for index in range(7):  # image/mask pairs, two nuclei each, for three tasks; one mask of the wrong size
+        folder = tmp_path / "src" / "pairs"
+        (folder / "images").mkdir(parents=True, exist_ok=True)
+        (folder / "masks").mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rng.integers(0, 255, (48, 64), dtype=np.uint8)).save(folder / "images" / f"f{index}.png")
+        mask = np.zeros((48, 64) if index != 3 else (20, 20), np.uint8)
+        mask[4:12, 4:12], mask[30:40, 40:52] = 1, 2
+        Image.fromarray(mask).save(folder / "masks" / f"f{index}.png")
+    write_manifest(manifests, "pairs", source={"kind": "local", "path": "src/pairs"},
+                   tasks=["box_grounded_classification", "mask_grounded_classification", "object_detection"],
+                   metadata=NUCLEI, labels={"nuc": "interphase nucleus", "mit": "mitotic figure"},
+                   layout={"kind": "image_mask_pairs", "images": "images/*.png", "masks": "masks/*.png",
+                           "mask_values": {1: "nuc", 2: "mit"}, "instances": "components"},
+                   questions={"options_name": "nuclear appearance", "target_name": "nucleus", "n_options": 2})
+    for raw in ("lym", "neu", "mon"):  # questions the wording lint rejects
+        for copy in range(2):
+            path = tmp_path / "src" / "lint" / raw / f"x{copy}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(rng.integers(0, 255, (24, 32), dtype=np.uint8)).save(path)
+    write_manifest(manifests, "lint", source={"kind": "local", "path": "src/lint"},
+                   tasks=["ungrounded_classification"], layout={"kind": "folder_per_class"}, metadata=BLOOD,
+                   labels={"lym": "lymphocyte", "neu": "neutrophil", "mon": "monocyte"},
+                   questions={"options_name": "tumour cell type", "n_options": 3})
+
+    def outputs(data: Path) -> dict:
+        work = data / "work"
+        return {name: (pd.read_parquet(work / name / "rows.parquet").drop(columns=["image", "mask", "image_path",
+                                                                                   "mask_path"]).to_json(),
+                       (work / name / "rows-exclusions.json").read_text(encoding="utf-8"),
+                       (work / name / "lint-report.txt").read_text(encoding="utf-8"))
+                for name in ("pairs", "lint")}
+
+    one_pass = run_build(BuildConfig(**{**config_for(tmp_path).__dict__, "data_dir": tmp_path / "one"}))
+    monkeypatch.setattr(steps, "SAMPLES_PER_CHUNK", 2)
+    chunked = run_build(BuildConfig(**{**config_for(tmp_path).__dict__, "data_dir": tmp_path / "chunked"}))
+    assert one_pass.release_rows == chunked.release_rows and chunked.release_rows["object_detection"] == 12
+    assert outputs(tmp_path / "one") == outputs(tmp_path / "chunked")
+    assert "tumour" in outputs(tmp_path / "chunked")["lint"][2]
