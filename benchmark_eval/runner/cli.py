@@ -112,6 +112,9 @@ def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_
                       f"that request was asked again.[/]")
     console.print(completeness_table(report.completeness))
     console.print(f"{report.ok}/{report.expected} ok; records in {report.predictions}")
+    if image_cache is not None:
+        console.print(f"image cache {image_cache}: {report.progress.images_reused:,} images reused, "
+                      f"{report.progress.images_stored:,} prepared and stored")
     raise SystemExit(report.exit_code)
 
 

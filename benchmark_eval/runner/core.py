@@ -83,6 +83,8 @@ class Progress:
     reasons: Counter = field(default_factory=Counter)
     on_change: Callable[[Progress], None] | None = None
     first_answer: float | None = None   # time.monotonic() of the first answer: rates leave start-up out
+    images_reused: int = 0           # --image-cache: images read from the cache / prepared and stored
+    images_stored: int = 0
 
     @property
     def done(self) -> int:
@@ -296,6 +298,8 @@ class Runner:
                 self._closing.set()
                 self._queue.put_nowait(None)
                 await writer_task
+        if self.image_cache is not None:
+            self.progress.images_reused, self.progress.images_stored = self.image_cache.hits, self.image_cache.stored
         return RunOutcome(self.expected, self.progress, truncated)
 
     async def _run_task(self, task: str, table: Any, done: set[tuple[RecordKey, str]]) -> None:

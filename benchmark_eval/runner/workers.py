@@ -120,7 +120,8 @@ def _worker_main(config: RunConfig, recipe: OpenAIBackendRecipe, concurrency: in
         with contextlib.suppress(Exception):
             connection.send(("failed", _portable(exc)))
         raise SystemExit(1) from None
-    connection.send(("done", outcome.expected, outcome.progress.skipped))
+    connection.send(("done", outcome.expected, outcome.progress.skipped,
+                     (outcome.progress.images_reused, outcome.progress.images_stored)))
     connection.close()
 
 
@@ -235,8 +236,10 @@ def _handle(message: tuple, worker: _Worker, progress: Progress, held: list[byte
             record = orjson.loads(line)
             progress.count(record["status"], record.get("error_reason"), record.get("usage"))
     elif kind == "done":
-        _, shard_expected, skipped = message
+        _, shard_expected, skipped, (reused, stored) = message
         expected.update(shard_expected)
+        progress.images_reused += reused
+        progress.images_stored += stored
         progress.skipped += skipped - worker.skipped
         worker.skipped, worker.finished = skipped, True
     elif kind == "failed":

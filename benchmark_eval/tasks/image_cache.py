@@ -63,7 +63,7 @@ class ImageCache:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.hits = self.misses = self.write_failures = 0
+        self.hits = self.misses = self.stored = self.write_failures = 0
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.bin"
@@ -95,6 +95,7 @@ class ImageCache:
                 with os.fdopen(handle, "wb") as out:
                     out.write(json.dumps(header).encode() + b"\n" + prepared.data)
                 os.replace(temporary, path)
+                self.stored += 1
             except BaseException:
                 Path(temporary).unlink(missing_ok=True)
                 raise

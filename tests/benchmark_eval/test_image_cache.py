@@ -10,12 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.eval_release import write_release
+from click.testing import CliRunner
 from PIL import Image
 from support.openai_server import OpenAIServer
 
 from mmbu.benchmark_eval.models import default_registry
 from mmbu.benchmark_eval.release import iter_images, load_samples
 from mmbu.benchmark_eval.runner.api import EvalConfig, EvalUsageError, run_eval
+from mmbu.benchmark_eval.runner.cli import run as run_command
 from mmbu.benchmark_eval.tasks.image_cache import ImageCache, entry_key, prepare_cached
 from mmbu.benchmark_eval.tasks.images import Frames, PreparedImage, prepare_image
 from mmbu.core.cli import ExitCode
@@ -125,3 +127,30 @@ def test_a_cache_path_that_is_a_file_is_bad_usage(tmp_path):
     with pytest.raises(EvalUsageError, match="--image-cache .*taken: cannot be created"):
         run_eval(EvalConfig(release_dir=release, runs_dir=tmp_path / "runs", model=QWEN_7B, base_urls=("http://127.0.0.1:9/v1",),
                             image_cache=tmp_path / "taken"))
+
+
+def test_a_failed_write_only_costs_the_cache(tmp_path):
+    release = write_release(tmp_path / "release", tasks=("ungrounded_classification",), count=1, size=(640, 480))
+    png = next(iter_images(release, "ungrounded_classification")).image
+    entry = default_registry().get(QWEN_7B)
+    cache = ImageCache(tmp_path / "cache")
+    key = entry_key(entry, "a" * 64, None, None)
+    (tmp_path / "cache" / key[:2]).write_text("a file where the entry's folder would go")
+    prepared = prepare_cached(cache, png, entry, image_sha256="a" * 64, mask_sha256=None)
+    assert prepared.data == prepare_image(png, entry).data and cache.write_failures == 1
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [key[:2]]     # no temporary file left behind
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_command_says_how_many_images_it_reused_and_stored(tmp_path, workers):
+    release = write_release(tmp_path / "release", tasks=("ungrounded_classification",), count=4, size=(640, 480))
+    args = ["--release", str(release), "--model", QWEN_7B, "--served-model-name", "loopback", "--out",
+            str(tmp_path / "runs"), "--image-cache", str(tmp_path / "cache"), "--workers", workers,
+            "--timeout", "5", "--retry-backoff", "0.01"]
+    with OpenAIServer() as server:
+        first = CliRunner().invoke(run_command, [*args, "--base-url", server.url], catch_exceptions=False)
+        again = CliRunner().invoke(run_command, [*args, "--base-url", server.url, "--max-tokens", "64"],
+                                   catch_exceptions=False)   # another request: every row asked again
+    assert first.exit_code == again.exit_code == 0, first.output
+    assert "0 images reused, 4 prepared and stored" in " ".join(first.output.split())
+    assert "4 images reused, 0 prepared and stored" in " ".join(again.output.split())
