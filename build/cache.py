@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ class StepState:
         entry = self._steps.get(step)
         if not entry or entry.get("inputs") != inputs_hash:
             return False
-        return all(Path(p).exists() for p in entry.get("outputs", []))
+        return all(map(os.path.exists, entry.get("outputs", [])))  # strings: a stat per PNG, no Path each
 
     def outputs(self, step: str) -> dict[str, Any]:
         return self._steps.get(step, {}).get("result", {})

@@ -12,6 +12,7 @@ so `remove_stale_temporaries` deletes them (`.*.tmp`, `.release.tmp-<pid>/`, `.*
 from __future__ import annotations
 
 import fcntl
+import fnmatch
 import json
 import os
 import re
@@ -73,8 +74,11 @@ def remove_stale_temporaries(data_dir: Path) -> int:
         for folder in [Path(data_dir)] if home == "." else Path(data_dir).glob(home):
             if not folder.is_dir() or folder.is_symlink():
                 continue
+            # one listing per folder, hidden names only matched (a glob per pattern listed each folder five times:
+            # work/<id>/images holds a PNG and a sidecar per sample)
+            hidden = [entry.name for entry in os.scandir(folder) if entry.name.startswith(".")]
             for pattern in TEMPORARY_PATTERNS:
-                for leftover in folder.glob(pattern):
+                for leftover in (folder / name for name in fnmatch.filter(hidden, pattern)):
                     if _restore_replaced_folder(leftover):
                         continue
                     if leftover.is_dir() and not leftover.is_symlink():
