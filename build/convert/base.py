@@ -17,7 +17,8 @@ import numpy as np
 from mmbu.core.geometry import ConversionGeometry
 from mmbu.core.text import printable_path
 
-FORMATS = ("dicom", "nifti", "metaimage", "nrrd", "wsi", "ome-tiff", "tiff", "czi", "lif", "nd2", "vsi", "video", "raster")
+FORMATS = ("dicom", "nifti", "metaimage", "nrrd", "wsi", "ome-tiff", "tiff", "czi", "lif", "nd2", "vsi", "mrc", "video",
+           "raster")
 
 # format -> "module:function" that reads it (imported lazily: openslide or gdcm load only when needed)
 READERS = {
@@ -32,6 +33,7 @@ READERS = {
     "lif": "mmbu.build.convert.microscopy_vendors:read_lif",
     "nd2": "mmbu.build.convert.microscopy_vendors:read_nd2",
     "vsi": "mmbu.build.convert.microscopy_vendors:read_vsi",
+    "mrc": "mmbu.build.convert.mrc:read",
     "video": "mmbu.build.convert.video:read",
     "raster": "mmbu.build.convert.raster:read",
 }
@@ -95,7 +97,7 @@ class ConvertOptions:
     square_pixels: bool = True
     # vendor microscopy (CZI, LIF, ND2, VSI): which series (index or name), Z plane and time point
     series: int | str = 0
-    z: int | Literal["middle"] = "middle"
+    z: int | Literal["middle"] = "middle"  # also the section of an MRC volume or image stack
     t: int | Literal["middle"] = "middle"
     # video: the frame at this time in seconds (the first frame shown at or after it); overrides `frame`
     frame_time: float | None = None

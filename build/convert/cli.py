@@ -74,7 +74,7 @@ def _callback(parse):
 @click.option("--series", default="0", show_default=True, callback=_callback(_parse_series),
               help="Series of a CZI/LIF/ND2/VSI file (scene, image, position): 0-based index or its name.")
 @click.option("--z", "z_plane", default="middle", show_default=True, callback=_callback(_parse_index_or_middle),
-              help="Z plane of a CZI/LIF/ND2/VSI series: 0-based index or 'middle'.")
+              help="Z plane of a CZI/LIF/ND2/VSI series, section of an MRC volume: 0-based index or 'middle'.")
 @click.option("--t", "time_point", default="middle", show_default=True, callback=_callback(_parse_index_or_middle),
               help="Time point of a CZI/LIF/ND2/VSI series: 0-based index or 'middle'.")
 @click.option("--time", "frame_time", type=click.FloatRange(min=0), metavar="SECONDS",

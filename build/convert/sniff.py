@@ -6,7 +6,7 @@ openslide opens: the `.mrxs` of a MIRAX slide, or one instance of a DICOM whole-
 Anything that is not an image we can convert (empty, unknown, encrypted, an archive, a PDF) is a
 `ConversionError` whose message says what the file is and why it cannot be converted.
 
-Order matters: magic numbers first (cheap, unambiguous: DICOM, raster, NIfTI, CZI, LIF, ND2, video
+Order matters: magic numbers first (cheap, unambiguous: DICOM, MRC, raster, NIfTI, CZI, LIF, ND2, video
 containers, NRRD, MetaImage header lines), then TIFF flavours (Olympus VSI, OME-XML, then openslide's
 vendor detection), then DICOM without a preamble (pydicom with sanity checks), then openslide for the
 remaining vendor files (MRXS, VMS), then Pillow's own identification as a last resort.
@@ -46,6 +46,9 @@ JP2_SIGNATURE = b"\x00\x00\x00\x0cjP  \r\n\x87\n"
 # ISO base media brands that are still images, not video (HEIF/AVIF photographs)
 IMAGE_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"mif1", b"msf1", b"avif", b"avis"})
 TAG_OLYMPUS_SIS = 33560  # private TIFF tag of Olympus/Evident cellSens .vsi files
+MRC_MAP_STAMP = b"MAP "  # MRC2014 / CCP4 map id at byte 208 (mrcfile refuses files without it)
+# names MRC files go by (IMOD: .rec reconstructions, .st tilt series, .ali aligned stacks; .mrcs image stacks)
+MRC_SUFFIXES = (".mrc", ".mrcs", ".map", ".rec", ".st", ".ali")
 TIFF_MAGIC = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")  # classic and BigTIFF, both byte orders
 
 # Things people put in data folders that are not images: magic -> what to tell them
@@ -55,7 +58,8 @@ NOT_IMAGES = (
     (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive; extract it first"),
     (b"BZh", "a bzip2-compressed file; decompress it first"),
     (b"\xfd7zXZ\x00", "an xz-compressed file; decompress it first"),
-    (b"\x89HDF\r\n\x1a\n", "an HDF5 file, not an image this converter reads"),
+    (b"\x89HDF\r\n\x1a\n", "an HDF5 file, which holds datasets by key; name the dataset in an arrays layout "
+                          "(images: {file, key})"),
     (b"\x93NUMPY", "a NumPy array file, not an image this converter reads"),
 )
 
@@ -98,6 +102,8 @@ def identify(path: str | Path) -> Identified:
 
     if head[128:132] == b"DICM":
         return _identify_dicom(path)
+    if head[208:212] == MRC_MAP_STAMP:
+        return Identified("mrc", path, "MRC")
     if head.startswith(JP2_SIGNATURE) and path.suffix.lower() == ".nd2":
         return Identified("nd2", path, "Nikon ND2 (legacy, JPEG 2000 based)")  # old NIS-Elements files
     for magic, name in RASTER_MAGIC:
@@ -129,6 +135,8 @@ def identify(path: str | Path) -> Identified:
             return Identified("nifti", path, nifti + " (gzip)")
         raise ConversionError(f"{path} is a gzip-compressed file that does not hold a NIfTI image")
     _refuse_non_images(path, head)
+    if path.suffix.lower() in MRC_SUFFIXES:  # no MAP stamp: mrcfile's strict validation says what is wrong
+        return Identified("mrc", path, "MRC (by its name: no MAP stamp)")
     if _looks_like_dicom_without_preamble(head):
         return _identify_dicom(path)
     vendor = _openslide_vendor(path)
@@ -137,7 +145,7 @@ def identify(path: str | Path) -> Identified:
     pillow_format = _pillow_format(path)
     if pillow_format:
         return Identified("raster", path, pillow_format)
-    raise ConversionError(f"{path} is not an image format this converter knows (DICOM, NIfTI, MetaImage, NRRD, TIFF, whole-slide, CZI, LIF, ND2, VSI, MP4/AVI/MKV video, JPEG/PNG/BMP/GIF/WebP)")
+    raise ConversionError(f"{path} is not an image format this converter knows (DICOM, NIfTI, MetaImage, NRRD, TIFF, whole-slide, CZI, LIF, ND2, VSI, MRC, MP4/AVI/MKV video, JPEG/PNG/BMP/GIF/WebP)")
 
 
 # keys a MetaImage header (MetaIO) may start with; NDims must follow somewhere in its first lines

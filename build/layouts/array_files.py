@@ -1,4 +1,4 @@
-"""NumPy `.npy` and `.npz` arrays read one item (first-axis index) at a time, never whole.
+"""NumPy `.npy` and `.npz` arrays and HDF5 datasets read one item (first-axis index) at a time, never whole.
 
 - `.npy`: memory-mapped (`np.load(mmap_mode="r")`); an item is read from disk when it is indexed, so
   a 3 GB `masks.npy` costs one item's bytes of memory, in any order.
@@ -11,16 +11,26 @@
 - Arrays of Python objects need pickle, which can run code: they are refused, never loaded.
 - Fortran-ordered members cannot be cut by first-axis item in a stream: those are loaded whole (rare;
   what it cost is recorded by the caller as a note).
+- HDF5 (`.h5`, `.hdf5`, `.hdf`; h5py): the `key` names a dataset inside the file (`volumes/raw`); an item
+  is read by h5py's hyperslab selection, so only the chunks holding it are read and decompressed. Keys
+  are data, never paths out of the file: `..` parts are refused, and a key that reaches an external link,
+  a virtual dataset built from other files or a dataset stored in external raw files is refused before
+  anything outside the file is opened (the dataset's folder confines every read).
 """
 from __future__ import annotations
 
 import struct
 import zipfile
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 from numpy.lib import format as npy_format
+
+from mmbu.curation.manifest.hints import did_you_mean
+
+if TYPE_CHECKING:
+    import h5py
 
 
 class ArrayFileError(ValueError):
@@ -47,6 +57,10 @@ class ItemArray:
             raise ArrayFileError("a 0-dimensional array is not an image")
         return np.stack([self.item(i) for i in range(len(self))]) if len(self) else np.empty(self.shape, self.dtype)
 
+    def items(self, start: int, stop: int) -> np.ndarray:
+        """Items [start, stop) as one array (a slab of a volume)."""
+        return np.stack([self.item(i) for i in range(start, min(stop, len(self)))])
+
     def close(self) -> None:
         """Release file handles (memory maps close with their last reference)."""
 
@@ -58,6 +72,9 @@ class _Mapped(ItemArray):
 
     def item(self, index: int) -> np.ndarray:
         return np.asarray(self._array[index])
+
+    def items(self, start: int, stop: int) -> np.ndarray:
+        return np.asarray(self._array[start:stop])
 
     def whole(self) -> np.ndarray:
         if not self.shape:
@@ -128,7 +145,9 @@ def _read_header(stream: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, n
 
 
 def npz_members(path: Path) -> list[str]:
-    """The array names in an `.npz` file (member names without `.npy`)."""
+    """The array names in an `.npz` file (member names without `.npy`), or the datasets of an HDF5 file."""
+    if is_hdf5(path):
+        return hdf5_datasets(path)
     try:
         with zipfile.ZipFile(path) as archive:
             return [name[:-4] for name in archive.namelist() if name.endswith(".npy")]
@@ -137,7 +156,10 @@ def npz_members(path: Path) -> list[str]:
 
 
 def open_array(path: Path, key: str | None = None) -> ItemArray:
-    """The array in a `.npy` file, or member `key` of an `.npz` file, for item-by-item reading."""
+    """The array in a `.npy` file, member `key` of an `.npz` file or dataset `key` of an HDF5 file, for
+    item-by-item reading."""
+    if is_hdf5(path):
+        return _open_hdf5(path, key)
     if key is None:
         try:
             with open(path, "rb") as handle:
@@ -194,3 +216,134 @@ def _member_data_offset(path: Path, info: zipfile.ZipInfo) -> int:
         raise ArrayFileError(f"{path.name}: the zip entry of {info.filename} is damaged")
     name_length, extra_length = struct.unpack("<HH", header[26:30])
     return info.header_offset + 30 + name_length + extra_length
+
+
+# --- HDF5 -----------------------------------------------------------------------------------------
+
+HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+
+
+def is_hdf5(path: Path) -> bool:
+    """An HDF5 file by its signature (at byte 0; files with a user block are named by their suffix)."""
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(len(HDF5_MAGIC)) == HDF5_MAGIC:
+                return True
+    except OSError:
+        return False
+    return path.suffix.lower() in HDF5_SUFFIXES
+
+
+class _Hdf5(ItemArray):
+    """A dataset of an open HDF5 file; items are hyperslabs read chunk by chunk by h5py."""
+
+    def __init__(self, handle: "h5py.File", dataset: "h5py.Dataset") -> None:
+        chunks = f"chunks {tuple(dataset.chunks)}" if dataset.chunks else "contiguous"
+        compression = f", {dataset.compression}" if dataset.compression else ""
+        super().__init__(tuple(int(n) for n in dataset.shape), dataset.dtype,
+                         f"HDF5, read a slice at a time ({chunks}{compression})")
+        self._handle, self._dataset = handle, dataset
+
+    def item(self, index: int) -> np.ndarray:
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._read(index)
+
+    def items(self, start: int, stop: int) -> np.ndarray:
+        return self._read(slice(start, min(stop, len(self))))
+
+    def whole(self) -> np.ndarray:
+        if not self.shape:
+            raise ArrayFileError("a 0-dimensional array is not an image")
+        return self._read(())
+
+    def _read(self, selection: int | slice | tuple) -> np.ndarray:
+        try:
+            return np.asarray(self._dataset[selection])
+        except (OSError, ValueError) as exc:  # a damaged chunk or filter surfaces on the read
+            raise ArrayFileError(f"{Path(self._handle.filename).name}:{self._dataset.name} cannot be read "
+                                 f"({str(exc).strip() or type(exc).__name__})") from None
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def hdf5_datasets(path: Path) -> list[str]:
+    """The names of the datasets in an HDF5 file, reached by links inside it (external links not followed)."""
+    import h5py
+
+    names: list[str] = []
+    try:
+        with h5py.File(path, "r") as handle:
+            handle.visititems(lambda name, node: names.append(name) if isinstance(node, h5py.Dataset) else None)
+    except OSError as exc:
+        raise ArrayFileError(f"{path.name} is not a readable HDF5 file ({exc})") from None
+    return sorted(names)
+
+
+def _open_hdf5(path: Path, key: str | None) -> ItemArray:
+    import h5py
+
+    if key is None:
+        raise ArrayFileError(f"{path.name} is an HDF5 file; name its dataset with `key` (e.g. volumes/raw)")
+    try:
+        handle = h5py.File(path, "r")
+    except OSError as exc:
+        raise ArrayFileError(f"{path.name} is not a readable HDF5 file ({exc})") from None
+    try:
+        dataset = _dataset_inside(handle, key, path.name)
+    except BaseException:
+        handle.close()
+        raise
+    return _Hdf5(handle, dataset)
+
+
+def _dataset_inside(handle: "h5py.File", key: str, name: str, depth: int = 0) -> "h5py.Dataset":
+    """The dataset `key` names, reached only through links inside the file (see the module docstring)."""
+    import h5py
+
+    parts = [part for part in key.split("/") if part]
+    if not parts or any(part in (".", "..") for part in parts) or depth > 16:
+        raise ArrayFileError(f"{name}: {key!r} is not a dataset key inside the file")
+    node: h5py.Group | h5py.Dataset = handle
+    for index, part in enumerate(parts):
+        if not isinstance(node, h5py.Group):
+            raise ArrayFileError(f"{name}: {'/'.join(parts[:index])!r} is a dataset, so {key!r} does not exist")
+        link = node.get(part, getlink=True)
+        if link is None:
+            raise ArrayFileError(f"{name} has no dataset {key!r}{did_you_mean(key, hdf5_datasets(Path(handle.filename)))}")
+        if isinstance(link, h5py.ExternalLink):
+            raise ArrayFileError(f"{name}: {key!r} goes through an external link to {link.filename!r}; only data "
+                                 "inside the file are read")
+        if isinstance(link, h5py.SoftLink):  # resolved by hand, so its own path is checked the same way
+            node = _dataset_inside(handle, link.path, name, depth + 1) if index == len(parts) - 1 else \
+                _group_inside(handle, link.path, name, depth + 1)
+        else:
+            node = node[part]
+    if not isinstance(node, h5py.Dataset):
+        raise ArrayFileError(f"{name}: {key!r} is a group, not a dataset{did_you_mean(key, hdf5_datasets(Path(handle.filename)))}")
+    if node.is_virtual and any(source.file_name != "." for source in node.virtual_sources()):
+        raise ArrayFileError(f"{name}: {key!r} is a virtual dataset built from other files; only data inside the "
+                             "file are read")
+    if node.external:
+        raise ArrayFileError(f"{name}: {key!r} keeps its data in external files ({node.external[0][0]!r}); only "
+                             "data inside the file are read")
+    if node.dtype.hasobject:
+        raise ArrayFileError(f"{name}: {key!r} holds variable-length objects, not image values")
+    return node
+
+
+def _group_inside(handle: "h5py.File", path: str, name: str, depth: int) -> "h5py.Group":
+    import h5py
+
+    parts = [part for part in path.split("/") if part]
+    node = handle
+    for part in parts:
+        if part in (".", "..") or depth > 16 or not isinstance(node, h5py.Group):
+            raise ArrayFileError(f"{name}: the soft link to {path!r} does not lead to a group inside the file")
+        link = node.get(part, getlink=True)
+        if link is None or isinstance(link, h5py.ExternalLink):
+            raise ArrayFileError(f"{name}: the soft link to {path!r} leaves the file or leads nowhere")
+        node = _group_inside(handle, link.path, name, depth + 1) if isinstance(link, h5py.SoftLink) else node[part]
+    return node

@@ -1,4 +1,5 @@
-"""`arrays` with `items: file`: one image per file, an `.npy`/`.npz` array or a picture with an array mask.
+"""`arrays` with `items: file`: one image per file, an `.npy`/`.npz` array or a picture with an array mask,
+or one slice of a volume per file (`axes: DHW`, e.g. HDF5 datasets named by key).
 
 LyNSeC keeps each image and its nucleus instance ids in one (H, W, 4) `.npy` (channels 0-2 and 3);
 IHC-TMA keeps PNG images beside channels-first `.npy` masks. The image array (its chosen channels) is
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from mmbu.build.layouts.array_files import ArrayFileError, open_array
-from mmbu.build.layouts.arrays import item_regions, keep_splits, open_ref
+from mmbu.build.layouts.arrays import item_regions, keep_splits, open_ref, pick_depth
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import image_size
 from mmbu.curation.manifest.layout_arrays import ARRAY_SUFFIXES, ArrayRef, ArraysLayout
@@ -32,6 +33,9 @@ def read_files(layout: ArraysLayout, ctx: LayoutContext) -> None:
 
 def _read_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, parts: dict[str, str], stack: ExitStack) -> None:
     where = ctx.rel(path)
+    if layout.axes == "DHW":
+        _read_volume_file(layout, ctx, path, parts, stack)
+        return
     try:
         image = _image(layout, path, parts) if path.name.lower().endswith(ARRAY_SUFFIXES) else None
         masks, mask_where = open_ref(ctx, layout.masks, parts, stack)
@@ -64,6 +68,36 @@ def _read_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, parts: dict
         mask_file = ctx.path(PathTemplate(layout.masks.file).fill(parts))
         ctx.add(path, regions=regions, mask_path=ctx.store_mask(path, ids, [mask_file]), size=size, grounded=True,
                 provenance=notes)
+
+
+def _read_volume_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, parts: dict[str, str],
+                      stack: ExitStack) -> None:
+    """`axes: DHW`: one volume per file (an HDF5 dataset); only the chosen slice of image and mask is read."""
+    try:
+        images, where = open_ref(ctx, layout.images, parts, stack)
+        masks, mask_where = open_ref(ctx, layout.masks, parts, stack)
+    except ArrayFileError as exc:
+        ctx.exclude(ctx.rel(path), str(exc))
+        return
+    if len(images.shape) != 3:
+        ctx.exclude(where, f"the image array has shape {images.shape}; axes DHW needs one (depth, height, width) volume")
+        return
+    if masks.shape != images.shape:
+        ctx.exclude(mask_where, f"the mask volume is {'x'.join(map(str, masks.shape))} but its image is "
+                                f"{'x'.join(map(str, images.shape))}")
+        return
+    try:
+        depth, how = pick_depth(ctx.manifest.convert, images.shape[0], masks)
+        image, mask = images.item(depth), masks.item(depth)  # one slice each, a damaged chunk named here
+    except ArrayFileError as exc:
+        ctx.exclude(where, str(exc))
+        return
+    ids, regions, problems = item_regions(layout, mask, None)
+    for instance, reason in problems:
+        ctx.exclude(f"{where}#{instance}", reason)
+    ctx.add_derived(path, f"{_frame(layout.images)};z={depth}", lambda: image, regions=regions, mask=ids, grounded=True,
+                    provenance={"images": f"{where} ({images.access})", "masks": f"{mask_where} ({masks.access})",
+                                "slice": f"z {depth} of {images.shape[0]} ({how})"})
 
 
 def _frame(ref: ArrayRef) -> str:

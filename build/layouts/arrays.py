@@ -24,9 +24,11 @@ from mmbu.build.layouts.sample import Region
 from mmbu.build.layouts.single_label import one_label
 from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout_arrays import ArrayRef, ArraysLayout
+from mmbu.curation.manifest.model import ConvertSpec
 from mmbu.curation.manifest.templates import PathTemplate
 
 T = TypeVar("T")
+MASK_SLAB = 16  # mask slices read at a time when looking for the largest mask area
 
 
 @dataclass(frozen=True)
@@ -209,17 +211,28 @@ def _item_label(layout: ArraysLayout, value: np.ndarray) -> tuple[str | None, st
 
 
 def _depth(ctx: LayoutContext, images: ItemArray, axes: str, mask_volume: np.ndarray | None) -> int | None:
-    """The slice of a volume item the manifest's `convert.slice` picks (middle, an index, or largest mask)."""
+    """The slice of a volume item the manifest picks (see `pick_depth`)."""
     if "D" not in axes:
         return None
-    depth = images.shape[1]
-    choice = ctx.manifest.convert.slice
-    if choice == "mask_max_area" and mask_volume is not None:
-        areas = (mask_volume.reshape(depth, -1) != 0).sum(axis=1)
-        return int(areas.argmax()) if areas.any() else depth // 2
-    if isinstance(choice, int):
-        return min(max(choice, 0), depth - 1)
-    return depth // 2
+    return pick_depth(ctx.manifest.convert, images.shape[1], mask_volume)[0]
+
+
+def pick_depth(spec: ConvertSpec, depth: int, mask: ItemArray | np.ndarray | None) -> tuple[int, str]:
+    """The slice of a volume `depth` slices deep, and how it was chosen: `convert.slice` (`mask_max_area`:
+    the slice where `mask` has the most non-zero voxels, the first on ties, read a slab at a time; or an
+    index), else `convert.z` (an index), else the middle. Indices past the end are held at the last slice."""
+    if spec.slice == "mask_max_area" and mask is not None:
+        areas = np.zeros(depth, dtype=np.int64)
+        for start in range(0, depth, MASK_SLAB):
+            slab = mask.items(start, start + MASK_SLAB) if isinstance(mask, ItemArray) else mask[start:start + MASK_SLAB]
+            areas[start:start + len(slab)] = (np.asarray(slab).reshape(len(slab), -1) != 0).sum(axis=1)
+        if areas.any():
+            return int(areas.argmax()), "mask_max_area"
+        return depth // 2, "middle (the mask is empty)"
+    for choice, how in ((spec.slice, "convert.slice"), (spec.z, "convert.z")):
+        if isinstance(choice, int) and not isinstance(choice, bool):
+            return min(max(choice, 0), depth - 1), how
+    return depth // 2, "middle"
 
 
 def _image_item(images: ItemArray, axes: str, index: int, depth: int | None) -> np.ndarray:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from mmbu.build.convert.sniff import MRC_SUFFIXES
 from mmbu.core.confinement import inside
 
 WSI_SUFFIXES = (".svs", ".ndpi", ".mrxs", ".scn", ".vms", ".vmu", ".bif", ".svslide", ".tif", ".tiff")
@@ -32,9 +33,13 @@ def is_nifti(path: Path) -> bool:
 ITK_VOLUME_SUFFIXES = (".mha", ".mhd", ".nrrd", ".nhdr")
 
 
+def is_mrc(path: Path) -> bool:
+    return path.suffix.lower() in MRC_SUFFIXES
+
+
 def is_volume(path: Path) -> bool:
-    """A 3-D volume whose slice the converter chooses: NIfTI, MetaImage or NRRD."""
-    return is_nifti(path) or path.suffix.lower() in ITK_VOLUME_SUFFIXES
+    """A 3-D volume whose slice the converter chooses: NIfTI, MetaImage, NRRD or MRC."""
+    return is_nifti(path) or path.suffix.lower() in ITK_VOLUME_SUFFIXES or is_mrc(path)
 
 
 def volume_shape(path: Path) -> tuple[int, ...]:
@@ -43,6 +48,10 @@ def volume_shape(path: Path) -> tuple[int, ...]:
         import nibabel
 
         return tuple(int(n) for n in nibabel.load(path).shape)
+    if is_mrc(path):
+        from mmbu.build.convert.mrc import xyz_shape
+
+        return xyz_shape(path)
     import SimpleITK as sitk
 
     reader = sitk.ImageFileReader()
@@ -52,13 +61,18 @@ def volume_shape(path: Path) -> tuple[int, ...]:
 
 
 def read_volume_labels(path: Path) -> "np.ndarray":
-    """Every voxel of a label volume as an (x, y, z) array (NIfTI via nibabel, MetaImage/NRRD via SimpleITK)."""
+    """Every voxel of a label volume as an (x, y, z) array (NIfTI via nibabel, MetaImage/NRRD via SimpleITK,
+    MRC via mrcfile)."""
     import numpy as np
 
     if is_nifti(path):
         import nibabel
 
         return np.asanyarray(nibabel.load(path).dataobj)
+    if is_mrc(path):
+        from mmbu.build.convert.mrc import labels_xyz
+
+        return labels_xyz(path)
     import SimpleITK as sitk
 
     array = sitk.GetArrayFromImage(sitk.ReadImage(str(path)))

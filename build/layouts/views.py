@@ -1,4 +1,5 @@
-"""Several samples from one file: the series of a vendor microscopy file, the frames of a video.
+"""Several samples from one file: the series of a vendor microscopy file, the frames of a video (and the
+section of a volume, named in its sample id).
 
 A view is what the converter is told for one sample (`Sample.view`, merged over the manifest's
 `convert:` options) plus the key that makes its sample id: the file's path and the view key, so
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmbu.build.layouts.files import ITK_VOLUME_SUFFIXES
+from mmbu.build.layouts.files import ITK_VOLUME_SUFFIXES, is_mrc
 from mmbu.curation.manifest.model import ConvertSpec
 
 VIDEO_SUFFIXES = (".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm")
@@ -42,6 +43,8 @@ def views_for(path: Path, spec: ConvertSpec, frame: int | None = None) -> list[V
         return _series_views(path, spec, MICROSCOPY_SUFFIXES[suffix])
     if suffix in ITK_VOLUME_SUFFIXES:
         return [View(f"slice={spec.slice};axis={spec.axis}")]
+    if is_mrc(path):  # an xy section: `slice` (an index or the mask's largest section), else `z`
+        return [View(f"z={spec.z}" if spec.slice == "middle" else f"slice={spec.slice}")]
     return [View(None)]
 
 

@@ -11,13 +11,15 @@ from mmbu.curation.manifest.templates import parse_template
 
 
 class ArrayRef(BaseModel):
-    """An array in a `.npy` file, or the member `key` of an `.npz` file. Both are templates: named
-    parts (`{split}`, `{fold}`) tie the images, labels and masks of one group together."""
+    """An array in a `.npy` file, the member `key` of an `.npz` file, or the dataset `key` of an HDF5 file
+    (`volumes/raw`). Both are templates: named parts (`{split}`, `{fold}`) tie the images, labels and masks of
+    one group together."""
 
     model_config = ConfigDict(extra="forbid")
 
     file: DatasetPath = Field(description="Path template of the .npy or .npz file, e.g. 'Fold {fold}/images/fold{fold}/images.npy'.")
-    key: str | None = Field(None, description="Member of an .npz file, e.g. '{split}_images'.")
+    key: str | None = Field(None, description="Member of an .npz file, e.g. '{split}_images', or dataset of an HDF5 "
+                                              "file, e.g. 'volumes/raw' (a name inside the file, never a path).")
     channels: list[int] | None = Field(None, min_length=1, description="items: file: the channels of the array to take "
                                                                        "(LyNSeC: [0, 1, 2] the image, [3] the mask).")
 
@@ -45,10 +47,10 @@ class ArrayRef(BaseModel):
         return set(parse_template(self.file).names) | (set(parse_template(self.key).names) if self.key else set())
 
 
-ImageAxes = Literal["auto", "NHW", "NHWC", "NCHW", "NDHW", "NDHWC", "HW", "HWC", "CHW"]
+ImageAxes = Literal["auto", "NHW", "NHWC", "NCHW", "NDHW", "NDHWC", "HW", "HWC", "CHW", "DHW"]
 STACK_AXES = ("auto", "NHW", "NHWC", "NCHW", "NDHW", "NDHWC")
-FILE_AXES = ("auto", "HW", "HWC", "CHW")
-ARRAY_SUFFIXES = (".npy", ".npz")
+FILE_AXES = ("auto", "HW", "HWC", "CHW", "DHW")
+ARRAY_SUFFIXES = (".npy", ".npz", ".h5", ".hdf5", ".hdf")
 
 
 class ArraysLayout(LayoutBase):
@@ -67,7 +69,10 @@ class ArraysLayout(LayoutBase):
     RGB in channels 0-2, instance ids in channel 3; IHC-TMA's `images/<name>.png` with a channels-first
     `masks/<name>.npy`). `images` may then name a picture file, which stays the sample; `channels` of
     an array reference picks channels (of the last axis, or the first with `axes`/`mask_axes` CHW), and
-    `mask_channels` with `instances: components` splits binary channels into objects.
+    `mask_channels` with `instances: components` splits binary channels into objects. With `axes: DHW` each
+    file holds one volume (an HDF5 dataset such as Platynereis' `volumes/raw`, its labels under another key):
+    one xy slice of the image and of the mask is read (`convert.slice`: an index or `mask_max_area`, else
+    `convert.z`, else the middle).
     """
 
     kind: Literal["arrays"]
@@ -77,7 +82,8 @@ class ArraysLayout(LayoutBase):
     labels: ArrayRef | None = None
     masks: ArrayRef | None = None
     axes: ImageAxes = Field("auto", description="Axes of the image stack: N items, D depth (a volume; the slice "
-                                                "`convert.slice` picks), H, W, C channels. auto: NHW or NHWC.")
+                                                "`convert.slice` picks), H, W, C channels. auto: NHW or NHWC. "
+                                                "items: file takes HW, HWC, CHW or DHW (one volume per file).")
     class_names: list[str] | None = Field(None, description="Label index -> raw label (required for multi-hot rows).")
     no_finding: str | None = Field(None, description="Raw label for a multi-hot row with no positive.")
     mask_axes: Literal["auto", "HWC", "CHW"] = Field("auto", description="items: file: axes of the mask array, "
@@ -106,6 +112,8 @@ class ArraysLayout(LayoutBase):
                                  "or volume_table), and per-item metadata arrays belong to stacks")
             if self.masks is None:
                 raise ValueError("items: file needs masks")
+            if self.axes == "DHW" and (self.mask_axes != "auto" or any(ref.channels for ref in refs if ref)):
+                raise ValueError("axes DHW reads one slice of a volume per file: channels and mask_axes do not apply")
             if not self.images.file.lower().endswith(ARRAY_SUFFIXES) and (self.images.channels or self.images.key):
                 raise ValueError(f"images {self.images.file!r} is a picture file, used whole: channels and key are "
                                  "for .npy/.npz arrays")

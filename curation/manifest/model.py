@@ -118,7 +118,9 @@ class ConvertSpec(_Strict):
     series: NonNegativeInt | Literal["each"] | str = Field(
         0, description="Vendor microscopy (CZI scenes, LIF images, ND2 positions, VSI scenes): 'each' makes every "
                        "series its own sample; an index or a series name picks one.")
-    z: NonNegativeInt | Literal["middle"] = Field("middle", description="Z plane of vendor microscopy series.")
+    z: NonNegativeInt | Literal["middle"] = Field(
+        "middle", description="Z plane of vendor microscopy series; section of an MRC volume or of an HDF5 volume "
+                              "(arrays, axes DHW) when `slice` is not an index or mask_max_area.")
     t: NonNegativeInt | Literal["middle"] = Field("middle", description="Time point of vendor microscopy series.")
     video: VideoFrames | None = Field(
         None, description="Frames of each video (MP4, AVI, MKV) to sample; without it one frame, `frame` "

@@ -209,9 +209,11 @@ def _label_hint(raw: str, manifest: DatasetManifest) -> str:
 
 
 def _other_problems(manifest: DatasetManifest) -> Iterator[tuple[str, str]]:
-    if manifest.convert.slice == "mask_max_area" and manifest.layout.kind not in ("image_mask_pairs", "mask_files"):
+    with_masks = manifest.layout.kind in ("image_mask_pairs", "mask_files") or (
+        manifest.layout.kind == "arrays" and manifest.layout.masks is not None)
+    if manifest.convert.slice == "mask_max_area" and not with_masks:
         yield "convert.slice", ("mask_max_area picks the slice with the largest mask, so it needs an image_mask_pairs "
-                                "or mask_files layout")
+                                "or mask_files layout, or arrays with masks")
     for where, value in (("metadata.url", manifest.metadata.url), ("homepage", manifest.homepage)):
         if value is not None and not re.match(r"^https?://\S+$", value):
             yield where, f"{value!r} is not an http(s) URL"
