@@ -20,13 +20,15 @@ what the manifest's own layout must find in them:
 File kinds (one key besides `path`):
   image: {size: [w, h], mode: RGB | L | I;16}   .png .jpg .jpeg .bmp .tif .tiff (Pillow; 16-bit TIFF by tifffile),
                                                 .dcm (pydicom), .nii / .nii.gz (nibabel; `depth` slices),
-                                                .mha / .nrrd (SimpleITK; `depth` slices)
+                                                .mha / .nrrd (SimpleITK; `depth` slices), .mrc (mrcfile; `depth`)
   mask: {size: [w, h], regions: [{value: 1, box: [x0, y0, x1, y1]}], depth: n}   same suffixes; box end exclusive;
         a region with `color: [r, g, b]` instead of `value` makes an RGB colour-coded mask
   text: a literal string          json: any YAML value, dumped as JSON
   csv: {rows: [[...], ...], delimiter: ","}
   arrays: {key: {shape: [...], dtype: uint8, values: [...]}}   .npz (`values` flat, else a ramp); .npy: key `array`;
-          a mask stack: {shape: [N, H, W], regions: [{index: 0, value: 1, box: [x0, y0, x1, y1]}]} (zeros elsewhere)
+          .h5 (h5py; keys are dataset paths such as volumes/raw);
+          a mask stack: {shape: [N, H, W], regions: [{index: 0, value: 1, box: [x0, y0, x1, y1]}]} (zeros elsewhere;
+          for a (D, H, W) volume `index` is the slice)
   parquet: {columns: {name: [values] or {images: [{size: [w, h]}, ...]}}}   image columns as {bytes, path} structs;
            {masks: [{size: [w, h], regions: [...]}, ...]} writes label masks (PNG) the same way
   video: {size: [w, h], frames: n, fps: 25}     .mp4 (PyAV, H.264; each frame a ramp shifted by its index)
@@ -99,6 +101,11 @@ def write_raster(path: Path, array: np.ndarray, depth: int | None = None) -> Non
         import SimpleITK as sitk  # MetaImage / NRRD volumes (SPIDER, PSFHS) as SimpleITK writes them
 
         sitk.WriteImage(sitk.GetImageFromArray(np.stack([array] * (depth or 3))), str(path))
+    elif name.endswith((".mrc", ".mrcs", ".rec")):
+        import mrcfile  # tomograms and label tomograms as mrcfile writes them: (z, y, x)
+
+        with mrcfile.new(str(path), overwrite=True) as mrc:
+            mrc.set_data(np.ascontiguousarray(np.stack([array] * (depth or 3))))
     elif name.endswith(".dcm"):
         write_dicom(path, array)
     elif name.endswith((".tif", ".tiff")) and array.dtype != np.uint8:
@@ -194,6 +201,12 @@ def write_arrays(path: Path, arrays: dict[str, Any]) -> None:
             built[key] = (np.arange(size) % 251).astype(dtype).reshape(spec["shape"])
     if path.suffix == ".npy":
         np.save(path, built["array"])
+    elif path.suffix in (".h5", ".hdf5"):  # HDF5 datasets by key, chunked and compressed as h5py writes them
+        import h5py
+
+        with h5py.File(path, "w") as handle:
+            for key, array in built.items():
+                handle.create_dataset(key, data=array, chunks=True, compression="gzip")
     else:
         np.savez(path, **built)
 
