@@ -23,8 +23,10 @@ What a caller can rely on:
 * **Intensities** as for every other microscopy plane (`tiff.grey_channel`): 8-bit unsigned kept,
   anything else (int8, 16-bit, float) a 0.5-99.5 percentile window over the section's finite values
   (zero is a density like any other in EM, so it is not left out), or `options.window`.
-* **Voxel size** from the header (`voxel_size`, Å) is recorded; a section whose x and y sizes differ
-  is resampled to square pixels (`options.square_pixels`), nearest for masks.
+* **Voxel size** from the header (`voxel_size`, Å) and the axis order (`mapc`, `mapr`, `maps`: 1, 2, 3 for
+  tomograms; a crystallographic map may permute them, and the section is then the stored one) are
+  recorded; a section whose x and y sizes differ is resampled to square pixels
+  (`options.square_pixels`), nearest for masks.
 * **Masks** (`options.as_mask`): label values kept, never windowed, the same flip and resampling.
 """
 from __future__ import annotations
@@ -84,6 +86,8 @@ def read(path: Path, options: ConvertOptions) -> Converted:
             "volume_index": volume_index,
             "n_volumes": n_volumes,
             "voxel_size_angstrom": list(voxel),
+            # columns, rows, sections = which of x, y, z (1, 2, 3 for tomograms; CCP4 maps may permute them)
+            "map_axes": [int(mrc.header.mapc), int(mrc.header.mapr), int(mrc.header.maps)],
             "display": Y_UP_NOTE,
         }
         if unsigned:

@@ -51,6 +51,7 @@ def test_the_middle_section_is_shown_y_up_with_the_microscopy_window(tmp_path):
     assert (params["z"], params["n_z"], params["z_choice"], params["kind"]) == (3, 7, "middle", "volume")
     assert params["mode"] == 2 and params["dtype"] == "float32"
     assert params["voxel_size_angstrom"] == [10.0, 10.0, 10.0] and params["square_pixels_from"] is None
+    assert params["map_axes"] == [1, 2, 3]
     assert params["window"]["source"] == "percentile 0.5-99.5"
 
 
