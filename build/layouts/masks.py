@@ -28,10 +28,11 @@ def read_mask(path: Path) -> np.ndarray:
 
     Values are kept exactly (no windowing). An RGB mask is accepted only when its channels agree.
     """
+    volume = is_volume(path)
     try:
-        if is_volume(path):
-            return read_volume_labels(path)
-        if path.suffix.lower() in (".tif", ".tiff"):
+        if volume:
+            array = read_volume_labels(path)
+        elif path.suffix.lower() in (".tif", ".tiff"):
             import tifffile
 
             array = tifffile.imread(path)
@@ -40,6 +41,9 @@ def read_mask(path: Path) -> np.ndarray:
                 array = np.asarray(image)
     except Exception as exc:  # noqa: BLE001 - every reader raises its own types; the sentence names the file
         raise MaskError(f"{path.name}: the mask cannot be read ({exc})") from None
+    array = _integral_labels(array, path)
+    if volume:
+        return array
     if array.ndim == 3 and array.shape[-1] in (3, 4):
         if not all(np.array_equal(array[..., 0], array[..., c]) for c in range(1, 3)):
             raise MaskError(f"{path.name}: colour masks with differing channels are not label masks")
@@ -47,6 +51,20 @@ def read_mask(path: Path) -> np.ndarray:
     if array.ndim != 2:
         raise MaskError(f"{path.name}: expected a 2-D label mask, got shape {array.shape}")
     return array
+
+
+def _integral_labels(array: np.ndarray, path: Path) -> np.ndarray:
+    """Float masks (a resliced NIfTI, a scaled ``scl_slope``) as integer labels, refusing any fractional value:
+    truncating 1.7 to 1 would silently move voxels between regions or drop an interpolated edge."""
+    if not np.issubdtype(array.dtype, np.floating):
+        return array
+    labels = np.unique(array)
+    fractional = labels[~np.isfinite(labels) | (labels != np.round(labels))]
+    if fractional.size:
+        shown = ", ".join(f"{v:g}" for v in fractional[:3]) + (" …" if fractional.size > 3 else "")
+        raise MaskError(f"{path.name}: the mask holds values that are not whole label numbers ({shown}); "
+                        "an interpolated or probability mask is not a label mask")
+    return array.astype(np.int64)
 
 
 def _box(slices: tuple[slice, slice]) -> tuple[float, float, float, float]:
