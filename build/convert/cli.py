@@ -56,10 +56,11 @@ def _callback(parse):
 @click.option("--as-mask", is_flag=True, help="Sources are label masks: values kept, never windowed, nearest resize.")
 @click.option("--max-size", type=click.IntRange(min=1), help="Longest output side in pixels (whole slides default to 2048).")
 @click.option("--frame", default="middle", show_default=True, callback=_callback(_parse_index_or_middle),
-              help="Frame of a multi-frame DICOM / TIFF page / 4-D NIfTI, MetaImage or NRRD volume / video: "
-                   "0-based index or 'middle'.")
+              help="Frame of a multi-frame DICOM / TIFF page / 4-D NIfTI, MetaImage or NRRD volume / MRC volume "
+                   "stack / video: 0-based index or 'middle'.")
 @click.option("--slice", "slice_", default="middle", show_default=True, callback=_callback(_parse_slice),
-              help="NIfTI slice along --axis: index, 'middle' or 'mask_max_area' (needs --slice-mask).")
+              help="NIfTI/MetaImage/NRRD slice along --axis, MRC section (before --z): index, 'middle' or "
+                   "'mask_max_area' (needs --slice-mask).")
 @click.option("--axis", type=click.IntRange(0, 2), default=2, show_default=True,
               help="NIfTI axis after reorientation to RAS: 0 sagittal, 1 coronal, 2 axial.")
 @click.option("--slice-mask", type=click.Path(exists=True, dir_okay=False, path_type=Path),

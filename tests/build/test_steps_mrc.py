@@ -1,5 +1,6 @@
-"""An MRC tomogram with its label tomogram (MemBrain-seg's shape: `<name>.mrc` beside `<name>_labels.mrc`)
-goes through the layout and the build's convert step: the section, its mask and the boxes agree."""
+"""MRC and HDF5 volumes through the layout and the build's convert step: an MRC tomogram with its label tomogram
+(MemBrain-seg's shape: `<name>.mrc` beside `<name>_labels.mrc`), and an HDF5 volume read by key; the section, its
+mask and the boxes agree."""
 from __future__ import annotations
 
 import mrcfile
@@ -51,3 +52,37 @@ def test_a_tomogram_and_its_label_tomogram_build_aligned(tmp_path):
     (region,) = kept[0].regions
     assert region.label == "membrane" and region.box == (4.0, 13.0, 12.0, 17.0)  # rows 3..6 shown as 13..16
     assert conversion.record["params"]["z"] == 6
+
+
+def test_an_hdf5_volume_slice_reaches_the_build_windowed_like_microscopy(tmp_path):
+    """Platynereis-style HDF5 (float densities): the layout caches the slice losslessly, the convert step windows it
+    by the 0.5-99.5 percentile rule, and the labels' boxes stay where the labels are."""
+    import h5py
+
+    from mmbu.build.convert.display import window_to_uint8
+
+    raw = tmp_path / "raw"
+    (raw / "nuclei").mkdir(parents=True)
+    volume = np.random.default_rng(4).normal(0.5, 0.1, (6, 18, 22)).astype(np.float32)
+    labels = np.zeros(volume.shape, np.uint32)
+    labels[3, 2:8, 3:11] = 41
+    with h5py.File(raw / "nuclei" / "train_data_nuclei_01.h5", "w") as f:
+        f.create_dataset("volumes/raw", data=volume, chunks=(2, 9, 11), compression="gzip")
+        f.create_dataset("volumes/labels/nucleus_instance_labels", data=labels, chunks=(2, 9, 11))
+    manifest = make_manifest({"kind": "arrays", "items": "file", "axes": "DHW",
+                              "images": {"file": "nuclei/train_data_nuclei_{n:d}.h5", "key": "volumes/raw"},
+                              "masks": {"file": "nuclei/train_data_nuclei_{n:d}.h5",
+                                        "key": "volumes/labels/nucleus_instance_labels"},
+                              "instances": "ids", "instance_label": "nucleus"},
+                             labels={"nucleus": "nucleus"}, tasks=["mask_grounded_classification"],
+                             convert={"slice": "mask_max_area"})
+
+    samples, exclusions = read_samples(manifest, raw)
+    kept, conversions, dropped = convert_samples(samples, manifest, tmp_path / "work", "test")
+
+    assert not exclusions and not dropped and len(kept) == 1
+    png = np.asarray(Image.open(conversions[kept[0].sample_id].png))
+    lo, hi = np.percentile(volume[3].astype(np.float64), [0.5, 99.5])
+    np.testing.assert_array_equal(png, window_to_uint8(volume[3].astype(np.float64), float(lo), float(hi)))
+    (region,) = kept[0].regions
+    assert region.box == (3.0, 2.0, 11.0, 8.0)  # HDF5 rows top-down: no flip
