@@ -69,7 +69,7 @@ def read(path: Path, options: ConvertOptions) -> Converted:
         stack = data[volume_index] if volume_index is not None else (data if data.ndim == 3 else data[None])
         n_sections = int(stack.shape[0])
         z, choice = _pick_section(path, options, n_sections, volume_index)
-        section = np.asarray(stack[z])
+        section = np.array(stack[z])  # a copy: the memory map closes with the file
         unsigned = _imod_unsigned_bytes(mrc)
         if unsigned:
             section = section.view(np.uint8)
@@ -92,7 +92,7 @@ def read(path: Path, options: ConvertOptions) -> Converted:
         }
         if unsigned:
             params["mode_0"] = "unsigned bytes (IMOD stamp without its signed-bytes flag)"
-    shown = np.ascontiguousarray(section[::-1])
+    shown = np.ascontiguousarray(section[::-1])  # y up
     if options.as_mask:
         try:
             pixels = display.to_label_image(shown)
