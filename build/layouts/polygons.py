@@ -6,7 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -145,6 +145,14 @@ def _geojson(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:
         yield Annotated(image, json_path, shapes, problems=tuple(problems))
 
 
+def _labelme_image(layout: PolygonsLayout, ctx: LayoutContext, json_path: Path, image_path: str) -> Path:
+    """The image a LabelMe file names: relative to the JSON, or, with `image_root`, by its file name in that
+    folder (JSON files kept apart from their images; the name may be written with Windows separators)."""
+    if layout.image_root == ".":
+        return (json_path.parent / image_path).resolve()
+    return ctx.path(layout.image_root, PureWindowsPath(image_path).name)
+
+
 def _labelme(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:
     """LabelMe: `{"imagePath", "imageHeight", "imageWidth", "shapes": [{"label", "points", "shape_type"}]}`."""
     files = glob_files(ctx.raw_dir, layout.annotations)
@@ -153,7 +161,7 @@ def _labelme(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:
     for json_path in files:
         try:
             document = json.loads(json_path.read_text(encoding="utf-8"))
-            image = (json_path.parent / document["imagePath"]).resolve()
+            image = _labelme_image(layout, ctx, json_path, document["imagePath"])
             declared = (int(document["imageWidth"]), int(document["imageHeight"]))
             raw_shapes = list(document["shapes"])
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:

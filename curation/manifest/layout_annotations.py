@@ -188,7 +188,9 @@ class PolygonsLayout(LayoutBase):
                                                          "its raw label, e.g. 'classification.name'.")
     y_axis: Literal["down", "up"] = Field("down", description="geojson: `up` when y counts from the image's bottom "
                                                                "edge (Kaibu/ImJoy files such as HPA's).")
-    image_root: DatasetPath = Field(".", description="cvat_xml: folder the image names are relative to.")
+    image_root: DatasetPath = Field(".", description="cvat_xml: folder the image names are relative to; "
+                                                     "labelme_json: folder holding the images, found by the file "
+                                                     "name in imagePath (default: imagePath relative to the JSON).")
     fixed_label: str | None = Field(None, description="Raw label of every object (MoNuSeg: nucleus).")
     min_region_pixels: int = Field(1, ge=1)
 

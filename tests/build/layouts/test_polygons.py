@@ -108,6 +108,30 @@ def test_labelme_json_polygons_rectangles_and_groups(tmp_path):
     assert [e.reason for e in exclusions] == ["shape_type 'line' is not an area (polygon or rectangle)"]
 
 
+def test_labelme_json_beside_an_image_folder_finds_images_by_name(tmp_path):
+    """JSON files kept apart from their images (json/ beside images/): image_root finds each image by the file
+    name of imagePath, here written with Windows separators as LabelMe on Windows saves it."""
+    raw = tmp_path / "raw" / "SegmentationDataSet"
+    (raw / "json").mkdir(parents=True)
+    (raw / "images").mkdir()
+    Image.fromarray(np.zeros((30, 40, 3), np.uint8)).save(raw / "images" / "000001_0_1.jpg")
+    for stem, image_path in [("000001_0_1", "..\\images\\000001_0_1.jpg"), ("000002_0_1", "000002_0_1.jpg")]:
+        (raw / "json" / f"{stem}.json").write_text(json.dumps({
+            "shapes": [{"label": "G+", "points": [[5, 5], [15, 5], [15, 12]], "shape_type": "polygon"}],
+            "imagePath": image_path, "imageHeight": 30, "imageWidth": 40}), encoding="utf-8")
+    layout = {"kind": "polygons", "format": "labelme_json", "annotations": "SegmentationDataSet/json/*.json",
+              "image_root": "SegmentationDataSet/images"}
+    samples, exclusions = read_samples(make_manifest(layout, labels={"G+": "Gram-positive bacterium"}, tasks=TASKS),
+                                       tmp_path / "raw", tmp_path / "cache")
+
+    sample, = samples
+    assert sample.source_path == "SegmentationDataSet/images/000001_0_1.jpg"
+    assert [(r.label, r.box) for r in sample.regions] == [("G+", (5.0, 5.0, 16.0, 13.0))]
+    assert region_mask(read_mask(sample.mask_path), sample.regions[0]).sum() == drawn(
+        [(5, 5), (15, 5), (15, 12)], (40, 30)).sum()
+    assert len(exclusions) == 1 and "000002_0_1" in exclusions[0].item  # its image is not in the folder
+
+
 def test_cvat_xml_polygons_and_boxes_for_many_images(tmp_path):
     """CVAT for images 1.1 export: `images/` and one `annotations.xml` (docs.cvat.ai/docs/other/xml_format,
     docs.cvat.ai/v2.1.0/docs/manual/advanced/formats/format-cvat)."""
