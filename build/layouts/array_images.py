@@ -129,6 +129,11 @@ def _mask(layout: ArraysLayout, item: np.ndarray) -> np.ndarray:
     item = _channels(item, layout.masks.channels, first=first, what="masks")
     if first:
         item = np.moveaxis(item, 0, -1)
+    if layout.instance_classes:
+        if item.ndim != 3 or item.shape[-1] != 2:
+            raise ArrayFileError(f"instance_classes needs two mask channels (instance ids, class map); the mask has "
+                                 f"shape {tuple(item.shape)}")
+        return item
     if layout.mask_channels:
         if item.ndim == 2:
             item = item[..., None]

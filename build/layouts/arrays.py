@@ -180,7 +180,10 @@ def _check_shapes(layout: ArraysLayout, images: ItemArray, axes: str, labels: tu
         return f"the masks ({masks[1]}) are {'x'.join(map(str, got))} per item but the images are " \
                f"{'x'.join(map(str, expected))}"
     extra = mask_shape[len(expected) + 1:]
-    if layout.mask_channels:
+    if layout.instance_classes:
+        if extra != (2,):
+            return f"the masks ({masks[1]}) need two channels (instance ids, class map) for instance_classes"
+    elif layout.mask_channels:
         if extra != (len(layout.mask_channels),):
             return (f"the masks ({masks[1]}) have {extra[0] if extra else 'no'} channel(s) but mask_channels names "
                     f"{len(layout.mask_channels)}")
@@ -249,6 +252,8 @@ def item_regions(layout: ArraysLayout, mask: np.ndarray, depth: int | None
     """One item's label mask (instance ids or values), its regions, and the objects it had to drop."""
     if depth is not None:
         mask = mask[depth]
+    if layout.instance_classes:
+        return _classed_instances(layout, mask[..., 0], mask[..., 1])
     if layout.mask_channels:
         canvas = InstanceCanvas(height=mask.shape[0], width=mask.shape[1])
         for channel, label in enumerate(layout.mask_channels):
@@ -273,6 +278,28 @@ def item_regions(layout: ArraysLayout, mask: np.ndarray, depth: int | None
     rules = MaskRules(labels=dict(layout.mask_values), background=layout.background, instances=layout.instances,
                       instance_label=layout.instance_label, min_region_pixels=layout.min_region_pixels)
     return values, regions_from_mask(values, rules), []
+
+
+def _classed_instances(layout: ArraysLayout, ids: np.ndarray, classes: np.ndarray
+                       ) -> tuple[np.ndarray, list[Region], list[tuple[str, str]]]:
+    """Objects of an instance-id plane, each labelled by the class value most of its pixels hold in the class
+    plane (ties go to the smaller value); an object with no class pixel is dropped with a reason."""
+    canvas = InstanceCanvas(height=ids.shape[0], width=ids.shape[1])
+    problems: list[tuple[str, str]] = []
+    for value in np.unique(ids):
+        if value == layout.background:
+            continue
+        pixels = ids == value
+        found, counts = np.unique(classes[pixels], return_counts=True)
+        keep = found != layout.background
+        instance = f"id{_number(value)}"
+        if not keep.any():
+            problems.append((instance, "the object has no class in the class channel"))
+            continue
+        majority = found[keep][np.argmax(counts[keep])]
+        canvas.paint(pixels, layout.instance_classes.get(int(majority), _number(majority)), instance)
+    regions, dropped = canvas.regions(layout.min_region_pixels)
+    return canvas.ids, regions, problems + dropped
 
 
 def _number(value: object) -> str:

@@ -94,6 +94,10 @@ class ArraysLayout(LayoutBase):
     mask_values: dict[int, str] = Field(default_factory=dict, description="Value -> raw label of (N, H, W) masks.")
     instances: Literal["none", "components", "ids"] = "none"
     instance_label: str | None = None
+    instance_classes: dict[int, str] = Field(
+        default_factory=dict, description="Masks of two channels, instance ids then a class map (LyNSeC: channels "
+                                          "[3, 4]): value of the class map -> raw label; each object takes the "
+                                          "class most of its pixels hold.")
     background: int = 0
     min_region_pixels: int = Field(1, ge=1)
     metadata: dict[str, ArrayRef] = Field(default_factory=dict,
@@ -135,10 +139,19 @@ class ArraysLayout(LayoutBase):
             raise ValueError("splits filters the {split} part of images, which names none")
         if self.labels is None and self.masks is None:
             raise ValueError("arrays needs labels, masks or both")
+        if self.instance_classes:
+            if self.instances != "ids" or self.mask_channels or self.mask_values or self.instance_label:
+                raise ValueError("instance_classes labels the objects of an instance-id channel by a class channel: "
+                                 "it needs instances: ids, without mask_channels, mask_values or instance_label")
+            if self.masks is not None and self.masks.channels is not None and len(self.masks.channels) != 2:
+                raise ValueError("instance_classes reads two mask channels, the instance ids and the class map: "
+                                 f"masks.channels names {len(self.masks.channels)}")
+            return self
         if self.masks is not None and not (self.mask_channels or self.mask_values or self.instance_label):
-            raise ValueError("masks need mask_channels (channels of instance ids), mask_values or instance_label")
+            raise ValueError("masks need mask_channels (channels of instance ids), mask_values, instance_label or "
+                             "instance_classes")
         if self.instances == "ids" and self.masks is not None and not self.mask_channels and not self.instance_label:
-            raise ValueError("instances: ids needs instance_label")
+            raise ValueError("instances: ids needs instance_label (or instance_classes)")
         return self
 
     def feeds(self) -> frozenset[str]:
@@ -155,6 +168,8 @@ class ArraysLayout(LayoutBase):
                 yield f"layout.mask_channels.{index}", raw
         for value, raw in self.mask_values.items():
             yield f"layout.mask_values.{value}", raw
+        for value, raw in self.instance_classes.items():
+            yield f"layout.instance_classes.{value}", raw
         for name in ("instance_label", "no_finding"):
             if getattr(self, name):
                 yield f"layout.{name}", getattr(self, name)

@@ -28,7 +28,7 @@ File kinds (one key besides `path`):
   arrays: {key: {shape: [...], dtype: uint8, values: [...]}}   .npz (`values` flat, else a ramp); .npy: key `array`;
           .h5 (h5py; keys are dataset paths such as volumes/raw);
           a mask stack: {shape: [N, H, W], regions: [{index: 0, value: 1, box: [x0, y0, x1, y1]}]} (zeros elsewhere;
-          for a (D, H, W) volume `index` is the slice)
+          for a (D, H, W) volume `index` is the slice; for one (H, W, C) item `channel: c` fills that channel)
   parquet: {columns: {name: [values] or {images: [{size: [w, h]}, ...]}}}   image columns as {bytes, path} structs;
            {masks: [{size: [w, h], regions: [...]}, ...]} writes label masks (PNG) the same way
   video: {size: [w, h], frames: n, fps: 25}     .mp4 (PyAV, H.264; each frame a ramp shifted by its index)
@@ -195,7 +195,10 @@ def write_arrays(path: Path, arrays: dict[str, Any]) -> None:
             built[key] = np.zeros(spec["shape"], dtype=dtype)
             for region in spec["regions"]:
                 x0, y0, x1, y1 = region["box"]
-                built[key][region.get("index", 0), y0:y1, x0:x1] = region["value"]
+                if "channel" in region:  # one (H, W, C) item: the box filled in that channel
+                    built[key][y0:y1, x0:x1, region["channel"]] = region["value"]
+                else:
+                    built[key][region.get("index", 0), y0:y1, x0:x1] = region["value"]
         else:
             size = int(np.prod(spec["shape"]))
             built[key] = (np.arange(size) % 251).astype(dtype).reshape(spec["shape"])

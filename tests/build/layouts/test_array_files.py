@@ -57,6 +57,44 @@ def test_one_npy_per_image_holds_the_image_channels_and_the_instance_id_channel(
     assert read_samples(manifest, raw, tmp_path / "cache")[0][0].sample_id == sample.sample_id  # stable
 
 
+def test_an_instance_channel_with_a_class_channel_labels_each_nucleus_by_its_class(tmp_path):
+    """LyNSeC 1 and 3 add a fifth channel, the class map (LyNSeC 1: 1 marker-negative, 2 marker-positive), per
+    the Zenodo record's description (NFDI4BIOIMAGE/training@14eb05fb8da96b33e995b7cafb724545260dcef8:
+    resources/nfdi4bioimage.yml): each nucleus takes the class most of its pixels hold."""
+    folder = tmp_path / "raw" / "lynsec 1"
+    folder.mkdir(parents=True)
+    rgb = np.full((24, 32, 3), 200.0)
+    ids, classes = np.zeros((24, 32)), np.zeros((24, 32))
+    ids[2:8, 3:9], classes[2:8, 3:9] = 1, 2          # positive
+    ids[12:20, 10:14], classes[12:20, 10:14] = 4, 1  # negative, though one row is marked positive
+    classes[12, 10:14] = 2
+    ids[20:23, 20:30] = 5                             # no class pixel: dropped with a reason
+    ids[2:5, 20:24], classes[2:5, 20:24] = 6, 3       # a class the manifest does not name
+    np.save(folder / "0_l1.npy", np.dstack([rgb, ids, classes]))
+    layout = {"kind": "arrays", "items": "file", "axes": "HWC",
+              "images": {"file": "lynsec 1/{stem}.npy", "channels": [0, 1, 2]},
+              "masks": {"file": "lynsec 1/{stem}.npy", "channels": [3, 4]},
+              "instances": "ids", "instance_classes": {1: "negative", 2: "positive"}}
+    manifest = make_manifest(layout, labels={"negative": "marker-negative nucleus",
+                                             "positive": "marker-positive nucleus"}, tasks=TASKS)
+    samples, exclusions = read_samples(manifest, tmp_path / "raw", tmp_path / "cache")
+
+    sample, = samples
+    assert [(r.label, r.instance, r.box) for r in sample.regions] == [
+        ("positive", "id1", (3.0, 2.0, 9.0, 8.0)), ("negative", "id4", (10.0, 12.0, 14.0, 20.0))]
+    stored = read_mask(sample.mask_path)
+    assert np.array_equal(region_mask(stored, sample.regions[1]), ids == 4)
+    assert sorted((e.item.split("#")[-1], e.reason) for e in exclusions) == [
+        ("id5", "the object has no class in the class channel"),
+        ("id6", "object label '3' is not in the manifest's label vocabulary")]  # an unnamed class value
+    with pytest.raises(ValidationError, match="instance_classes reads two mask channels"):
+        make_manifest({**layout, "masks": {"file": "lynsec 1/{stem}.npy", "channels": [3]}},
+                      labels={"negative": "n", "positive": "p"}, tasks=TASKS)
+    with pytest.raises(ValidationError, match="it needs instances: ids"):
+        make_manifest({**layout, "instance_label": "nucleus"}, labels={"negative": "n", "positive": "p",
+                                                                        "nucleus": "n"}, tasks=TASKS)
+
+
 def ihc_tma(raw):
     """IHC-TMA (Zenodo 7647846, `IHC_TMA_dataset.zip`): `IHC_TMA_dataset/images/<name>.png` with
     `IHC_TMA_dataset/masks/<name>.npy`, a channels-first array whose first two channels InstanSeg merges into the
