@@ -34,6 +34,18 @@ def read_rgb(path: Path) -> tuple[np.ndarray, bool]:
     return rgb, lossy
 
 
+def colour_objects(rgb: np.ndarray, background: RGB, *, lossy: bool, name: str) -> tuple[np.ndarray, str]:
+    """A mask whose colours only tell objects apart (BBBC039 gives touching nuclei different colours): value i + 1
+    for the i-th colour found, 0 for the background colour; each value's connected pieces are the objects."""
+    if lossy:
+        raise MaskError(f"{name}: a JPEG mask blends neighbouring colours, so its colours cannot separate objects")
+    packed = _pack(rgb)
+    colours, values = np.unique(packed, return_inverse=True)
+    values = values.reshape(packed.shape) + 1
+    values[packed == _pack_one(background)] = 0
+    return values.astype(np.uint32), f"{len(colours) - int((colours == _pack_one(background)).any())} object colours"
+
+
 def colour_values(rgb: np.ndarray, colours: list[RGB], background: RGB, *, lossy: bool,
                   other_is_background: bool) -> tuple[np.ndarray, str]:
     """The label mask (0 background, i + 1 for `colours[i]`) of an RGB mask, and a provenance note."""

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mmbu.build.layouts.colour_masks import colour_values, read_rgb
+from mmbu.build.layouts.colour_masks import colour_objects, colour_values, read_rgb
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import glob_files, image_size, is_volume, stem, volume_shape
 from mmbu.build.layouts.masks import MaskError, MaskRules, read_mask, regions_from_mask
@@ -65,6 +65,9 @@ def _read_flat_pair(layout: ImageMaskPairsLayout, ctx: LayoutContext, image: Pat
 def read_label_mask(layout: ImageMaskPairsLayout | MaskFilesLayout, path: Path) -> tuple[np.ndarray, str | None]:
     """A mask file's label values, and for an RGB colour mask (`mask_colors`) the note saying how its
     colours became values (None when the file itself is the label mask)."""
+    if getattr(layout, "object_colors", False):
+        rgb, lossy = read_rgb(path)
+        return colour_objects(rgb, parse_colour(layout.background_color), lossy=lossy, name=path.name)
     if not layout.mask_colors:
         return read_mask(path), None
     rgb, lossy = read_rgb(path)

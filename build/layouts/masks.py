@@ -95,7 +95,8 @@ class MaskRules:
                        instance_label=layout.label or default_label, default_label=default_label,
                        min_region_pixels=layout.min_region_pixels)
         return cls(labels=layout.value_labels(), background=layout.background, instances=layout.instances,
-                   instance_label=layout.instance_label, min_region_pixels=layout.min_region_pixels)
+                   instance_label=layout.instance_label, min_region_pixels=layout.min_region_pixels,
+                   default_label=layout.instance_label if layout.object_colors else None)
 
     def label_of(self, value: int) -> str:
         return self.labels.get(value, self.default_label if self.default_label is not None else str(value))

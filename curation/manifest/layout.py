@@ -143,7 +143,12 @@ class ImageMaskPairsLayout(ColourMasks):
     mask_values: dict[int, str] = Field(default_factory=dict)
     background: int = 0
     instances: Literal["none", "components", "ids"] = "none"
-    instance_label: str | None = Field(None, description="Raw label of every object when instances is 'ids'.")
+    instance_label: str | None = Field(None, description="Raw label of every object when instances is 'ids' (or "
+                                                          "with object_colors).")
+    object_colors: bool = Field(False, description="RGB masks whose colours only tell objects apart (BBBC039: "
+                                                   "touching nuclei differ in colour): each connected piece of one "
+                                                   "colour is an object of instance_label; needs instances: "
+                                                   "components.")
     min_region_pixels: int = Field(1, ge=1, description="Regions smaller than this are dropped as specks.")
 
     @field_validator("instances", mode="before")
@@ -160,6 +165,10 @@ class ImageMaskPairsLayout(ColourMasks):
             raise ValueError("instances: ids needs instance_label (the raw label of every object)")
         if self.instances == "ids" and self.mask_colors:
             raise ValueError("mask_colors names classes; instances: ids reads values as object ids")
+        if self.object_colors and (self.instances != "components" or not self.instance_label or self.mask_colors
+                                   or self.mask_values):
+            raise ValueError("object_colors separates objects by colour: it needs instances: components and "
+                             "instance_label, without mask_colors or mask_values")
         return self
 
     def feeds(self) -> frozenset[str]:

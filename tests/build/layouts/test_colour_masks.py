@@ -123,3 +123,33 @@ def test_colour_labels_are_declared_for_the_vocabulary_check():
     layout = make_manifest(BUS_LAYOUT, labels=BUS_LABELS, tasks=TASKS).layout
     assert list(layout.declared_labels()) == [("layout.mask_colors.0,255,0", "benign"),
                                               ("layout.mask_colors.#ff0000", "malignant")]
+
+
+def test_colours_that_only_separate_objects_make_one_object_per_connected_piece_of_a_colour(tmp_path):
+    """BBBC039 masks tell nuclei apart by colour: 'if two nuclei touch, they are labeled with a different color'
+    (broadinstitute/imaging-bbbc@0305cb4bc32411cc36aaf57ab7880fc2e4fb03c0:templates/BBBC039.html), so a colour
+    repeats on nuclei that do not touch; images/<stem>.tif beside masks/<stem>.png (carpenterlab/unet4nuclei@
+    5575e611f06abe2af97ccb50ba7b777f2c6b0cad:unet4nuclei/00-download-dataset.ipynb). An RGBA PNG, as saved."""
+    raw = tmp_path / "raw"
+    mask = np.zeros((30, 40, 4), np.uint8)
+    mask[..., 3] = 255
+    mask[2:10, 2:10, :3] = (200, 30, 30)    # nucleus 1
+    mask[2:10, 10:16, :3] = (30, 200, 30)   # nucleus 2, touching 1 in another colour
+    mask[20:26, 25:35, :3] = (200, 30, 30)  # nucleus 3, apart, in nucleus 1's colour
+    save(raw / "masks" / "field_001.png", mask)  # the stem stands in for BBBC039's file names
+    save(raw / "images" / "field_001.tif", np.full((30, 40), 900, np.uint16))
+    layout = {"kind": "image_mask_pairs", "images": "images/*.tif", "masks": "masks/*.png",
+              "instances": "components", "instance_label": "nucleus", "object_colors": True}
+    samples, exclusions = read_samples(make_manifest(layout, labels={"nucleus": "cell nucleus"}, tasks=TASKS),
+                                       raw, tmp_path / "cache")
+
+    sample, = samples
+    assert exclusions == []
+    assert sorted(r.box for r in sample.regions) == [(2.0, 2.0, 10.0, 10.0), (10.0, 2.0, 16.0, 10.0),
+                                                     (25.0, 20.0, 35.0, 26.0)]
+    assert {r.label for r in sample.regions} == {"nucleus"}
+    values = read_mask(sample.mask_path)
+    masks = sorted((region_mask(values, r) for r in sample.regions), key=lambda m: np.argwhere(m)[0].tolist())
+    assert [int(m.sum()) for m in masks] == [64, 48, 60]
+    with pytest.raises(ValidationError, match="object_colors separates objects by colour"):
+        make_manifest({**layout, "instances": "ids"}, labels={"nucleus": "cell nucleus"}, tasks=TASKS)
