@@ -331,13 +331,62 @@ def index_cost(sizes: list[int], radius: int) -> list[str]:
     return lines
 
 
+def pathological_cost(n: int = 78_000) -> list[str]:
+    """`link_within` on codes real data can produce in bulk (the build's components, not every pair): near-copies of
+    one frame (empty fields, blank slide tiles with a vignette), codes sharing their low DCT bits (smooth images),
+    and random codes. Counted comparisons and traced peak memory; seconds on one core for orientation."""
+    import tracemalloc
+
+    from mmbu.build.duplicates.index import LinkStats, link_within
+
+    rng = np.random.default_rng(1)
+    frame = rng.integers(0, 256, 32, dtype=np.uint8)
+
+    def near_copies(count: int, most: int) -> np.ndarray:
+        bits = np.tile(np.unpackbits(frame), (count, 1))
+        flips = rng.integers(0, most + 1, count)
+        for row, flip in zip(bits, flips):
+            row[rng.choice(256, int(flip), replace=False)] ^= 1
+        return np.packbits(bits, axis=1)
+
+    smooth = rng.integers(0, 256, (n, 32), dtype=np.uint8)
+    smooth[:, :3] = frame[:3]  # the first 24 bits (lowest frequencies) shared by every image
+    inputs = {"random": rng.integers(0, 256, (n, 32), dtype=np.uint8),
+              "low DCT bits shared by all": smooth,
+              f"{n // 4:,} near-copies (≤ 8 bits) of one frame + random": np.concatenate(
+                  [near_copies(n // 4, 8), rng.integers(0, 256, (n - n // 4, 32), dtype=np.uint8)]),
+              f"{n // 4:,} identical codes + random": np.concatenate(
+                  [np.tile(frame, (n // 4, 1)), rng.integers(0, 256, (n - n // 4, 32), dtype=np.uint8)])}
+    lines = ["| codes | components > 1 | comparisons | all pairs | skipped | peak traced MiB | s |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, codes in inputs.items():
+        stats = LinkStats()
+        started = time.perf_counter()
+        labels = link_within(codes, 24, stats=stats)
+        seconds = time.perf_counter() - started
+        tracemalloc.start()  # a second run for the memory: tracing slows numpy's allocations several times
+        link_within(codes, 24)
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+        groups = int((np.bincount(labels) > 1).sum())
+        lines.append(f"| {len(codes):,} {name} | {groups} | {stats.comparisons:,} | {len(codes) * (len(codes) - 1) // 2:,} "
+                     f"| {stats.capped_comparisons:,} | {peak:.0f} | {seconds:.1f} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="40 H&E tiles, a 10K index, few hashing rounds")
     parser.add_argument("--index-sizes", default="20000,78000")
     parser.add_argument("--write-results", action="store_true", help=f"replace the '{HEADING}' section of RESULTS.md")
+    parser.add_argument("--pathological", action="store_true",
+                        help="only the component search on pathological codes (near-copies by the thousand)")
     args = parser.parse_args()
     from mmbu.build.duplicates.resolve import DEFAULT_MAX_DISTANCE
+
+    if args.pathological:
+        print("\n".join(pathological_cost()))
+        return
 
     load = os.getloadavg()
     groups = corpus(args.quick)
