@@ -246,21 +246,6 @@ def generate_corpus(total: int, datasets: int, jobs: int, sources: str) -> tuple
         (manifests / f"{plan.dataset_id}.yaml").write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     check_manifests(manifests)
     return repo, plans
-    shutil.rmtree(repo, ignore_errors=True)
-    manifests = repo / "manifests" / "datasets"
-    manifests.mkdir(parents=True)
-    started = time.perf_counter()
-    with ProcessPoolExecutor(jobs) as pool:
-        listings = list(pool.map(write_dataset, plans, [repo / "src"] * len(plans)))
-    for plan in plans:
-        (manifests / f"{plan.dataset_id}.yaml").write_text(yaml.safe_dump(manifest_document(plan, sources),
-                                                                          sort_keys=False),
-                                                           encoding="utf-8")
-    (repo / "images.txt").write_text("\n".join(p for listing in listings for p in listing) + "\n", encoding="utf-8")
-    check_manifests(manifests)
-    done.write_text(json.dumps({"samples": total, "datasets": datasets,
-                                "seconds": round(time.perf_counter() - started, 1)}), encoding="utf-8")
-    return repo, plans
 
 
 class TreeMemory:
