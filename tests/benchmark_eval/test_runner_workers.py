@@ -126,7 +126,9 @@ def test_a_worker_that_dies_ends_the_run_keeps_its_answers_and_the_rerun_complet
 def test_killing_the_parent_stops_its_workers_and_the_run_resumes(tmp_path):
     release = write_release(tmp_path / "release", count=12, tasks=("ungrounded_classification",))
     predictions = tmp_path / "runs" / SLUG / "predictions.jsonl"
-    with OpenAIServer(latency_s=0.05) as server:
+    # 0.2 s per answer: the 60 answers left after the 12th take >= 3 s, so a loaded machine that starves this
+    # process between the 12th record and the Ctrl-C still interrupts a run in progress (at 0.05 s it could finish)
+    with OpenAIServer(latency_s=0.2) as server:
         command = eval_run_command(release, server.url, tmp_path / "runs", "--concurrency", "4", "--workers", "2", *FAST)
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         wait_for_records(predictions, 12)
