@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+from mmbu.core.files import write_bytes_atomic
 
 from ..models import box_format
 from ..models.registry import ModelEntry
@@ -84,21 +84,13 @@ class ImageCache:
     def put(self, key: str, prepared: PreparedImage) -> None:
         """Store `prepared` atomically; a failed write (full disk, read-only directory) only costs the cache."""
         frames = prepared.frames
-        header = {"mime": prepared.mime, "sha256": hashlib.sha256(prepared.data).hexdigest(),
+        header = {"mime": prepared.mime, "sha256": prepared.sha256,
                   "image_size": frames.image_size, "content_size": frames.content_size,
                   "sent_size": frames.sent_size, "content_offset": frames.content_offset}
-        path = self._path(key)
         try:
-            path.parent.mkdir(exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}-", suffix=".tmp")
-            try:
-                with os.fdopen(handle, "wb") as out:
-                    out.write(json.dumps(header).encode() + b"\n" + prepared.data)
-                os.replace(temporary, path)
-                self.stored += 1
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
+            # not durable: an entry lost to a power cut fails its digest and is only a miss
+            write_bytes_atomic(self._path(key), json.dumps(header).encode() + b"\n" + prepared.data, durable=False)
+            self.stored += 1
         except OSError:
             self.write_failures += 1
 
