@@ -59,13 +59,14 @@ class PreparedImage:
         return hashlib.sha256(self.data).hexdigest()
 
     @cached_property
-    def data_url(self) -> str:
-        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
-
-    @cached_property
     def url_json(self) -> bytes:
         """The data URL as a JSON string (base64 needs no escaping), built once for a row's requests."""
         return b'"data:' + self.mime.encode("ascii") + b";base64," + base64.b64encode(self.data) + b'"'
+
+    @cached_property
+    def data_url(self) -> str:
+        # from url_json, so a row whose requests carry both base64-encodes its image once
+        return self.url_json[1:-1].decode("ascii")
 
 
 def image_size_of(png: bytes) -> tuple[int, int]:
