@@ -222,8 +222,7 @@ def child(arguments: dict) -> None:
                       "peak_mib": peak / 1024}))
 
 
-def runner_throughput(url: str, concurrency: int, release: Path, runs: Path,
-                      runner_class: type[Runner] = Runner, workers: int = 1,
+def runner_throughput(url: str, concurrency: int, release: Path, runs: Path, workers: int = 1,
                       model: str = "Qwen/Qwen3-VL-8B-Instruct", image_cache: str | None = None) -> tuple[float, float, int]:
     """(whole-run req/s, steady req/s, answers). *Whole run* includes start-up (reading the release,
     spawning workers); *steady* is answers / (last answer - first request sent), from the records."""
@@ -236,7 +235,7 @@ def runner_throughput(url: str, concurrency: int, release: Path, runs: Path,
     async def one_process():
         backend = OpenAICompatBackend(OpenAICompatClient(url, entry.served_name, concurrency=concurrency), entry.chat)
         try:
-            return await runner_class(config, backend).run()
+            return await Runner(config, backend).run()
         finally:
             await backend.aclose()
 
