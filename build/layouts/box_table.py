@@ -14,7 +14,7 @@ from typing import Any
 from mmbu.build.layouts.boxes import clip_box, fractions_to_pixels
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import image_size
-from mmbu.build.layouts.label_table import ImageFinder, missing_columns, read_table
+from mmbu.build.layouts.label_table import ImageFinder, missing_columns, read_table, sniff_delimiter
 from mmbu.build.layouts.pairing import paired_files
 from mmbu.build.layouts.sample import Region
 from mmbu.core.boxes import Box, box_from_roles
@@ -117,7 +117,7 @@ def _positional_rows(layout: BoxTableLayout, ctx: LayoutContext, path: Path) -> 
     except (OSError, UnicodeDecodeError) as exc:
         ctx.exclude(name, f"the box file cannot be read ({exc})")
         return
-    separator = _separator(layout) or _sniffed("\n".join(lines[:20]))
+    separator = sniff_delimiter("\n".join(lines[:20]), _separator(layout))
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -130,13 +130,6 @@ def _positional_rows(layout: BoxTableLayout, ctx: LayoutContext, path: Path) -> 
 
 def _separator(layout: BoxTableLayout) -> str | None:
     return WHITESPACE if layout.delimiter == "whitespace" else layout.delimiter
-
-
-def _sniffed(head: str) -> str:
-    try:
-        return csv.Sniffer().sniff(head, delimiters=",\t;").delimiter
-    except csv.Error:
-        return ","
 
 
 def _csv_fields(layout: BoxTableLayout) -> list[str]:

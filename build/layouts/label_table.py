@@ -13,7 +13,8 @@ from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout import LabelTableLayout
 
 
-def _delimiter(sample: str, given: str | None) -> str:
+def sniff_delimiter(sample: str, given: str | None) -> str:
+    """`given`, else the delimiter (comma, tab or semicolon) csv.Sniffer finds in `sample`, else a comma."""
     if given:
         return given
     try:
@@ -27,7 +28,7 @@ def read_table(ctx: LayoutContext, name: str, delimiter: str | None = None) -> p
     path = ctx.path(name)
     try:
         head = path.read_text(encoding="utf-8-sig")[:8192]
-        return pd.read_csv(path, sep=_delimiter(head, delimiter), dtype=str, keep_default_na=False,
+        return pd.read_csv(path, sep=sniff_delimiter(head, delimiter), dtype=str, keep_default_na=False,
                            encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         ctx.exclude(name, f"the table cannot be read ({exc})")
