@@ -165,12 +165,6 @@ def _data_bytes(header: Any, path: Path) -> int:
     return int(np.prod(sizes, dtype=np.int64)) * dtype.itemsize
 
 
-def section_count(path: Path) -> int:
-    """The number of xy sections (z) of an MRC file's volume, from its header."""
-    with open_mrc(path) as mrc:
-        return int(mrc.data.shape[-3]) if mrc.data.ndim >= 3 else 1
-
-
 def xyz_shape(path: Path) -> tuple[int, int, int]:
     """(nx, ny, nz) from the header, in the (x, y, z) order the layouts compare volumes in."""
     with open_mrc(path) as mrc:
