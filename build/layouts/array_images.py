@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from mmbu.build.layouts.array_files import ArrayFileError, open_array
-from mmbu.build.layouts.arrays import item_regions, keep_splits, open_ref, pick_depth
+from mmbu.build.layouts.arrays import item_regions, open_ref, pick_depth
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import image_size
+from mmbu.build.layouts.splits import keep_splits
 from mmbu.curation.manifest.layout_arrays import ARRAY_SUFFIXES, ArrayRef, ArraysLayout
 from mmbu.curation.manifest.templates import PathTemplate
 
@@ -26,7 +27,7 @@ def read_files(layout: ArraysLayout, ctx: LayoutContext) -> None:
     found = list(PathTemplate(layout.images.file).scan(ctx.raw_dir))
     if not found:
         ctx.exclude(layout.images.file, f"no file matches images {layout.images.file!r}")
-    for path, parts in keep_splits(layout, ctx, found, lambda item: item[1]):
+    for path, parts in keep_splits(ctx, layout.splits, layout.images.file, "arrays", found, lambda item: item[1]):
         with ExitStack() as stack:
             _read_file(layout, ctx, path, parts, stack)
 

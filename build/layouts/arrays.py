@@ -7,11 +7,10 @@ filling their templates with the same named parts.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import numpy as np
 from scipy import ndimage
@@ -22,12 +21,12 @@ from mmbu.build.layouts.instances import InstanceCanvas
 from mmbu.build.layouts.masks import MaskRules, regions_from_mask
 from mmbu.build.layouts.sample import Region
 from mmbu.build.layouts.single_label import one_label
+from mmbu.build.layouts.splits import keep_splits
 from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout_arrays import ArrayRef, ArraysLayout
 from mmbu.curation.manifest.model import ConvertSpec
 from mmbu.curation.manifest.templates import PathTemplate
 
-T = TypeVar("T")
 MASK_SLAB = 16  # mask slices read at a time when looking for the largest mask area
 
 
@@ -51,22 +50,9 @@ def read(layout: ArraysLayout, ctx: LayoutContext) -> None:
     if not groups:
         ctx.exclude(layout.images.file, f"no array matches images {layout.images.file!r}"
                                         + (f" key {layout.images.key!r}" if layout.images.key else ""))
-    for group in keep_splits(layout, ctx, groups, lambda g: g.parts):
+    for group in keep_splits(ctx, layout.splits, layout.images.file, "arrays", groups, lambda g: g.parts):
         with ExitStack() as stack:
             _read_group(layout, ctx, group, stack)
-
-
-def keep_splits(layout: ArraysLayout, ctx: LayoutContext, items: list[T], parts_of: Callable[[T], dict[str, str]]
-                ) -> list[T]:
-    """The items whose `{split}` part is one of `layout.splits` (all without a filter); a split asked for that
-    no item has is reported with the closest one there is."""
-    if not layout.splits:
-        return items
-    found = sorted({parts_of(item).get("split", "") for item in items})
-    for split in layout.splits:
-        if split not in found:
-            ctx.exclude(layout.images.file, f"split {split!r} is not among the arrays' splits{did_you_mean(split, found)}")
-    return [item for item in items if parts_of(item).get("split") in layout.splits]
 
 
 def _image_groups(ref: ArrayRef, ctx: LayoutContext) -> Iterator[_Group]:

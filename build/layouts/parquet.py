@@ -20,6 +20,7 @@ from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.masks import MaskRules, regions_from_mask
 from mmbu.build.layouts.sample import Region
 from mmbu.build.layouts.single_label import one_label
+from mmbu.build.layouts.splits import keep_splits
 from mmbu.build.layouts.table_cells import CellProblem, cell_image
 from mmbu.build.layouts.table_files import TableFile, TableFileError
 from mmbu.curation.manifest.hints import did_you_mean
@@ -40,12 +41,7 @@ def read(layout: ParquetLayout, ctx: LayoutContext) -> None:
     if not files:
         ctx.exclude(layout.files, f"no Parquet or Arrow file matches {layout.files!r}")
         return
-    if layout.splits:
-        found = sorted({parts.get("split", "") for _, parts in files})
-        for split in layout.splits:
-            if split not in found:
-                ctx.exclude(layout.files, f"split {split!r} is not among the files' splits{did_you_mean(split, found)}")
-        files = [(path, parts) for path, parts in files if parts.get("split") in layout.splits]
+    files = keep_splits(ctx, layout.splits, layout.files, "files", files, lambda item: item[1])
     names = _LabelNames(layout, ctx)
     columns = list(dict.fromkeys(c for c in (layout.image_column, layout.label_column, layout.mask_column,
                                              layout.objects_column, *layout.metadata_columns.values(), *layout.where)
