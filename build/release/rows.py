@@ -224,7 +224,3 @@ class RowsFiles:
 
         return plan_files(self)
 
-
-def read_rows(path: Path, task: str | None = None) -> pd.DataFrame:
-    """A dataset's rows file (only the rows of `task`, when given)."""
-    return pd.read_parquet(path, filters=[("task", "==", task)] if task else None)
