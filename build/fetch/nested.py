@@ -15,7 +15,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmbu.build.fetch.archives import ExtractLimits, archive_members_size, extract_archive, is_archive, looks_like_archive
+from mmbu.build.fetch.archives import (
+    ARCHIVE_SUFFIXES,
+    ExtractLimits,
+    archive_members_size,
+    extract_archive,
+    is_archive,
+    looks_like_archive,
+)
 from mmbu.build.fetch.model import FetchError
 from mmbu.core.confinement import inside
 from mmbu.curation.manifest.hints import did_you_mean
@@ -54,7 +61,7 @@ def extract_nested(staging: Path, nested: list[NestedArchives], downloaded_bytes
 
 def _bare_name(archive: Path) -> str:
     name = archive.name
-    for suffix in (".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".tbz2", ".txz", ".tar", ".zip"):
+    for suffix in ARCHIVE_SUFFIXES:  # none ends another, so the order does not matter
         if name.lower().endswith(suffix):
             return name[: -len(suffix)]
     return archive.stem
