@@ -162,12 +162,15 @@ def _run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | 
     # reports and release rows in manifest order, whatever order the datasets were processed in
     report.fetch.sort(key=lambda result: result.manifest or result.dataset_id)
     report.datasets = sorted(outcomes.values(), key=lambda outcome: outcome.manifest_path)
+    built = [o for o in report.datasets if o.ok and o.rows_path]
+    rows_digests = {o.dataset_id: hash_file(Path(o.rows_path)) for o in built}  # read once for both checks
     if config.duplicate_distance is not None:
-        report.duplicates = check_duplicates_saved({o.dataset_id: Path(o.rows_path) for o in report.datasets
-                                                    if o.ok and o.rows_path}, config.duplicate_distance,
-                                                   Path(config.data_dir) / "work" / DUPLICATES_FILE)
+        report.duplicates = check_duplicates_saved({o.dataset_id: Path(o.rows_path) for o in built},
+                                                   config.duplicate_distance,
+                                                   Path(config.data_dir) / "work" / DUPLICATES_FILE, rows_digests)
 
-    _write_release_if_changed(config, report, taxonomy.content_hash, {m.id: m for m in manifests.values()})
+    _write_release_if_changed(config, report, taxonomy.content_hash, {m.id: m for m in manifests.values()},
+                              rows_digests)
     write_json_atomic(Path(config.data_dir) / "build-report.json", _report_document(report))
     write_text_atomic(Path(config.data_dir) / REVIEW_CHECKS,
                       "".join(json.dumps(row, sort_keys=True) + "\n" for row in review_checks(report)))
@@ -227,14 +230,14 @@ def _dataset_exclusions(report: BuildReport) -> pd.DataFrame:
 
 
 def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy_hash: str,
-                              manifests_by_id: dict[str, DatasetManifest]) -> None:
+                              manifests_by_id: dict[str, DatasetManifest], rows_digests: dict[str, str]) -> None:
     built = [o for o in report.datasets if o.ok and o.rows_path]
     exclusions = _dataset_exclusions(report)
     report.exclusions = len(exclusions)
     inputs_hash = hash_json({
         "toolkit": toolkit_version(), "version": config.release_version, "seed": config.seed,
         "taxonomy": taxonomy_hash,
-        "rows": {o.dataset_id: hash_file(Path(o.rows_path)) for o in built},
+        "rows": {o.dataset_id: rows_digests[o.dataset_id] for o in built},
         "manifests": {o.dataset_id: o.manifest_hash for o in built},  # hashed by the worker that parsed it
         "exclusions": exclusions.astype(object).where(exclusions.notna(), "").to_dict(orient="records"),
     })

@@ -7,6 +7,7 @@ distance; `keep_rows` removes those rows while the release is written.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -85,11 +86,13 @@ def _from_document(document: dict) -> DuplicateCheck:
                           images_checked=document["images_checked"], search=LinkStats(**document["search"]))
 
 
-def check_duplicates_saved(rows_paths: dict[str, Path], max_distance: int, saved: Path) -> DuplicateCheck:
+def check_duplicates_saved(rows_paths: dict[str, Path], max_distance: int, saved: Path,
+                           rows_digests: Mapping[str, str]) -> DuplicateCheck:
     """`check_duplicates`, or its result saved in `saved` when no dataset's rows or hashes changed since (a no-op
-    rebuild reads one JSON file instead of every image table and search)."""
+    rebuild reads one JSON file instead of every image table and search). `rows_digests`: each rows file's
+    sha256 (`hash_file`), which the build also keys its release on, so the files are read once."""
     key = hash_json([CHECK_VERSION, HASH_VERSION, max_distance, sorted(
-        (dataset_id, hash_file(Path(path)), hash_file(Path(path).with_name(HASHES_FILE))
+        (dataset_id, rows_digests[dataset_id], hash_file(Path(path).with_name(HASHES_FILE))
          if Path(path).with_name(HASHES_FILE).exists() else None) for dataset_id, path in rows_paths.items())])
     try:
         document = json.loads(saved.read_text(encoding="utf-8"))
