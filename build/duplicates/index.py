@@ -264,18 +264,12 @@ def link_within(codes: np.ndarray, radius: int, labels: np.ndarray | None = None
         # search the distinct codes with their own union-find seeded from the labels so far, then carry it back
         seeded = Components(len(distinct))
         representative = first  # distinct code k stands for item first[k]
-        known = components.labels()[representative]
-        _, group = np.unique(known, return_inverse=True)
-        seeded.union(np.arange(len(distinct)), first_of(group.reshape(-1)))
+        _, first_known, group = np.unique(components.labels()[representative], return_index=True,
+                                          return_inverse=True)
+        seeded.union(np.arange(len(distinct)), first_known[group.reshape(-1)])
         for left, right, _ in _search(distinct, radius, seeded, stats, bucket_comparisons, block):
             stats.links += len(left)
             seeded.union(left, right)
         components.union(representative, representative[seeded.labels()])  # with the pivots' joins
     return components.labels().copy()
 
-
-def first_of(group: np.ndarray) -> np.ndarray:
-    """For each position, the first position with the same group number."""
-    first = np.full(int(group.max()) + 1, len(group), dtype=np.int64)
-    np.minimum.at(first, group, np.arange(len(group)))
-    return first[group]

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from mmbu.build.duplicates.hashing import HASH_BYTES, MIN_STRUCTURE
-from mmbu.build.duplicates.index import Components, LinkStats, first_of, hamming_rows, link_within
+from mmbu.build.duplicates.index import Components, LinkStats, hamming_rows, link_within
 
 # The largest distance (bits of 256) at which two images count as copies. Chosen on measurement
 # (benchmarks/duplicates.py, RESULTS.md "Duplicates"): above every resized, re-encoded and re-windowed copy,
@@ -95,9 +95,8 @@ def _components(grey: np.ndarray, equalised: np.ndarray, sha256: np.ndarray, str
     hashed = np.flatnonzero(structured)  # flat images all hash alike: matched by their bytes only
     if len(hashed) > 1:
         for codes in (grey, equalised):
-            known = components.labels()[hashed]
-            _, local = np.unique(known, return_inverse=True)
-            labels = link_within(codes[hashed], max_distance, first_of(local.reshape(-1)), stats=stats)
+            _, first_known, local = np.unique(components.labels()[hashed], return_index=True, return_inverse=True)
+            labels = link_within(codes[hashed], max_distance, first_known[local.reshape(-1)], stats=stats)
             components.union(hashed, hashed[labels])
     return components.labels()
 
