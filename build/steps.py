@@ -254,7 +254,7 @@ def _convert_cached(source: Path, output: Path, options: ConvertOptions, code: s
     # PNG's size and CRC. So a PNG or sidecar torn by a kill or emptied by a power cut is converted again;
     # the old sidecar goes first, lest it vouch for a PNG being rewritten.
     sidecar.unlink(missing_ok=True)
-    record = convert_one(source, output, options, atomic=False)
+    record = convert_one(source, output, options, durable=False, atomic=False)
     if record["status"] == "ok":
         written = output.read_bytes()
         sidecar.write_text(json.dumps({"key": key, "record": record, "size": len(written),

@@ -12,9 +12,10 @@ would give under the user's umask, not `tempfile.mkstemp`'s private 0600.
         table.to_parquet(temporary)
     write_text_atomic(path, text); write_bytes_atomic(path, data); write_json_atomic(path, value)
 
-For the many small files of a build step (a PNG and its sidecar per image, ~4 ms of fsync each) the
-build writes in place without fsync, calls `sync_to_disk()` once before it records the step done, and
-checks each reused file's size and CRC (a file torn by a kill or lost to a power cut is made again).
+`durable=False` leaves out the fsync, not the rename: a killed process still never leaves half a file,
+but after a power loss the renamed file may be empty. For the many small files of a build step (a PNG
+and its sidecar per image, ~4 ms of fsync each) the step calls `sync_to_disk()` once before it records
+itself done, and checks each reused file's size and CRC (a file lost to a power cut is made again).
 """
 from __future__ import annotations
 
@@ -57,10 +58,12 @@ def _create_temporary(target: Path) -> tuple[Path, int]:
 class atomic_file:  # noqa: N801 - used like open()
     """`with atomic_file(target, mode, encoding) as stream:` writes `target` atomically (module docstring)."""
 
-    def __init__(self, target: str | Path, mode: str = "wb", encoding: str | None = None) -> None:
+    def __init__(self, target: str | Path, mode: str = "wb", encoding: str | None = None, *,
+                 durable: bool = True) -> None:
         self.target = Path(target)
         self.mode = mode
         self.encoding = encoding
+        self.durable = durable
 
     def __enter__(self) -> IO:
         self.temporary, handle = _create_temporary(self.target)
@@ -71,7 +74,8 @@ class atomic_file:  # noqa: N801 - used like open()
         try:
             if exc_type is None:
                 self.stream.flush()
-                os.fsync(self.stream.fileno())
+                if self.durable:
+                    os.fsync(self.stream.fileno())
             self.stream.close()
             if exc_type is None:
                 os.replace(self.temporary, self.target)
@@ -95,21 +99,22 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         temporary.unlink(missing_ok=True)
 
 
-def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
+def write_bytes_atomic(path: str | Path, data: bytes, *, durable: bool = True) -> Path:
     """Write `data` to `path` atomically; returns the path."""
-    with atomic_file(path, "wb") as stream:
+    with atomic_file(path, "wb", durable=durable) as stream:
         stream.write(data)
     return Path(path)
 
 
-def write_text_atomic(path: str | Path, text: str) -> Path:
+def write_text_atomic(path: str | Path, text: str, *, durable: bool = True) -> Path:
     """Write UTF-8 `text` to `path` atomically; returns the path."""
-    return write_bytes_atomic(path, text.encode("utf-8"))
+    return write_bytes_atomic(path, text.encode("utf-8"), durable=durable)
 
 
-def write_json_atomic(path: str | Path, value: Any, *, sort_keys: bool = True) -> Path:
+def write_json_atomic(path: str | Path, value: Any, *, sort_keys: bool = True, durable: bool = True) -> Path:
     """`value` as indented JSON (paths and other objects as strings) plus a newline, written atomically."""
-    return write_text_atomic(path, json.dumps(value, indent=2, sort_keys=sort_keys, default=str) + "\n")
+    return write_text_atomic(path, json.dumps(value, indent=2, sort_keys=sort_keys, default=str) + "\n",
+                             durable=durable)
 
 
 def replace_folder(staging: str | Path, target: str | Path) -> None:
@@ -157,5 +162,5 @@ def _libc() -> ctypes.CDLL | None:
 
 
 def sync_to_disk() -> None:
-    """Flush every file written without fsync to disk (one sync for a step's many small files)."""
+    """Flush every file written without `durable` to disk (one sync for a step's many small files)."""
     os.sync()

@@ -95,9 +95,11 @@ def _is_companion_file(path: Path) -> bool:
     return False
 
 
-def convert_one(source: Path, output: Path, options: ConvertOptions, *, atomic: bool = True) -> dict[str, Any]:
+def convert_one(source: Path, output: Path, options: ConvertOptions, *, durable: bool = True,
+                atomic: bool = True) -> dict[str, Any]:
     """Convert one source into `output` (a PNG path) and return its report record; never raises.
-    `atomic=False`: written in place without fsync (`write_png`; the build syncs once per step)."""
+    `durable=False`: the PNG is not fsynced (the build syncs once per step; see mmbu.core.files);
+    `atomic=False`: written in place (`write_png`)."""
     record: dict[str, Any] = {
         "source": printable_path(source), "output": None, "status": "error", "error": None, "format": None,
         "width": None, "height": None, "mode": None, "frame": None, "params": {},
@@ -109,7 +111,7 @@ def convert_one(source: Path, output: Path, options: ConvertOptions, *, atomic: 
         identified = identify(source)
         record["format"] = identified.format
         converted = read_identified(identified, options)
-        write_png(converted.pixels, output, atomic=atomic)
+        write_png(converted.pixels, output, durable=durable, atomic=atomic)
     except ConversionError as error:
         record["error"] = str(error)
         return record

@@ -84,14 +84,14 @@ def encode_png(pixels: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def write_png(pixels: np.ndarray, target: Path, *, atomic: bool = True) -> bytes:
+def write_png(pixels: np.ndarray, target: Path, *, durable: bool = True, atomic: bool = True) -> bytes:
     """Write (H, W) or (H, W, 3) uint8 pixels as an 8-bit L or RGB PNG at `target`, atomically; returns its bytes.
-    `atomic=False`: written in place without fsync (no temporary file and rename, a fifth of a build's
-    conversion time on a busy disk), for callers that sync once for many files (mmbu.core.files) and never
-    trust the file unchecked (the build notes each PNG's size and CRC and checks them)."""
+    `durable=False`: without fsync, for callers that sync once for many files (mmbu.core.files). `atomic=False`:
+    written in place (no temporary file and rename, a fifth of a build's conversion time on a busy disk), for
+    callers that never trust the file unchecked (the build notes each PNG's size and CRC and checks them)."""
     data = encode_png(pixels)
     if atomic:
-        write_bytes_atomic(target, data)
+        write_bytes_atomic(target, data, durable=durable)
     else:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)

@@ -61,3 +61,19 @@ def test_text_and_json_helpers(tmp_path):
         {"a": str(tmp_path), "b": 1}, indent=2) + "\n"
     write_json_atomic(tmp_path / "ordered.json", {"b": 1, "a": 2}, sort_keys=False)
     assert list(json.loads((tmp_path / "ordered.json").read_text(encoding="utf-8"))) == ["b", "a"]
+
+
+def test_a_write_without_fsync_is_still_atomic_and_fsyncs_nothing(tmp_path, monkeypatch):
+    synced = []
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd))
+    target = tmp_path / "image.png"
+    write_bytes_atomic(target, b"old")
+    assert len(synced) == 1
+    with pytest.raises(RuntimeError), atomic_file(target, "wb", durable=False) as stream:
+        stream.write(b"half")
+        raise RuntimeError("killed mid-write")
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["image.png"]
+    write_json_atomic(tmp_path / "sidecar.json", {"key": 1}, durable=False)
+    write_bytes_atomic(target, b"new", durable=False)
+    assert target.read_bytes() == b"new" and json.loads((tmp_path / "sidecar.json").read_text()) == {"key": 1}
+    assert len(synced) == 1
