@@ -10,9 +10,8 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from mmbu.core.files import write_text_atomic
+from mmbu.core.yaml_io import dump_yaml
 from mmbu.curation.manifest import CurationHistory, DatasetManifest
 from mmbu.curation.manifest.model import CurationEvent
 from mmbu.curation.manifest.validate import check_manifest
@@ -60,6 +59,6 @@ def promote(trail: Trail, ledger: Ledger, taxonomy: Taxonomy, datasets_dir: Path
         where, reason = problems[0]
         return Promotion(trail.ref, None, f"{trail.draft}: field {where}: {reason} (not promoted)")
     header = f"# Promoted from {trail.ref} by `mmbu review promote`; draft: {Path(trail.draft).name}\n"
-    body = yaml.safe_dump(manifest.model_dump(mode="json", exclude_none=True), sort_keys=False, allow_unicode=True)
+    body = dump_yaml(manifest.model_dump(mode="json", exclude_none=True), sort_keys=False)
     write_text_atomic(target, header + body)
     return Promotion(trail.ref, target)
