@@ -11,6 +11,8 @@ import json
 import time
 import traceback
 import zlib
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -18,6 +20,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from PIL import Image
 
 from mmbu.build.cache import StepState, hash_file, hash_json
@@ -33,6 +37,7 @@ from mmbu.build.layouts.volumes import with_converted_mask
 from mmbu.build.metadata import failures_to_exclusions, normalise_metadata, validate_metadata
 from mmbu.build.questions import attach_metadata, format_lint_report, instantiate_questions, lint_questions, task_items
 from mmbu.build.questions.lint import drop_lint_failures
+from mmbu.build.sorted_runs import SortedRuns, write_row_groups
 from mmbu.core.exclusions import Exclusion
 from mmbu.core.files import atomic_path, sync_to_disk, write_json_atomic, write_text_atomic
 from mmbu.core.version import toolkit_version
@@ -158,14 +163,14 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         outcome.skipped.append("rows")
     else:
         converted, conversions = _read_converted(converted_path)
-        rows, dropped, lint_report = build_rows(converted, conversions, manifest, taxonomy, work, job.seed)
-        rows = write_rows_file(rows, rows_path)
+        with SortedRuns(rows_path, ROWS_ORDER) as runs:
+            dropped, lint_report = build_rows(converted, conversions, manifest, taxonomy, work, job.seed, runs)
+            written = write_rows_file(runs, rows_path)
         write_json_atomic(rows_exclusions_path, [e.model_dump() for e in dropped])
         write_text_atomic(report_path, lint_report)
-        roi_masks = [Path(p) for p in rows["mask"].dropna()]
         sync_to_disk()  # the ROI PNGs were written without fsync
-        state.record("rows", rows_key, [rows_path, rows_exclusions_path, report_path, *roi_masks],
-                     {"rows": len(rows), "per_task": _count_tasks(rows["task"])})
+        state.record("rows", rows_key, [rows_path, rows_exclusions_path, report_path, *written.masks],
+                     {"rows": written.rows, "per_task": written.per_task})
         outcome.ran.append("rows")
     exclusions += _read_exclusions(rows_exclusions_path)
 
@@ -316,8 +321,9 @@ SAMPLES_PER_CHUNK = 2048  # samples whose task rows are made at a time (the rows
 
 
 def build_rows(samples: list[Sample], conversions: dict[str, ConvertedImage], manifest: DatasetManifest,
-               taxonomy: Taxonomy, work: Path, seed: int) -> tuple[pd.DataFrame, list[Exclusion], str]:
-    """Release rows (image/mask as PNG paths) for one dataset, with what was dropped and the lint report.
+               taxonomy: Taxonomy, work: Path, seed: int, rows: SortedRuns) -> tuple[list[Exclusion], str]:
+    """Release rows (image/mask as PNG paths) for one dataset, added to `rows` a chunk at a time (sorted and kept on
+    disk there, so they never pile up in memory), with what was dropped and the lint report.
 
     Items are made, placed, asked and linted SAMPLES_PER_CHUNK samples at a time: the per-row dicts of those
     stages cost several times the finished rows (600 MB for 74K rows of 8,600 image/mask pairs), so only one
@@ -326,7 +332,7 @@ def build_rows(samples: list[Sample], conversions: dict[str, ConvertedImage], ma
     """
     valid, failures = validate_metadata(normalise_metadata(samples, manifest, taxonomy), taxonomy)
     by_id = {s.sample_id: s for s in samples}
-    frames, lints = [], []
+    lints = []
     lost: dict[str, list[Exclusion]] = {"metadata": failures_to_exclusions(failures), "attach": [], "place": [],
                                         "questions": [], "lint": []}
     for start in range(0, max(len(samples), 1), SAMPLES_PER_CHUNK):
@@ -340,20 +346,46 @@ def build_rows(samples: list[Sample], conversions: dict[str, ConvertedImage], ma
         lint = lint_questions(questions, taxonomy)
         questions, dropped = drop_lint_failures(questions, lint)
         lost["lint"] += dropped
-        frames.append(questions)
+        rows.add(questions)
+        del questions
         lints.append(lint)
-    rows = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     lint = pd.concat(lints, ignore_index=True) if len(lints) > 1 else lints[0]
     lost["lint"].sort(key=lambda e: e.sample_id or "")  # as drop_lint_failures lists them (by sample id)
-    return rows, [e for stage in lost.values() for e in stage], format_lint_report(lint)
+    return [e for stage in lost.values() for e in stage], format_lint_report(lint)
 
 
-def write_rows_file(rows: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """`rows.parquet`: sorted by task and sample id, in row groups, so that the release reads a config's rows
-    front to back a batch at a time (`mmbu.build.release.stream`). Returns the rows in that order."""
-    rows = rows.sort_values(["task", "sample_id"], kind="stable").reset_index(drop=True)
-    _write_parquet_atomic(rows, path, row_group_size=ROWS_PER_GROUP)
-    return rows
+ROWS_ORDER = ["task", "sample_id"]  # rows.parquet's order
+
+
+@dataclass
+class RowsWritten:
+    rows: int
+    per_task: dict[str, int]
+    # every mask PNG the rows name: the step's outputs, each checked to exist before the step is trusted again
+    # (state.json lists them), so a string per mask row is kept while the file is written
+    masks: list[str]
+
+
+def write_rows_file(runs: SortedRuns, path: Path) -> RowsWritten:
+    """`rows.parquet` from the rows step's sorted runs, merged a batch at a time: sorted by task and sample id (as
+    one stable sort of every row would), in row groups of ROWS_PER_GROUP, so that the release reads a config's rows
+    front to back a batch at a time (`mmbu.build.release.stream`). Memory holds a row group and a batch per run,
+    whatever the number of rows."""
+    schema, tables = runs.merged()
+    per_task: Counter[str] = Counter()
+    masks: list[str] = []
+
+    def counted(tables: Iterator[pa.Table]) -> Iterator[pa.Table]:
+        for table in tables:
+            tasks, counts = pc.value_counts(table.column("task")).flatten()
+            per_task.update(dict(zip(tasks.to_pylist(), counts.to_pylist())))
+            if "mask" in table.column_names:
+                masks.extend(table.column("mask").drop_null().to_pylist())
+            yield table
+
+    with atomic_path(path) as temporary:
+        total = write_row_groups(counted(tables), schema, temporary, ROWS_PER_GROUP)
+    return RowsWritten(total, {str(task): int(count) for task, count in sorted(per_task.items())}, masks)
 
 
 def _write_parquet_atomic(frame: pd.DataFrame, path: Path, **options: Any) -> None:

@@ -110,7 +110,8 @@ def streamed_peak(parts: list[Path], out: Path, manifest, count: int) -> int:
 def test_a_config_read_from_rows_files_is_streamed_whatever_its_row_count(tmp_path, manifest, monkeypatch):
     """The build hands a release worker per-dataset rows files; it reads them a batch at a time in release order
     (a DataFrame of the config's rows, which it held before, grows with the rows)."""
-    from mmbu.build.steps import ROWS_PER_GROUP, write_rows_file
+    from mmbu.build.sorted_runs import SortedRuns
+    from mmbu.build.steps import ROWS_ORDER, ROWS_PER_GROUP, write_rows_file
 
     monkeypatch.setattr(release_rows, "ROWS_PER_CHUNK", 32)
     from mmbu.build.release import stream
@@ -126,7 +127,9 @@ def test_a_config_read_from_rows_files_is_streamed_whatever_its_row_count(tmp_pa
         paths = []
         for part in range(3):
             paths.append(tmp_path / f"{name}-{part}.parquet")
-            write_rows_file(frame.iloc[part::3].reset_index(drop=True), paths[-1])
+            with SortedRuns(paths[-1], ROWS_ORDER) as runs:
+                runs.add(frame.iloc[part::3].reset_index(drop=True))
+                write_rows_file(runs, paths[-1])
         return paths
 
     small, large = rows_files("small", 100), rows_files("large", 500)
