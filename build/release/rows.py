@@ -3,16 +3,24 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from mmbu.build.layouts.masks import mask_png
+from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, ShardLayout
+from mmbu.build.release.stats import ReleaseCounts
 from mmbu.core.exclusions import Exclusion
-from mmbu.core.release import QUESTION_COLUMNS, RELEASE_COLUMNS
+from mmbu.core.release import QUESTION_COLUMNS, RELEASE_COLUMNS, release_features
+
+if TYPE_CHECKING:
+    from mmbu.build.release.stream import StreamedPlan
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REQUIRED = ("sample_id", "dataset_id", "image", "answer", "options", *QUESTION_COLUMNS.values(), "license")
@@ -124,28 +132,83 @@ def _release_record(row: dict, checked: bool = False) -> dict:
     return record
 
 
+ROWS_PER_BATCH = 1024  # records turned into Arrow at a time within a row group
+
+
+def record_tables(records: Iterable[dict], layout: Sequence[Sequence[int]], schema: pa.Schema) -> Iterator[pa.Table]:
+    """Row-group tables of `records` (in release order, as many as the layout's row groups hold), each a single-chunk
+    Arrow table converted ROWS_PER_BATCH records at a time.
+
+    A 100 MB row group of small images can hold many thousand rows; Arrow keeps a row far more
+    compactly than its Python dict, so no group costs a dict per row. The chunks are combined into
+    one before writing, so the Parquet bytes are those of a table built from all records at once.
+    """
+    records = iter(records)
+    for length in (length for shard in layout for length in shard):
+        batches = []
+        while length:
+            take = min(ROWS_PER_BATCH, length)
+            batches.append(pa.RecordBatch.from_pylist([materialise(record) for record in islice(records, take)],
+                                                      schema=schema))
+            length -= take
+        yield pa.Table.from_batches(batches, schema=schema).combine_chunks()
+
+
 ROWS_PER_CHUNK = 1024  # rows turned into dicts at a time: bounds the per-row Python objects alive at once
+
+
+@dataclass
+class CheckedRows:
+    """What checking a config's rows in release order found: where its usable rows go (shards and row groups), what
+    the card and statistics count of them, which rows (by position in release order) are unusable and why."""
+
+    layout: ShardLayout
+    counts: ReleaseCounts = field(default_factory=ReleaseCounts)
+    unusable: list[int] = field(default_factory=list)  # positions of the excluded rows (as many as exclusions)
+    exclusions: list[Exclusion] = field(default_factory=list)
+    checked: int = 0
+
+    def exclude(self, row: Mapping, reason: str) -> None:
+        """The next row in release order is unusable (`row` needs dataset_id, sample_id and source_path)."""
+        self.exclusions.append(Exclusion(dataset_id=row["dataset_id"], sample_id=row["sample_id"],
+                                         item=str(row.get("source_path") or row["sample_id"]), stage="release",
+                                         reason=reason))
+        self.unusable.append(self.checked)
+        self.checked += 1
+
+    def add(self, row: dict) -> None:
+        """Check the next row in release order (a row dict)."""
+        try:
+            record = _release_record(row)
+        except ValueError as exc:
+            self.exclude(row, str(exc))
+            return
+        self.checked += 1
+        self.layout.add(row_bytes(record))
+        self.counts.add([record["dataset_id"]], [record["modality"]], [record["sub_modality"]], [record["image"].path])
 
 
 @dataclass
 class ReleasePlan:
     """One config's usable rows in release order, without their records held in memory.
 
-    Checking every row first gives the shard count (shard names say "-of-N") and the exclusions
-    before a byte is written; `records()` then rebuilds the records chunk by chunk while the shards
-    are written, so memory holds a few ints per row rather than a dict per row.
+    Checking every row first gives the shard layout (shard names say "-of-N") and the exclusions
+    before a byte is written; `tables()` then rebuilds the records chunk by chunk while the shards
+    are written, so memory holds an int per row rather than a dict per row.
     """
 
     rows: pd.DataFrame
     positions: np.ndarray  # row positions in `rows`, in release order, of the usable rows
-    weights: list[int]  # `row_bytes` of each usable row's record
-    counted: pd.DataFrame  # dataset_id, modality, sub_modality, image of each usable row (card and statistics)
-    exclusions: list[Exclusion]
+    checked: CheckedRows
 
     def records(self) -> Iterator[dict]:
         for start in range(0, len(self.positions), ROWS_PER_CHUNK):
             chunk = self.rows.iloc[self.positions[start:start + ROWS_PER_CHUNK]]
             yield from (_release_record(row, checked=True) for row in chunk.to_dict(orient="records"))
+
+    def tables(self) -> Iterator[pa.Table]:
+        """One Arrow table per row group of the layout, in order."""
+        return record_tables(self.records(), self.checked.layout.shards, release_features().arrow_schema)
 
 
 def _release_order(rows: pd.DataFrame) -> np.ndarray:
@@ -154,49 +217,23 @@ def _release_order(rows: pd.DataFrame) -> np.ndarray:
     return rows[["sample_id"]].reset_index(drop=True).sort_values("sample_id").index.to_numpy()
 
 
-@dataclass
-class CheckedRows:
-    """What checking rows in release order found: which are usable, their weights, counts and exclusions."""
-
-    usable: list[bool] = field(default_factory=list)
-    weights: list[int] = field(default_factory=list)
-    counted: list[tuple[str, object, object, str]] = field(default_factory=list)
-    exclusions: list[Exclusion] = field(default_factory=list)
-
-    def add(self, row: dict) -> None:
-        try:
-            record = _release_record(row)
-        except ValueError as exc:
-            self.exclusions.append(Exclusion(dataset_id=row["dataset_id"], sample_id=row["sample_id"],
-                                             item=str(row.get("source_path") or row["sample_id"]), stage="release",
-                                             reason=str(exc)))
-            self.usable.append(False)
-            return
-        self.usable.append(True)
-        self.weights.append(row_bytes(record))
-        self.counted.append((record["dataset_id"], record["modality"], record["sub_modality"], record["image"].path))
-
-    def counted_frame(self) -> pd.DataFrame:
-        return pd.DataFrame(self.counted, columns=["dataset_id", "modality", "sub_modality", "image"])
-
-
 def check_columns(columns: Iterable[str]) -> None:
     absent = [c for c in REQUIRED if c not in set(columns)]
     if absent:
         raise ReleaseInputError(f"release rows lack the column(s) {', '.join(absent)}")
 
 
-def plan_release(rows: pd.DataFrame) -> ReleasePlan:
+def plan_release(rows: pd.DataFrame, max_shard_bytes: int = MAX_SHARD_BYTES,
+                 max_row_group_bytes: int = MAX_ROW_GROUP_BYTES) -> ReleasePlan:
     """Check every row of one config (PNG headers, contract columns); unusable rows become exclusions."""
     check_columns(rows.columns)
     order = _release_order(rows)
-    checked = CheckedRows()
+    checked = CheckedRows(ShardLayout(max_shard_bytes, max_row_group_bytes))
     for start in range(0, len(order), ROWS_PER_CHUNK):
         for row in rows.iloc[order[start:start + ROWS_PER_CHUNK]].to_dict(orient="records"):
             checked.add(row)
-    kept = order[np.asarray(checked.usable, dtype=bool)] if len(order) else order
-    return ReleasePlan(rows=rows, positions=np.asarray(kept, dtype=np.int64), weights=checked.weights,
-                       counted=checked.counted_frame(), exclusions=checked.exclusions)
+    kept = np.delete(order, checked.unusable) if len(order) else order
+    return ReleasePlan(rows=rows, positions=np.asarray(kept, dtype=np.int64), checked=checked)
 
 
 def group_by_task(frames: Iterable[pd.DataFrame]) -> dict[str, pd.DataFrame]:
@@ -218,9 +255,10 @@ class RowsFiles:
     task: str
     count: int = 0  # rows expected (the largest config is written first)
 
-    def plan(self) -> StreamedPlan:
+    def plan(self, max_shard_bytes: int = MAX_SHARD_BYTES,
+             max_row_group_bytes: int = MAX_ROW_GROUP_BYTES) -> StreamedPlan:
         """Check this config's rows in release order, reading the rows files a batch at a time."""
         from mmbu.build.release.stream import plan_files
 
-        return plan_files(self)
+        return plan_files(self, max_shard_bytes, max_row_group_bytes)
 

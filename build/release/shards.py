@@ -1,15 +1,13 @@
 """Parquet shards with embedded PNG bytes, at most `max_shard_bytes` each (HF's 500 MB default)."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from itertools import islice
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mmbu.build.release.rows import materialise
 from mmbu.core.files import atomic_path
 from mmbu.core.release import SPLIT, release_features
 
@@ -17,17 +15,31 @@ MAX_SHARD_BYTES = 500 * 1000 * 1000  # datasets.config.MAX_SHARD_SIZE ("500MB")
 MAX_ROW_GROUP_BYTES = 100 * 1000 * 1000  # datasets.config.MAX_ROW_GROUP_SIZE ("100MB")
 
 
-def plan_groups(weights: Sequence[int], limit: int) -> list[int]:
-    """Lengths of consecutive groups whose weight stays under `limit` (a single heavy row gets its own)."""
-    lengths: list[int] = []
-    weight = 0
-    for size in weights:
-        if not lengths or weight + size > limit:
-            lengths.append(0)
-            weight = 0
-        lengths[-1] += 1
-        weight += size
-    return lengths
+class ShardLayout:
+    """Shards and their row groups, planned row by row from each row's `row_bytes` weight: consecutive rows fill a
+    shard while its weight stays under `max_shard_bytes`, and within each shard a row group while under
+    `max_row_group_bytes` (a single heavy row gets its own). Only the lengths are kept, not a weight per row."""
+
+    def __init__(self, max_shard_bytes: int, max_row_group_bytes: int) -> None:
+        self.limits = (max_shard_bytes, max_row_group_bytes)
+        self.shards: list[list[int]] = []  # row-group lengths of each shard
+        self.weights = [0, 0]  # of the current shard and row group
+
+    def add(self, weight: int) -> None:
+        shard_limit, group_limit = self.limits
+        if not self.shards or self.weights[0] + weight > shard_limit:
+            self.shards.append([0])
+            self.weights = [0, 0]
+        elif self.weights[1] + weight > group_limit:
+            self.shards[-1].append(0)
+            self.weights[1] = 0
+        self.shards[-1][-1] += 1
+        self.weights[0] += weight
+        self.weights[1] += weight
+
+    @property
+    def rows(self) -> int:
+        return sum(map(sum, self.shards))
 
 
 # PNG bytes are compressed already and never repeat: compressing them, dictionary-encoding them or
@@ -55,47 +67,26 @@ def shard_name(index: int, count: int) -> str:
     return f"{SPLIT}-{index:05d}-of-{count:05d}.parquet"
 
 
-ROWS_PER_BATCH = 1024  # records turned into Arrow at a time within a row group
+def write_shards(tables: Iterable[pa.Table], layout: Sequence[Sequence[int]], config_dir: Path) -> list[Path]:
+    """Write one config's rows as shards: `tables` holds one table per row group of `layout` (each shard's
+    row-group lengths), in order; each file is written temp + replace.
 
-
-def _row_group_table(records: Iterator[dict], length: int, schema: pa.Schema) -> pa.Table:
-    """The next `length` records as one single-chunk Arrow table, converted ROWS_PER_BATCH at a time.
-
-    A 100 MB row group of small images can hold many thousand rows; Arrow keeps a row far more
-    compactly than its Python dict, so no group costs a dict per row. The chunks are combined into
-    one before writing, so the Parquet bytes are those of a table built from all records at once.
-    """
-    batches = []
-    while length:
-        take = min(ROWS_PER_BATCH, length)
-        batches.append(pa.RecordBatch.from_pylist([materialise(record) for record in islice(records, take)],
-                                                  schema=schema))
-        length -= take
-    return pa.Table.from_batches(batches, schema=schema).combine_chunks()
-
-
-def write_shards(records: Iterable[dict], weights: Sequence[int], config_dir: Path,
-                 max_shard_bytes: int = MAX_SHARD_BYTES, max_row_group_bytes: int = MAX_ROW_GROUP_BYTES) -> list[Path]:
-    """Write one config's records (in release order, one `row_bytes` weight each) as shards; each
-    file is written temp + replace.
-
-    `records` is consumed one row group (≤ `max_row_group_bytes`) at a time and only that group's
-    images are read, so memory stays near one row group's PNGs however many rows there are.
+    `tables` is consumed one row group (≤ MAX_ROW_GROUP_BYTES) at a time and only that group's images are read,
+    so memory stays near one row group's PNGs however many rows there are.
     """
     schema = release_features().arrow_schema
     options = writer_options()
-    records = iter(records)
-    shard_lengths = plan_groups(weights, max_shard_bytes)
+    tables = iter(tables)
     config_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    first = 0
-    for index, length in enumerate(shard_lengths):
-        path = config_dir / shard_name(index, len(shard_lengths))
+    for index, groups in enumerate(layout):
+        path = config_dir / shard_name(index, len(layout))
         with atomic_path(path) as temporary, pq.ParquetWriter(temporary, schema, **options) as writer:
-            for group_length in plan_groups(weights[first:first + length], max_row_group_bytes):
-                table = _row_group_table(records, group_length, schema)
-                writer.write_table(table, row_group_size=group_length)
+            for length in groups:
+                table = next(tables)
+                if table.num_rows != length:
+                    raise RuntimeError(f"{path.name}: a row group of {table.num_rows} rows where {length} were planned")
+                writer.write_table(table, row_group_size=length)
                 del table  # before the next group is read
         paths.append(path)
-        first += length
     return paths

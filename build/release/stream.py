@@ -1,24 +1,75 @@
-"""One config's rows read from the per-dataset rows files in release order, a batch at a time.
+"""One config's rows read from the per-dataset rows files in release order, a batch at a time, column by column.
 
-The release orders a config's rows by sample id across datasets. Only the sample ids (a few bytes per row) are
-read up front; the rows themselves are read twice, once to check them and once to write them, as a merge of the
-files: each file's rows of the task are sorted by sample id when the rows step writes them, so every file is
-read front to back in batches, and memory holds a batch of each file in use (datasets' ids rarely interleave,
-so usually one), whatever the number of rows. A rows file from before that sort is read whole and sorted (its
-dataset's rows only).
+The release orders a config's rows by sample id across datasets. Each file's rows of the task are sorted by
+sample id when the rows step writes them, so the files are merged front to back (`merge_sorted`: a stable sort
+of the files' rows, part by part, as an argsort of every id gave before), twice: once to check the rows, once to
+write them. Memory holds a batch of each file and what the check keeps, which does not grow with the rows: the
+shard layout, the card's and statistics' counts, the positions of the excluded rows. A rows file from before
+that sort is read whole and sorted (its dataset's rows only).
+
+Rows stay Arrow columns throughout: the release columns are cast from the rows files' columns, the image names
+joined, boxes rounded and the PNGs read into binary arrays, with the values `_release_record` and `materialise`
+give a row dict (so the shards are byte-identical to those written from records).
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from mmbu.build.release.rows import ROWS_PER_CHUNK, CheckedRows, RowsFiles, _release_record, check_columns
+from mmbu.build.release.rows import (
+    PNG_MAGIC,
+    ROWS_PER_CHUNK,
+    CheckedRows,
+    ReleaseInputError,
+    RowsFiles,
+    check_columns,
+    png_ref,
+)
+from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, ShardLayout
+from mmbu.build.sorted_runs import merge_sorted
+from mmbu.core.release import RELEASE_COLUMNS, release_features
 
-KEY_COLUMNS = ["sample_id", "image_sample_id", "task"]
+PATH_COLUMNS = ("image", "mask")  # PNG paths in a rows file, PNG structs in the release
+COMPUTED = ("image", "mask", "boxes", "image_sha256")  # release columns made here, not cast
+
+
+@lru_cache(maxsize=1)
+def release_schema() -> pa.Schema:
+    """The release's Arrow schema (made once: each `release_features()` builds the Features anew)."""
+    return release_features().arrow_schema
+
+
+@lru_cache(maxsize=1)
+def input_schema() -> pa.Schema:
+    """The columns read from a rows file, in the types the release gives them (image and mask: PNG paths; boxes:
+    as the rows step wrote them, rounded when written)."""
+    release = release_schema()
+    fields = [pa.field(name, pa.string()) if name in PATH_COLUMNS
+              else pa.field(name, pa.list_(pa.list_(pa.float64()))) if name == "boxes"
+              else release.field(name) for name in RELEASE_COLUMNS]
+    return pa.schema([*fields, pa.field("image_sample_id", pa.string())])
+
+
+def _conformed(table: pa.Table, path: str) -> pa.Table:
+    arrays = []
+    for field in input_schema():
+        if field.name not in table.column_names:
+            arrays.append(pa.nulls(table.num_rows, field.type))
+            continue
+        column = table.column(field.name)
+        try:  # int() of a float truncates, as the record did
+            arrays.append(pc.cast(column, options=pc.CastOptions(field.type, allow_float_truncate=True)))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            raise ReleaseInputError(f"{path}: its column {field.name} ({column.type}) cannot be read as "
+                                    f"{field.type} ({exc})") from None
+    return pa.Table.from_arrays(arrays, schema=input_schema())
 
 
 def _task_row_groups(parquet: pq.ParquetFile, task: str) -> list[int]:
@@ -32,90 +83,236 @@ def _task_row_groups(parquet: pq.ParquetFile, task: str) -> list[int]:
     return groups
 
 
-def _batches(path: str, task: str, dropped: frozenset, columns: list[str] | None = None) -> Iterator[pd.DataFrame]:
+def _tables(path: str, task: str, dropped: frozenset, columns: list[str]) -> Iterator[pa.Table]:
     """The file's rows of `task` less the duplicate drops, in file order, ROWS_PER_CHUNK at a time."""
-    from mmbu.build.duplicates.check import keep_rows
-
     parquet = pq.ParquetFile(path)
-    wanted = None if columns is None else [c for c in columns if c in parquet.schema_arrow.names]
+    wanted = [c for c in columns if c in parquet.schema_arrow.names]
+    # the drops are (image id, task): the image id is image_sample_id, or the row's own id where that is null
+    dropped_images = pa.array(sorted(image for image, of_task in dropped if of_task == task), pa.string())
     for batch in parquet.iter_batches(batch_size=ROWS_PER_CHUNK, row_groups=_task_row_groups(parquet, task),
                                       columns=wanted):
-        frame = batch.to_pandas()
-        frame = frame[frame["task"] == task]
-        if len(frame):
-            yield keep_rows(frame, set(dropped)).reset_index(drop=True)
+        table = pa.Table.from_batches([batch])
+        table = table.filter(pc.fill_null(pc.equal(table.column("task"), task), False))
+        if len(dropped_images) and table.num_rows:
+            ids = table.column("sample_id")
+            if "image_sample_id" in table.column_names:
+                ids = pc.coalesce(table.column("image_sample_id").cast(ids.type), ids)
+            table = table.filter(pc.invert(pc.is_in(ids.cast(pa.string()), value_set=dropped_images)))
+        if table.num_rows:
+            yield table
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Part:
     path: str
     dropped: frozenset
-    sample_ids: np.ndarray
     in_order: bool  # the file lists its rows of the task by sample id
 
-    def rows(self, task: str) -> Iterator[dict]:
-        """This part's rows in sample id order."""
+    def tables(self, task: str) -> Iterator[pa.Table]:
+        """This part's rows in sample id order, in the input schema."""
+        columns = list(input_schema().names)
         if self.in_order:
-            for frame in _batches(self.path, task, self.dropped):
-                yield from frame.to_dict(orient="records")
+            for table in _tables(self.path, task, self.dropped, columns):
+                yield _conformed(table, self.path)
             return
-        frame = pd.concat(list(_batches(self.path, task, self.dropped)), ignore_index=True)
-        frame = frame.iloc[np.argsort(frame["sample_id"].to_numpy(), kind="stable")]
-        for start in range(0, len(frame), ROWS_PER_CHUNK):
-            yield from frame.iloc[start:start + ROWS_PER_CHUNK].to_dict(orient="records")
+        tables = [_conformed(t, self.path) for t in _tables(self.path, task, self.dropped, columns)]
+        if tables:
+            whole = pa.concat_tables(tables)
+            whole = whole.take(pc.sort_indices(whole, sort_keys=[("sample_id", "ascending")]))  # stable
+            for start in range(0, whole.num_rows, ROWS_PER_CHUNK):
+                yield whole.slice(start, ROWS_PER_CHUNK)
+
+
+def _in_order(path: str, task: str, dropped: frozenset) -> bool:
+    """Whether the file's rows of `task` come by sample id (read off the id column alone)."""
+    last = None
+    for table in _tables(path, task, dropped, ["sample_id", "image_sample_id", "task"]):
+        ids = table.column("sample_id").cast(pa.string())
+        if last is not None and ids[0].as_py() < last:
+            return False
+        if len(ids) > 1 and not pc.all(pc.less_equal(ids.slice(0, len(ids) - 1), ids.slice(1))).as_py():
+            return False
+        last = ids[-1].as_py()
+    return True
+
+
+def _image_names(table: pa.Table) -> pa.ChunkedArray:
+    """`<dataset_id>/<image_sample_id or sample_id>.png`, the Image feature's `path` (as `_release_record`)."""
+    own = table.column("image_sample_id")
+    key = pc.coalesce(pc.if_else(pc.equal(own, ""), pa.scalar(None, pa.string()), own), table.column("sample_id"))
+    return pc.binary_join_element_wise(table.column("dataset_id"), "/", key, ".png", "")
+
+
+def _mask_names(table: pa.Table) -> pa.ChunkedArray:
+    return pc.binary_join_element_wise(table.column("dataset_id"), "/", table.column("sample_id"), "_mask.png", "")
+
+
+def _int_boxes(boxes: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """Boxes rounded half to even (Python's round) to int32, as list<fixed_size_list<int32, 4>>; a box of another
+    length is refused as the Arrow conversion of a record refused it."""
+    boxes = boxes.combine_chunks() if isinstance(boxes, pa.ChunkedArray) else boxes
+    inner = boxes.flatten()
+    lengths = pc.list_value_length(inner)
+    if len(inner) and not pc.all(pc.equal(lengths, 4)).as_py():
+        raise pa.ArrowInvalid("a box does not have 4 coordinates")
+    values = pc.round(inner.flatten(), round_mode="half_to_even").cast(pa.int32())
+    counts = pc.fill_null(pc.list_value_length(boxes), 0).to_numpy(zero_copy_only=False)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+    listed = pa.ListArray.from_arrays(offsets, pa.FixedSizeListArray.from_arrays(values, 4), mask=boxes.is_null())
+    return listed.cast(release_schema().field("boxes").type)
+
+
+def _nan_boxes(boxes: pa.ChunkedArray) -> np.ndarray:
+    """Rows whose boxes hold a NaN or a null (read as NaN: the record's int(round(nan)) raised, the row was
+    excluded)."""
+    boxes = boxes.combine_chunks()
+    values = pc.list_flatten(pc.list_flatten(boxes))
+    if not len(values):
+        return np.zeros(len(boxes), bool)
+    rows = pc.list_parent_indices(pc.list_flatten(boxes)).to_numpy()
+    parents = pc.list_parent_indices(boxes).to_numpy()[rows]
+    bad = np.zeros(len(boxes), bool)
+    bad[parents[pc.fill_null(pc.is_nan(values), True).to_numpy(zero_copy_only=False)]] = True
+    return bad
+
+
+def _text_weights(table: pa.Table) -> np.ndarray:
+    """`row_bytes` of each row's record less its PNGs and boxes: strings by their UTF-8 bytes, list items by their
+    characters, anything else (numbers, nulls, the image_sha256 not made yet) 8."""
+    weights = np.zeros(table.num_rows, np.int64)
+    for field in input_schema():
+        if field.name in COMPUTED[:3] or field.name not in RELEASE_COLUMNS:
+            continue
+        column = table.column(field.name).combine_chunks()
+        if pa.types.is_string(field.type):
+            weights += pc.fill_null(pc.binary_length(column), 8).to_numpy()
+        elif pa.types.is_list(field.type):
+            lengths = pc.utf8_length(pc.list_flatten(column)).to_numpy(zero_copy_only=False)
+            weights += np.bincount(pc.list_parent_indices(column).to_numpy(), lengths,
+                                   minlength=table.num_rows).astype(np.int64)
+            if field.name != "answer_aliases":  # a missing alias list is [] in the record, any other list None
+                weights += np.where(column.is_null().to_numpy(zero_copy_only=False), 8, 0)
+        else:
+            weights += 8
+    return weights
+
+
+def _check(table: pa.Table, checked: CheckedRows) -> None:
+    """Check the next rows in release order: PNG headers (a file read and a stat each), weights and counts."""
+    images, masks = table.column("image").to_pylist(), table.column("mask").to_pylist()
+    names = _image_names(table).to_pylist()
+    weights = _text_weights(table)
+    nan_boxes = _nan_boxes(table.column("boxes"))
+    boxes = _int_boxes(pc.if_else(pa.array(nan_boxes), pa.scalar(None, table.column("boxes").type),
+                                  table.column("boxes"))).to_pylist()
+    usable = []
+    for row, (image, mask, name, weight, box) in enumerate(zip(images, masks, names, weights.tolist(), boxes)):
+        try:
+            size = png_ref(image, name, "image").size
+            size += 8 if mask is None else png_ref(mask, "", "mask").size
+            if nan_boxes[row]:
+                raise ValueError("cannot convert float NaN to integer")
+        except ValueError as exc:
+            checked.exclude(table.slice(row, 1).select(["dataset_id", "sample_id", "source_path"]).to_pylist()[0],
+                            str(exc))
+            continue
+        checked.checked += 1
+        checked.layout.add(weight + size + (8 if box is None else sum(len(str(b)) for b in box)))
+        usable.append(row)
+    kept = table.take(usable).select(["dataset_id", "modality", "sub_modality"]) if len(usable) < len(names) \
+        else table.select(["dataset_id", "modality", "sub_modality"])
+    checked.counts.add(*(kept.column(c).to_pylist() for c in kept.column_names), (names[k] for k in usable))
+
+
+def _png_bytes(paths: list[str | None], names: list[str | None]) -> list[bytes | None]:
+    """The files' bytes (checked moments ago: a file that stopped being a PNG fails the release, as before)."""
+    found = []
+    for path, name in zip(paths, names):
+        if path is None:
+            found.append(None)
+            continue
+        with open(path, "rb") as handle:
+            data = handle.read()
+        if not data.startswith(PNG_MAGIC):
+            raise ValueError(f"{name} is no longer a PNG")
+        found.append(data)
+    return found
+
+
+def release_table(rows: pa.Table) -> pa.Table:
+    """One row group of the release from rows in the input schema: the PNGs read, hashed and embedded."""
+    schema = release_schema()
+    image_names = _image_names(rows).combine_chunks()
+    image_bytes = _png_bytes(rows.column("image").to_pylist(), image_names.to_pylist())
+    mask_paths = rows.column("mask").combine_chunks()
+    mask_names = pc.if_else(mask_paths.is_null(), pa.scalar(None, pa.string()), _mask_names(rows).combine_chunks())
+    png = schema.field("image").type
+    columns = {
+        "image": pa.StructArray.from_arrays([pa.array(image_bytes, pa.binary()), image_names], fields=list(png)),
+        "mask": pa.StructArray.from_arrays(
+            [pa.array(_png_bytes(mask_paths.to_pylist(), mask_names.to_pylist()), pa.binary()), mask_names],
+            fields=list(png), mask=mask_paths.is_null()),
+        "boxes": _int_boxes(rows.column("boxes")),
+        "image_sha256": pa.array([hashlib.sha256(data).hexdigest() for data in image_bytes], pa.string()),
+        "answer_aliases": pc.coalesce(rows.column("answer_aliases"), pa.scalar([], pa.list_(pa.string()))),
+    }
+    arrays = [columns[name] if name in columns else rows.column(name) for name in schema.names]
+    return pa.Table.from_arrays(arrays, schema=schema).combine_chunks()
+
+
+def _row_groups(tables: Iterator[pa.Table], lengths: Iterator[int]) -> Iterator[pa.Table]:
+    """`tables` cut into consecutive tables of the given lengths."""
+    pending: list[pa.Table] = []
+    held = 0
+    for length in lengths:
+        while held < length:
+            table = next(tables)
+            pending.append(table)
+            held += table.num_rows
+        whole = pa.concat_tables(pending)
+        yield whole.slice(0, length)
+        pending, held = [whole.slice(length)], held - length
 
 
 @dataclass
 class StreamedPlan:
-    """A config's usable rows, checked; `records()` reads them again in the same order while shards are written."""
+    """A config's usable rows, checked; `tables()` reads them again in the same order while shards are written."""
 
     files: RowsFiles
     parts: list[_Part]
-    sequence: np.ndarray  # the part of each row in release order
-    usable: np.ndarray
-    weights: list[int]
-    counted: pd.DataFrame
-    exclusions: list
+    checked: CheckedRows
 
-    def records(self) -> Iterator[dict]:
-        for row, usable in zip(merge(self.parts, self.sequence, self.files.task), self.usable):
-            if usable:
-                yield _release_record(row, checked=True)
+    def _rows(self) -> Iterator[pa.Table]:
+        return merge_sorted([part.tables(self.files.task) for part in self.parts], ["sample_id"])
+
+    def usable_rows(self) -> Iterator[pa.Table]:
+        """The rows in release order, less the excluded ones."""
+        unusable = np.asarray(self.checked.unusable, dtype=np.int64)
+        start = 0
+        for table in self._rows():
+            inside = unusable[(unusable >= start) & (unusable < start + table.num_rows)] - start
+            if len(inside):
+                keep = np.ones(table.num_rows, bool)
+                keep[inside] = False
+                table = table.filter(pa.array(keep))
+            start += table.num_rows + len(inside)
+            if table.num_rows:
+                yield table
+
+    def tables(self) -> Iterator[pa.Table]:
+        """One release table per row group of the layout, in order."""
+        lengths = (length for shard in self.checked.layout.shards for length in shard)
+        for rows in _row_groups(self.usable_rows(), lengths):
+            yield release_table(rows)
 
 
-def merge(parts: list[_Part], sequence: np.ndarray, task: str) -> Iterator[dict]:
-    """Every part's rows interleaved by `sequence`; a part's reader lives from its first row to its last."""
-    remaining = np.bincount(sequence, minlength=len(parts)) if len(sequence) else np.zeros(len(parts), int)
-    readers: dict[int, Iterator[dict]] = {}
-    for part in sequence.tolist():
-        reader = readers.get(part)
-        if reader is None:
-            reader = readers[part] = parts[part].rows(task)
-        yield next(reader)
-        remaining[part] -= 1
-        if not remaining[part]:
-            reader.close()
-            del readers[part]
-
-
-def plan_files(files: RowsFiles) -> StreamedPlan:
-    """Order one config's rows by sample id across its files, then check them in that order."""
-    parts: list[_Part] = []
-    for path, dropped in files.parts:
-        frames = list(_batches(path, files.task, dropped, KEY_COLUMNS))
-        ids = (np.concatenate([f["sample_id"].to_numpy(dtype=object) for f in frames]) if frames
-               else np.empty(0, dtype=object))
-        parts.append(_Part(path, dropped, ids, bool(np.all(ids[:-1] <= ids[1:])) if len(ids) > 1 else True))
+def plan_files(files: RowsFiles, max_shard_bytes: int = MAX_SHARD_BYTES,
+               max_row_group_bytes: int = MAX_ROW_GROUP_BYTES) -> StreamedPlan:
+    """Check one config's rows in release order (merged by sample id across its files)."""
+    parts = [_Part(path, dropped, _in_order(path, files.task, dropped)) for path, dropped in files.parts]
     if parts:
         check_columns(pq.ParquetFile(parts[0].path).schema_arrow.names)
-    every_id = np.concatenate([p.sample_ids for p in parts]) if parts else np.empty(0, dtype=object)
-    owner = np.repeat(np.arange(len(parts)), [len(p.sample_ids) for p in parts])
-    # each part's own order is its sorted ids, so a stable sort of all ids keeps every part's rows in their order
-    sequence = owner[np.argsort(every_id, kind="stable")] if len(every_id) else owner
-    for part in parts:
-        part.sample_ids = np.empty(0, dtype=object)  # not needed again
-    checked = CheckedRows()
-    for row in merge(parts, sequence, files.task):
-        checked.add(row)
-    return StreamedPlan(files, parts, sequence, np.asarray(checked.usable, dtype=bool), checked.weights,
-                        checked.counted_frame(), checked.exclusions)
+    plan = StreamedPlan(files, parts, CheckedRows(ShardLayout(max_shard_bytes, max_row_group_bytes)))
+    for table in plan._rows():
+        _check(table, plan.checked)
+    return plan

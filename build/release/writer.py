@@ -21,7 +21,7 @@ from mmbu.build.release.checksums import file_sha256, write_sha256sums
 from mmbu.build.release.croissant import build_croissant
 from mmbu.build.release.rows import RowsFiles, plan_release
 from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, write_shards
-from mmbu.build.release.stats import write_statistics
+from mmbu.build.release.stats import ReleaseCounts, write_statistics
 from mmbu.core.exclusions import EXCLUSION_COLUMNS, Exclusion
 from mmbu.core.files import replace_folder
 from mmbu.core.release import TASKS as CONFIGS
@@ -47,17 +47,19 @@ class ConfigJob:
 class ConfigWritten:
     config: str
     shards: list[Path]
-    counted: pd.DataFrame  # dataset_id, modality, sub_modality, image of each written row
+    counts: ReleaseCounts  # what the card and the statistics count of the written rows
     exclusions: list[Exclusion]
     digests: dict[Path, str]
 
 
 def write_config(job: ConfigJob) -> ConfigWritten:
     """Check, shard and hash one config's rows (the release's heavy part: PNGs read, hashed, written)."""
-    plan = job.rows.plan() if isinstance(job.rows, RowsFiles) else plan_release(job.rows)
-    shards = write_shards(plan.records(), plan.weights, job.directory, job.max_shard_bytes,
-                          job.max_row_group_bytes) if plan.weights else []
-    return ConfigWritten(job.config, shards, plan.counted, plan.exclusions, {p: file_sha256(p) for p in shards})
+    limits = (job.max_shard_bytes, job.max_row_group_bytes)
+    plan = job.rows.plan(*limits) if isinstance(job.rows, RowsFiles) else plan_release(job.rows, *limits)
+    layout = plan.checked.layout.shards
+    shards = write_shards(plan.tables(), layout, job.directory) if layout else []
+    return ConfigWritten(job.config, shards, plan.checked.counts.compact(), plan.checked.exclusions,
+                         {p: file_sha256(p) for p in shards})
 
 
 # (function, jobs) -> results in job order; the pipeline passes its worker processes, tests the default
@@ -123,8 +125,7 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame | RowsFiles], out_dir:
         all_exclusions = _exclusion_frame(
             pd.concat([_exclusion_frame(exclusions), _exclusion_frame(summary.exclusions)], ignore_index=True))
         all_exclusions.to_csv(staging / "exclusions.csv", index=False, quoting=csv.QUOTE_MINIMAL)
-        counts = {config: {k: int(v) for k, v in frame.groupby("dataset_id").size().items()}
-                  for config, frame in kept.items()}
+        counts = {config: written.per_dataset() for config, written in kept.items()}
         used = {dataset_id for per in counts.values() for dataset_id in per}
         sources = [m for m in manifests if m.id in used]
         (staging / "README.md").write_text(render_card(counts, sources, version, len(all_exclusions)),
@@ -146,15 +147,14 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame | RowsFiles], out_dir:
 
 def _write_configs(rows_by_task: Mapping[str, pd.DataFrame | RowsFiles], staging: Path, max_shard_bytes: int,
                    max_row_group_bytes: int, summary: ReleaseSummary,
-                   run_jobs: RunJobs) -> tuple[dict[str, pd.DataFrame], dict[Path, str]]:
+                   run_jobs: RunJobs) -> tuple[dict[str, ReleaseCounts], dict[Path, str]]:
     """Shards of every config with rows, streamed row group by row group, and their sha256; returns per
-    config the written rows' dataset, modality, sub-modality and image (what the card and the statistics
-    count), and the digests."""
+    config what the card and the statistics count of the written rows, and the digests."""
     jobs = [ConfigJob(config, rows, staging / "data" / config, max_shard_bytes, max_row_group_bytes)
             for config in CONFIGS if (rows := rows_by_task.get(config)) is not None and _row_count(rows)]
     jobs.sort(key=lambda job: _row_count(job.rows), reverse=True)  # the longest first, on parallel workers
     written = {result.config: result for result in run_jobs(write_config, jobs)}
-    kept: dict[str, pd.DataFrame] = {}
+    kept: dict[str, ReleaseCounts] = {}
     digests: dict[Path, str] = {}
     for config in CONFIGS:  # summaries in config order, whatever order the configs were written in
         result = written.get(config)
@@ -164,8 +164,8 @@ def _write_configs(rows_by_task: Mapping[str, pd.DataFrame | RowsFiles], staging
         if not result.shards:
             continue
         summary.shards[config] = result.shards
-        summary.rows[config] = len(result.counted)
-        kept[config] = result.counted
+        summary.rows[config] = result.counts.total
+        kept[config] = result.counts
         digests.update(result.digests)
     return kept, digests
 

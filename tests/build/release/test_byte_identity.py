@@ -10,12 +10,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
+from mmbu.build import sorted_runs
+from mmbu.build.duplicates.check import image_ids, keep_rows
 from mmbu.build.release import rows as release_rows
-from mmbu.build.release import shards as release_shards
+from mmbu.build.release import stream
 from mmbu.build.release import verify_sha256sums, write_release
 from mmbu.build.release.checksums import SUMS_NAME
+from mmbu.build.release.rows import RowsFiles
+from mmbu.build.sorted_runs import SortedRuns
+from mmbu.build.steps import ROWS_ORDER, write_rows_file
 
 GOLDEN = json.loads((Path(__file__).with_name("golden_sha256sums.json")).read_text(encoding="utf-8"))
 BUILD_INFO = {"created": "2026-01-01T00:00:00+00:00", "seeds": {"questions": 1}}
@@ -28,9 +35,80 @@ CASES = {"default": {}, "small_shards": {"max_shard_bytes": 2_000},
 def test_release_is_byte_identical_to_the_pre_streaming_writer(built, tmp_path, monkeypatch, case, small_batches):
     if small_batches:  # rows read 4 at a time and row groups built from Arrow batches of 3 rows
         monkeypatch.setattr(release_rows, "ROWS_PER_CHUNK", 4)
-        monkeypatch.setattr(release_shards, "ROWS_PER_BATCH", 3)
+        monkeypatch.setattr(release_rows, "ROWS_PER_BATCH", 3)
     out = tmp_path / case
     write_release(built["rows_by_task"], out, built["manifests"], BUILD_INFO, exclusions=built["exclusions"],
                   **CASES[case])
     assert verify_sha256sums(out) == []
     assert (out / SUMS_NAME).read_text(encoding="utf-8").splitlines() == GOLDEN[case]
+
+
+def rows_files(built, folder: Path, parts: int = 3) -> dict[str, RowsFiles]:
+    """The fixture's rows as the build hands them to the release: per-file rows.parquet written by the rows step's
+    writer (two chunks each), every file holding every task, rows dealt to the files at random so that their
+    sample ids interleave."""
+    rows = pd.concat(built["rows_by_task"].values(), ignore_index=True)
+    rows = rows.iloc[np.random.default_rng(5).permutation(len(rows))].reset_index(drop=True)
+    folder.mkdir()
+    paths = []
+    for part in range(parts):
+        mine = rows.iloc[part::parts].reset_index(drop=True)
+        paths.append(folder / f"part{part}.parquet")
+        with SortedRuns(paths[-1], ROWS_ORDER) as runs:
+            runs.add(mine.iloc[: len(mine) // 2])
+            runs.add(mine.iloc[len(mine) // 2:])
+            write_rows_file(runs, paths[-1])
+    firsts = sorted(pd.read_parquet(p, columns=["sample_id"])["sample_id"].min() for p in paths)
+    lasts = sorted(pd.read_parquet(p, columns=["sample_id"])["sample_id"].max() for p in paths)
+    assert firsts[-1] < lasts[0]  # every file's ids reach into every other's
+    return {task: RowsFiles(tuple((str(p), frozenset()) for p in paths), task, len(frame))
+            for task, frame in built["rows_by_task"].items()}
+
+
+@pytest.mark.parametrize("small_batches", [False, True])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_release_streamed_from_rows_files_is_byte_identical_to_the_pre_streaming_writer(built, tmp_path, monkeypatch,
+                                                                                        case, small_batches):
+    """The build's path (rows files merged by sample id, rows kept as Arrow columns, counts aggregated as they are
+    checked) writes the shards, card, statistics, croissant and checksums the writer of 953bcb4 wrote from one
+    DataFrame per config."""
+    if small_batches:  # rows files read 3 rows at a time and merged 2 at a time
+        monkeypatch.setattr(stream, "ROWS_PER_CHUNK", 3)
+        monkeypatch.setattr(sorted_runs, "MERGE_BATCH_ROWS", 2)
+    out = tmp_path / case
+    write_release(rows_files(built, tmp_path / "rows"), out, built["manifests"], BUILD_INFO,
+                  exclusions=built["exclusions"], **CASES[case])
+    assert verify_sha256sums(out) == []
+    assert (out / SUMS_NAME).read_text(encoding="utf-8").splitlines() == GOLDEN[case]
+
+
+def test_streamed_exclusions_and_duplicate_drops_are_those_of_the_rows_written_at_once(built, tmp_path):
+    """Rows whose image is gone, whose mask is not a PNG, whose box holds a NaN, and rows the duplicate check
+    dropped: the release from rows files excludes and drops the same rows, in the same words, as the per-row
+    writer given the same rows in one DataFrame per config (every file of both releases byte-identical)."""
+    broken = tmp_path / "broken"
+    rows = {task: frame.copy() for task, frame in built["rows_by_task"].items()}
+    gone, not_png = broken / "gone.png", broken / "not-a-png.png"
+    broken.mkdir()
+    not_png.write_bytes(b"GIF89a not a png")
+    rows["ungrounded_classification"].loc[2, "image"] = str(gone)
+    masked = rows["mask_grounded_classification"]
+    masked.loc[masked.index[1], "mask"] = str(not_png)
+    boxed = rows["box_grounded_classification"]
+    boxed.at[boxed.index[2], "boxes"] = [[1.0, float("nan"), 3.0, 4.0]]
+    files = rows_files({"rows_by_task": rows}, tmp_path / "rows")
+    ungrounded = rows["ungrounded_classification"]
+    drops = {(image_ids(ungrounded).iloc[k], "ungrounded_classification") for k in (0, len(ungrounded) - 1)}
+    drops.add((image_ids(rows["object_detection"]).iloc[0], "object_detection"))
+    files = {task: RowsFiles(tuple((p, frozenset(drops)) for p, _ in f.parts), task, f.count)
+             for task, f in files.items()}
+    kept = {task: keep_rows(frame, drops).reset_index(drop=True) for task, frame in rows.items()}
+    streamed = write_release(files, tmp_path / "streamed", built["manifests"], BUILD_INFO,
+                             max_shard_bytes=6_000, max_row_group_bytes=1_500)
+    at_once = write_release(kept, tmp_path / "at-once", built["manifests"], BUILD_INFO,
+                            max_shard_bytes=6_000, max_row_group_bytes=1_500)
+    assert [e.reason for e in streamed.exclusions] == [e.reason for e in at_once.exclusions]
+    assert {e.reason.split(" ")[0] for e in streamed.exclusions} >= {"the", "cannot"}
+    assert len(streamed.exclusions) == 3 and streamed.rows == at_once.rows
+    assert ((tmp_path / "streamed" / SUMS_NAME).read_text(encoding="utf-8")
+            == (tmp_path / "at-once" / SUMS_NAME).read_text(encoding="utf-8"))

@@ -6,13 +6,13 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pandas as pd
 import pytest
 from PIL import Image
 from support.build_manifests import make_manifest
 
 from mmbu.build.release import rows as release_rows
-from mmbu.build.release import shards as release_shards
 from mmbu.build.release import write_release
 
 ROW_GROUP_BYTES = 64_000
@@ -77,7 +77,7 @@ def test_peak_memory_does_not_grow_with_the_row_count(tmp_path, manifest, monkey
 def test_many_small_rows_in_one_row_group_are_not_held_as_records(tmp_path, manifest, monkeypatch):
     """Thousands of tiny images fit one 100 MB row group; a record dict per row (~2 KB) must not pile up."""
     monkeypatch.setattr(release_rows, "ROWS_PER_CHUNK", 64)
-    monkeypatch.setattr(release_shards, "ROWS_PER_BATCH", 64)
+    monkeypatch.setattr(release_rows, "ROWS_PER_BATCH", 64)
     one = noise_rows(tmp_path / "one", 1, manifest).iloc[0].to_dict()
 
     def rows(count: int) -> pd.DataFrame:
@@ -99,6 +99,21 @@ def test_many_small_rows_in_one_row_group_are_not_held_as_records(tmp_path, mani
     assert peaks[1] - peaks[0] < 600_000, peaks
 
 
+def interleaved_files(frame: pd.DataFrame, folder: Path, name: str) -> list[Path]:
+    """`frame`'s rows dealt to three datasets' rows files, written by the rows step's writer, the ids of two of
+    which interleave (`frame`'s ids: 'aa-…' every third row, 'ab-…' the others)."""
+    from mmbu.build.sorted_runs import SortedRuns
+    from mmbu.build.steps import ROWS_ORDER, write_rows_file
+
+    paths = []
+    for part in range(3):
+        paths.append(folder / f"{name}-{part}.parquet")
+        with SortedRuns(paths[-1], ROWS_ORDER) as runs:
+            runs.add(frame.iloc[part::3].reset_index(drop=True))
+            write_rows_file(runs, paths[-1])
+    return paths
+
+
 def streamed_peak(parts: list[Path], out: Path, manifest, count: int) -> int:
     """The same peak while a release is written from rows files (the build's path: `RowsFiles`)."""
     from mmbu.build.release.rows import RowsFiles
@@ -110,8 +125,7 @@ def streamed_peak(parts: list[Path], out: Path, manifest, count: int) -> int:
 def test_a_config_read_from_rows_files_is_streamed_whatever_its_row_count(tmp_path, manifest, monkeypatch):
     """The build hands a release worker per-dataset rows files; it reads them a batch at a time in release order
     (a DataFrame of the config's rows, which it held before, grows with the rows)."""
-    from mmbu.build.sorted_runs import SortedRuns
-    from mmbu.build.steps import ROWS_ORDER, ROWS_PER_GROUP, write_rows_file
+    from mmbu.build.steps import ROWS_PER_GROUP
 
     monkeypatch.setattr(release_rows, "ROWS_PER_CHUNK", 32)
     from mmbu.build.release import stream
@@ -122,23 +136,16 @@ def test_a_config_read_from_rows_files_is_streamed_whatever_its_row_count(tmp_pa
 
     def rows_files(name: str, count: int) -> list[Path]:
         frame = noise_rows(tmp_path / name, count, manifest)
-        # three datasets' files, written by the rows step's writer; the ids of two of them interleave
         frame["sample_id"] = [f"{'ab' if k % 3 else 'aa'}-{k:016x}" for k in range(count)]
-        paths = []
-        for part in range(3):
-            paths.append(tmp_path / f"{name}-{part}.parquet")
-            with SortedRuns(paths[-1], ROWS_ORDER) as runs:
-                runs.add(frame.iloc[part::3].reset_index(drop=True))
-                write_rows_file(runs, paths[-1])
-        return paths
+        return interleaved_files(frame, tmp_path, name)
 
     small, large = rows_files("small", 100), rows_files("large", 500)
     streamed_peak(small, tmp_path / "warm-up", manifest, 100)
     small_peak = streamed_peak(small, tmp_path / "small-release", manifest, 100)
     large_peak = streamed_peak(large, tmp_path / "large-release", manifest, 500)
-    # what may grow: the sample ids that fix the order and the card's counts, a few hundred bytes per row; the
-    # rows themselves (the DataFrame the worker read before) add 1.7 KB per row here
-    assert (large_peak - small_peak) / 400 < 1_000, (small_peak, large_peak)
+    # what may grow: a 16-byte digest per distinct image; the rows themselves (the DataFrame the worker read before)
+    # added 1.7 KB per row here, the sample ids, weights and counts kept per row (until this change) ~0.7 KB
+    assert (large_peak - small_peak) / 400 < 100, (small_peak, large_peak)
     # the same rows, in the same order, as a release written from one DataFrame of them
     whole = pd.concat([pd.read_parquet(p) for p in large], ignore_index=True)
     write_release({"ungrounded_classification": whole}, tmp_path / "from-frame", [manifest], {"created": "2026-01-01"},
@@ -147,3 +154,56 @@ def test_a_config_read_from_rows_files_is_streamed_whatever_its_row_count(tmp_pa
     assert len(shards) >= 1
     assert [p.read_bytes() for p in shards] == [
         p.read_bytes() for p in sorted((tmp_path / "from-frame" / "data").rglob("*.parquet"))]
+
+
+POOLS = []  # kept alive: Arrow buffers (and caches) made while measuring may be freed into their pool later
+
+
+def traced_peaks(write) -> tuple[int, int]:
+    """Peak Python allocations (tracemalloc) and peak Arrow allocations (its buffers are not traced) of `write()`."""
+    previous = pa.default_memory_pool()
+    pool = pa.proxy_memory_pool(previous)
+    POOLS.append(pool)
+    gc.collect()
+    pa.set_memory_pool(pool)
+    tracemalloc.start()
+    try:
+        write()
+        return tracemalloc.get_traced_memory()[1], pool.max_memory()
+    finally:
+        tracemalloc.stop()
+        pa.set_memory_pool(previous)
+
+
+def test_a_config_streamed_from_rows_files_keeps_nothing_per_row(tmp_path, manifest, monkeypatch):
+    """Before, a release worker kept each row's sample id (an object array to argsort), its position in the merge,
+    usable flag, weight and a tuple for the card and statistics: ~0.7 KB per row. Now the files are merged by a
+    heap over their batches, the layout and counts are aggregated as rows are checked, and what remains per row is
+    a 16-byte digest of each distinct image (the statistics count distinct images per modality)."""
+    from mmbu.build.release import stream
+    from mmbu.build.release.rows import RowsFiles
+
+    # a rows file is read a row group at a time: made smaller than the files of both measurements
+    monkeypatch.setattr(stream, "ROWS_PER_CHUNK", 128)
+    monkeypatch.setattr("mmbu.build.steps.ROWS_PER_GROUP", 256)
+    one = noise_rows(tmp_path / "one", 1, manifest).iloc[0].to_dict()
+    Image.fromarray(np.zeros((8, 8), np.uint8)).save(one["image"])  # tiny: the rows, not the PNGs, are measured
+
+    def rows_files(name: str, count: int) -> RowsFiles:
+        """Three datasets' rows files whose sample ids interleave; every row shows the same tiny PNG."""
+        frame = pd.DataFrame([{**one, "sample_id": f"{'ab' if k % 3 else 'aa'}-{k:016x}", "label": LABELS[k % 5],
+                               "answer": LABELS[k % 5]} for k in range(count)])
+        paths = interleaved_files(frame, tmp_path, name)
+        return RowsFiles(tuple((str(p), frozenset()) for p in paths), "ungrounded_classification", count)
+
+    def release(files: RowsFiles, out: Path) -> None:
+        write_release({"ungrounded_classification": files}, out, [manifest], {"created": "2026-01-01"},
+                      max_row_group_bytes=1_000_000)
+
+    small, large = rows_files("small", 6_000), rows_files("large", 24_000)
+    release(small, tmp_path / "warm-up")
+    small_peaks = traced_peaks(lambda: release(small, tmp_path / "small-release"))
+    large_peaks = traced_peaks(lambda: release(large, tmp_path / "large-release"))
+    python_per_row, arrow_per_row = ((b - a) / 18_000 for a, b in zip(small_peaks, large_peaks))
+    assert python_per_row < 48, (small_peaks, large_peaks)
+    assert arrow_per_row < 16, (small_peaks, large_peaks)
