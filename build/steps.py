@@ -26,8 +26,10 @@ from PIL import Image
 
 from mmbu.build.cache import StepState, hash_file, hash_json
 from mmbu.build.convert.base import ConvertOptions
-from mmbu.build.convert.batch import convert_one
-from mmbu.build.duplicates import HASH_VERSION, image_table
+from mmbu.build.convert.batch import convert_keeping_png
+from mmbu.build.duplicates import HASH_VERSION, ImageHashes, image_table
+from mmbu.build.duplicates.hashing import hashes_from_json, hashes_to_json, png_hashes
+from mmbu.build.duplicates.table import CONVERTED_HASHES_FILE, load_converted_hashes, save_converted_hashes
 from mmbu.build.duplicates.check import HASHES_FILE
 from mmbu.build.fetch import COMPLETION_RECORD
 from mmbu.build.layouts import Sample, read_samples
@@ -140,16 +142,20 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         state.forget_from(["rows", "hashes"])
         # the samples are parsed only when a step needs them: a no-op rebuild of 78K samples stays in seconds
         samples = [Sample.model_validate(s) for s in json.loads(samples_path.read_text(encoding="utf-8"))]
-        converted, conversions, dropped = convert_samples(samples, manifest, work, code)
+        hashes: dict[Path, ImageHashes] = {}
+        converted, conversions, dropped = convert_samples(samples, manifest, work, code, hashes)
         write_json_atomic(converted_path, {
             "samples": [s.model_dump(mode="json") for s in converted],
             "conversions": {k: {"png": str(c.png), "record": c.record, "mask_png": c.mask_png and str(c.mask_png)}
                             for k, c in conversions.items()},
         })
         write_json_atomic(convert_exclusions_path, [e.model_dump() for e in dropped])
+        save_converted_hashes(work / CONVERTED_HASHES_FILE, {c.png: hashes[c.png] for c in conversions.values()
+                                                             if c.png in hashes})
         made = [Path(p) for c in conversions.values() for p in (c.png, c.mask_png) if p is not None]
         sync_to_disk()  # the PNGs and sidecars were written without fsync: on disk before the step counts as done
-        state.record("convert", convert_key, [converted_path, convert_exclusions_path, *made],
+        state.record("convert", convert_key, [converted_path, convert_exclusions_path,
+                                              work / CONVERTED_HASHES_FILE, *made],
                      {"images": len(converted)})
         outcome.ran.append("convert")
     exclusions += _read_exclusions(convert_exclusions_path)
@@ -183,7 +189,8 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         previous = pd.read_parquet(hashes_path) if hashes_path.exists() else None  # unchanged PNGs keep theirs
         rows = pd.read_parquet(rows_path, columns=["sample_id", "image_sample_id", "dataset_id", "source_path",
                                                    "task", "image", "answer"])
-        table = image_table(rows, previous)
+        # hashed by the convert step while it held the pixels: only PNGs without such hashes are opened
+        table = image_table(rows, previous, load_converted_hashes(work / CONVERTED_HASHES_FILE))
         _write_parquet_atomic(table, hashes_path)
         state.record("hashes", hashes_key, [hashes_path], {"images": int(table["image_id"].nunique())})
         outcome.ran.append("hashes")
@@ -233,11 +240,14 @@ def convert_options(manifest: DatasetManifest, *, as_mask: bool = False, slice_m
 
 
 def _convert_cached(source: Path, output: Path, options: ConvertOptions, code: str,
-                    companions: tuple[Path, ...] = ()) -> dict[str, Any]:
+                    companions: tuple[Path, ...] = ()) -> tuple[dict[str, Any], ImageHashes | None]:
     """Convert one file unless its PNG was already made from the same source and options (resume).
 
     `companions` are the other files the converter reads with `source` (the instances of a DICOM
     whole-slide series, any of which may hold the level read): a change to one of them converts again.
+    Returns the conversion record and, for an image (not a mask), the PNG's perceptual hashes: taken from the
+    pixels while they are in memory and kept in the sidecar, so the hashes step need not decode the PNG again
+    (None for a PNG reused from a sidecar without them).
     """
     stat = source.stat()
     key_parts = [code, str(source), stat.st_size, stat.st_mtime_ns, repr(options)]
@@ -249,7 +259,7 @@ def _convert_cached(source: Path, output: Path, options: ConvertOptions, code: s
         try:
             saved = json.loads(sidecar.read_text(encoding="utf-8"))
             if saved.get("key") == key and _intact(output, saved):
-                return saved["record"]
+                return saved["record"], hashes_from_json(saved.get("hashes"))
         except (OSError, ValueError, KeyError):
             pass  # torn sidecar: convert again
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -259,12 +269,15 @@ def _convert_cached(source: Path, output: Path, options: ConvertOptions, code: s
     # PNG's size and CRC. So a PNG or sidecar torn by a kill or emptied by a power cut is converted again;
     # the old sidecar goes first, lest it vouch for a PNG being rewritten.
     sidecar.unlink(missing_ok=True)
-    record = convert_one(source, output, options, durable=False, atomic=False)
-    if record["status"] == "ok":
-        written = output.read_bytes()
-        sidecar.write_text(json.dumps({"key": key, "record": record, "size": len(written),
-                                       "crc32": zlib.crc32(written)}, default=str), encoding="utf-8")
-    return record
+    made = convert_keeping_png(source, output, options, durable=False, atomic=False)
+    if made.data is None:
+        return made.record, None
+    hashes = None if options.as_mask else png_hashes(made.pixels, made.data)
+    # the bytes just written, not read back from the disk
+    saved = {"key": key, "record": made.record, "size": len(made.data), "crc32": zlib.crc32(made.data)}
+    sidecar.write_text(json.dumps(saved | ({"hashes": hashes_to_json(hashes)} if hashes else {}), default=str),
+                       encoding="utf-8")
+    return made.record, hashes
 
 
 def _intact(output: Path, saved: dict[str, Any]) -> bool:
@@ -275,12 +288,14 @@ def _intact(output: Path, saved: dict[str, Any]) -> bool:
     return len(data) == saved["size"] and zlib.crc32(data) == saved["crc32"]
 
 
-def convert_samples(samples: list[Sample], manifest: DatasetManifest, work: Path,
-                    code: str) -> tuple[list[Sample], dict[str, ConvertedImage], list[Exclusion]]:
+def convert_samples(samples: list[Sample], manifest: DatasetManifest, work: Path, code: str,
+                    hashes: dict[Path, ImageHashes] | None = None,
+                    ) -> tuple[list[Sample], dict[str, ConvertedImage], list[Exclusion]]:
     """Each sample's image as PNG (and, for volumes, its mask slice through the same transform).
 
     Returns the samples (volume samples with their regions read from the converted slice), the
-    conversions keyed by sample id, and what could not be converted.
+    conversions keyed by sample id, and what could not be converted. `hashes`, if given, receives the
+    perceptual hashes of the image PNGs that have them (`_convert_cached`), by PNG path.
     """
     kept: list[Sample] = []
     conversions: dict[str, ConvertedImage] = {}
@@ -290,16 +305,18 @@ def convert_samples(samples: list[Sample], manifest: DatasetManifest, work: Path
         slice_mask = sample.mask_path if manifest.convert.slice == "mask_max_area" else None
         image_png = work / "images" / f"{sample.sample_id}.png"
         options = convert_options(manifest, slice_mask=slice_mask, view=sample.view)
-        record = _convert_cached(Path(sample.image_path), image_png, options,
-                                 code, tuple(Path(p) for p in sample.companion_paths))
+        record, image_hashes = _convert_cached(Path(sample.image_path), image_png, options,
+                                               code, tuple(Path(p) for p in sample.companion_paths))
+        if image_hashes is not None and hashes is not None:
+            hashes[image_png] = image_hashes
         if record["status"] != "ok":
             dropped.append(_convert_exclusion(sample, sample.source_path, record["error"]))
             continue
         mask_png_path = None
         if sample.mask_path is not None and is_volume(Path(sample.mask_path)):
             mask_png_path = work / "masks" / f"{sample.sample_id}.png"
-            mask_record = _convert_cached(Path(sample.mask_path), mask_png_path,
-                                          convert_options(manifest, as_mask=True, slice_mask=slice_mask), code)
+            mask_record, _ = _convert_cached(Path(sample.mask_path), mask_png_path,
+                                             convert_options(manifest, as_mask=True, slice_mask=slice_mask), code)
             if mask_record["status"] != "ok":
                 dropped.append(_convert_exclusion(sample, str(sample.mask_path), mask_record["error"]))
                 continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,32 +95,48 @@ def _is_companion_file(path: Path) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class ConvertedPng:
+    """One conversion's report record and, when it succeeded, what is still in memory after writing the PNG."""
+
+    record: dict[str, Any]
+    data: bytes | None = None  # the PNG file's bytes as written
+    pixels: np.ndarray | None = None  # the (H, W) or (H, W, 3) uint8 pixels encoded in it
+
+
 def convert_one(source: Path, output: Path, options: ConvertOptions, *, durable: bool = True,
                 atomic: bool = True) -> dict[str, Any]:
     """Convert one source into `output` (a PNG path) and return its report record; never raises.
     `durable=False`: the PNG is not fsynced (the build syncs once per step; see mmbu.core.files);
     `atomic=False`: written in place (`write_png`)."""
+    return convert_keeping_png(source, output, options, durable=durable, atomic=atomic).record
+
+
+def convert_keeping_png(source: Path, output: Path, options: ConvertOptions, *, durable: bool = True,
+                        atomic: bool = True) -> ConvertedPng:
+    """`convert_one`, also returning the PNG's bytes and pixels: the build takes the PNG's size, CRC and
+    perceptual hashes from them instead of reading the file back."""
     record: dict[str, Any] = {
         "source": printable_path(source), "output": None, "status": "error", "error": None, "format": None,
         "width": None, "height": None, "mode": None, "frame": None, "params": {},
     }
     if problem := non_utf8_name_error(source):
         record["error"] = problem
-        return record
+        return ConvertedPng(record)
     try:
         identified = identify(source)
         record["format"] = identified.format
         converted = read_identified(identified, options)
-        write_png(converted.pixels, output, durable=durable, atomic=atomic)
+        data = write_png(converted.pixels, output, durable=durable, atomic=atomic)
     except ConversionError as error:
         record["error"] = str(error)
-        return record
+        return ConvertedPng(record)
     except MemoryError:
         record["error"] = f"{source} needs more memory than is available to convert"
-        return record
+        return ConvertedPng(record)
     except Exception as error:  # a reader bug must cost one file, not the batch
         record["error"] = f"unexpected {type(error).__name__} while converting {source}: {error}"
-        return record
+        return ConvertedPng(record)
     record.update(
         output=str(output), status="ok", width=converted.width, height=converted.height,
         mode=converted.mode, frame=converted.frame,
@@ -128,7 +144,7 @@ def convert_one(source: Path, output: Path, options: ConvertOptions, *, durable:
     )
     if options.as_mask:
         record["params"].setdefault("as_mask", True)
-    return record
+    return ConvertedPng(record, data, converted.pixels)
 
 
 def convert_paths(

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from io import BytesIO
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -48,15 +50,44 @@ def phash_bytes(image: Image.Image) -> bytes:
 def image_hashes(path: Path) -> ImageHashes:
     """Both perceptual hashes of one image file, its sha256 and size. Raises OSError/ValueError if unreadable."""
     data = Path(path).read_bytes()
-    with Image.open(Path(path)) as image:
-        width, height = image.size
-        factor = max(1, max(width, height) // THUMBNAIL)
-        grey = image.convert("L")
-        if factor > 1:
-            grey = grey.reduce(factor)  # a box filter: cheap, and the 64×64 thumbnail averages far more anyway
+    with Image.open(BytesIO(data)) as image:
+        return _hashes(image, data)
+
+
+def png_hashes(pixels: np.ndarray, data: bytes) -> ImageHashes:
+    """`image_hashes` of a PNG the converter just wrote, from what it still holds: the (H, W) or (H, W, 3) uint8
+    `pixels` it encoded (a PNG decodes to exactly these, as mode L or RGB) and the file's `data`."""
+    return _hashes(Image.fromarray(pixels), data)
+
+
+def _hashes(image: Image.Image, data: bytes) -> ImageHashes:
+    width, height = image.size
+    factor = max(1, max(width, height) // THUMBNAIL)
+    grey = image.convert("L")
+    if factor > 1:
+        grey = grey.reduce(factor)  # a box filter: cheap, and the 64×64 thumbnail averages far more anyway
     structure = float(np.asarray(grey.resize((64, 64), Image.Resampling.LANCZOS), dtype=np.float32).std())
     return ImageHashes(grey=phash_bytes(grey), equalised=phash_bytes(ImageOps.equalize(grey)),
                        sha256=hashlib.sha256(data).hexdigest(), width=width, height=height, structure=structure)
+
+
+def hashes_to_json(hashes: ImageHashes) -> dict[str, Any]:
+    """The hashes as JSON (a PNG's sidecar), tagged with HASH_VERSION so that hashes of another version are
+    never taken for these (`hashes_from_json`)."""
+    return {"version": HASH_VERSION, "grey": hashes.grey.hex(), "equalised": hashes.equalised.hex(),
+            "sha256": hashes.sha256, "width": hashes.width, "height": hashes.height, "structure": hashes.structure}
+
+
+def hashes_from_json(saved: Any) -> ImageHashes | None:
+    """The hashes `hashes_to_json` wrote, or None when `saved` is missing, of another HASH_VERSION or torn."""
+    if not isinstance(saved, dict) or saved.get("version") != HASH_VERSION:
+        return None
+    try:
+        return ImageHashes(grey=bytes.fromhex(saved["grey"]), equalised=bytes.fromhex(saved["equalised"]),
+                           sha256=str(saved["sha256"]), width=int(saved["width"]), height=int(saved["height"]),
+                           structure=float(saved["structure"]))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def hamming(a: bytes, b: bytes) -> int:
