@@ -10,10 +10,10 @@ import numpy as np
 from mmbu.build.convert.base import non_utf8_name_error, regular_file_error
 from mmbu.build.layouts.derived import DerivedFiles, DerivedImageError, source_identity
 from mmbu.build.layouts.dicom_slides import SlideListing, SlideSeriesCollector
-from mmbu.build.layouts.files import header_metadata, image_size, is_dicom, is_nifti, relative
+from mmbu.build.layouts.files import FileFacts, header_metadata, image_size, is_dicom, is_nifti
 from mmbu.build.layouts.sample import Region, Sample, make_sample_id
 from mmbu.build.layouts.views import View, ViewError, views_for
-from mmbu.core.confinement import confine, inside
+from mmbu.core.confinement import ResolvedFolder, confine
 from mmbu.core.exclusions import Exclusion
 from mmbu.curation.manifest import DatasetManifest
 
@@ -35,6 +35,9 @@ class LayoutContext:
         if self.cache_dir is None:
             self.cache_dir = self.raw_dir.with_name(f"{self.raw_dir.name}.layout-cache")
         self.derived = DerivedFiles(self.cache_dir)
+        # every sample's path is checked against these: each folder is resolved once, not per file
+        self._raw = ResolvedFolder(self.raw_dir)
+        self._cache = ResolvedFolder(self.cache_dir)
 
     @property
     def dataset_id(self) -> str:
@@ -47,12 +50,12 @@ class LayoutContext:
 
     def files_under(self, folder: Path) -> list[Path]:
         """Every file below `folder` (sorted) that stays inside the dataset's folder after resolving links."""
-        return [path for path in sorted(folder.rglob("*")) if path.is_file() and inside(self.raw_dir, path)]
+        return [path for path in sorted(folder.rglob("*")) if path.is_file() and self._raw.inside(path)]
 
     def rel(self, path: Path) -> str:
         """The path as the dataset names it: relative to raw_dir (as written, when a link leads outside)."""
         try:
-            return relative(path, self.raw_dir)
+            return self._raw.relative(path)
         except ValueError:
             try:
                 return path.relative_to(self.raw_dir).as_posix()
@@ -63,12 +66,13 @@ class LayoutContext:
         self.exclusions.append(Exclusion(dataset_id=self.dataset_id, sample_id=sample_id, item=item,
                                          stage="layout", reason=reason))
 
-    def frame_for(self, path: Path) -> str | None:
-        """The frame/slice policy the converter applies to this file (part of its sample id)."""
+    def frame_for(self, path: Path, dicom: bool | None = None) -> str | None:
+        """The frame/slice policy the converter applies to this file (part of its sample id); `dicom` is
+        `is_dicom(path)` when known."""
         spec = self.manifest.convert
         if is_nifti(path):
             return f"slice={spec.slice};axis={spec.axis}"
-        if is_dicom(path):
+        if is_dicom(path) if dicom is None else dicom:
             return f"frame={spec.frame}"
         return None
 
@@ -92,25 +96,27 @@ class LayoutContext:
         becomes one sample in `finish()`, once the layout has listed all of its files.
         """
         where = self.rel(image)
-        if not inside(self.raw_dir, image):
+        if not self._raw.inside(image):
             # ids are built from the path inside the dataset; a path outside it is neither stable nor safe
             self.exclude(where, "the labels point outside the dataset's folder")
             return None
-        if mask_path is not None and not any(inside(folder, mask_path) for folder in (self.raw_dir, self.cache_dir)
-                                             if folder is not None):  # assembled masks live in the layout cache
+        if mask_path is not None and not (self._raw.inside(mask_path) or self._cache.inside(mask_path)):
+            # assembled masks live in the layout cache
             self.exclude(where, "its mask points outside the dataset's folder")
             return None
+        facts = FileFacts.of(image)
         listing = SlideListing(image, label, tuple(regions), mask_path, row_metadata or {}, grounded)
-        if self._slides.claim(listing):
+        # only a folder or a DICOM file can be a whole-slide instance or series: the others skip the header read
+        if (facts.is_dir or facts.dicom) and self._slides.claim(listing):
             return None
-        if image.is_dir():
+        if facts.is_dir:
             self.exclude(where, f"the labels point to the folder {where}, and a folder is one sample only when "
                                  "it holds the instances of exactly one DICOM whole-slide series")
             return None
         return self._add_file(image, label=listing.label, regions=listing.regions, mask_path=mask_path,
                               row_metadata=listing.row_metadata, size=size, grounded=grounded,
                               provenance=provenance or {}, source=source, frame=frame, companions=companions,
-                              video_frame=video_frame)
+                              video_frame=video_frame, where=where, facts=facts)
 
     def add_derived(self, source: Path, frame: str, image: Callable[[], np.ndarray | bytes], *,
                     label: str | None = None, regions: Iterable[Region] = (), mask: np.ndarray | None = None,
@@ -199,39 +205,40 @@ class LayoutContext:
     def _add_file(self, image: Path, *, label: str | None, regions: Iterable[Region], mask_path: Path | None,
                   row_metadata: dict[str, str], size: tuple[int, int] | None, grounded: bool,
                   companions: tuple[Path, ...] = (), provenance: dict[str, str] | None = None,
-                  source: str | None = None, frame: str | None = None,
-                  video_frame: int | None = None) -> Sample | None:
-        shown = source or self.rel(image)
+                  source: str | None = None, frame: str | None = None, video_frame: int | None = None,
+                  where: str | None = None, facts: FileFacts | None = None) -> Sample | None:
+        """`where` is `rel(image)` and `facts` `FileFacts.of(image)` when `add` has them already."""
+        facts = facts or FileFacts.of(image)
+        shown = source or where or self.rel(image)
         if problem := non_utf8_name_error(shown):  # its id and every report would have to name it
             self.exclude(shown, problem)
             return None
-        if problem := regular_file_error(image):  # a FIFO or device would block the build when read
+        if not facts.is_file and (problem := regular_file_error(image)):  # a FIFO or device would block the build
             self.exclude(shown, problem)
             return None
         try:
-            views = (views_for(image, self.manifest.convert, video_frame) if image.is_file() and frame is None
+            views = (views_for(image, self.manifest.convert, video_frame) if facts.is_file and frame is None
                      else [View(None)])
         except ViewError as exc:
-            self.exclude(source or self.rel(image), str(exc))
+            self.exclude(shown, str(exc))
             return None
         added = None
         for view in views:
             added = self._add_view(image, view, label=label, regions=regions, mask_path=mask_path,
                                    row_metadata=row_metadata, size=size, grounded=grounded, companions=companions,
-                                   provenance=provenance, source=source, frame=frame) or added
+                                   provenance=provenance, source=shown, frame=frame, facts=facts) or added
         return added
 
     def _add_view(self, image: Path, view: View, *, label: str | None, regions: Iterable[Region],
                   mask_path: Path | None, row_metadata: dict[str, str], size: tuple[int, int] | None,
                   grounded: bool, companions: tuple[Path, ...], provenance: dict[str, str] | None,
-                  source: str | None, frame: str | None) -> Sample | None:
-        source = source or self.rel(image)
-        frame = frame or (view.key if view.key is not None else self.frame_for(image))
+                  source: str, frame: str | None, facts: FileFacts) -> Sample | None:
+        frame = frame or (view.key if view.key is not None else self.frame_for(image, facts.dicom))
         sample_id = make_sample_id(self.dataset_id, source, frame)
         if sample_id in self._seen:
             self.exclude(source, "the image is listed more than once; the first listing is kept", sample_id)
             return None
-        if not image.is_file():
+        if not facts.is_file:
             self.exclude(source, f"the labels point to {source}, which is not in the fetched files", sample_id)
             return None
         if label is not None and not self.known_label(label):
@@ -244,7 +251,7 @@ class LayoutContext:
         sample = Sample(
             sample_id=sample_id, dataset_id=self.dataset_id, source_path=source, image_path=image,
             frame=frame, label=label, regions=tuple(kept), mask_path=mask_path,
-            image_size=size or image_size(image), file_metadata=header_metadata(image),
+            image_size=size or image_size(image, facts.dicom), file_metadata=header_metadata(image, facts.dicom),
             row_metadata=row_metadata, companion_paths=companions, provenance=provenance or {}, view=view.options,
         )
         self.samples.append(sample)

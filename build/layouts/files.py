@@ -1,12 +1,16 @@
 """File-level helpers shared by the layouts: finding files, sizes, and metadata from headers."""
 from __future__ import annotations
 
+import errno
+import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from PIL import Image
 
 from mmbu.build.convert.sniff import MRC_SUFFIXES
-from mmbu.core.confinement import inside
+from mmbu.core.confinement import ResolvedFolder
 
 WSI_SUFFIXES = (".svs", ".ndpi", ".mrxs", ".scn", ".vms", ".vmu", ".bif", ".svslide", ".tif", ".tiff")
 NIFTI_SUFFIXES = (".nii", ".nii.gz")
@@ -23,7 +27,8 @@ def glob_files(raw_dir: Path, pattern: str) -> list[Path]:
     A file that resolves outside `raw_dir` (a symbolic link out of the dataset) is left out: the layout's
     `add` then reports any table row that names it.
     """
-    return sorted(p for p in raw_dir.glob(pattern) if p.is_file() and inside(raw_dir, p))
+    folder = ResolvedFolder(raw_dir)
+    return sorted(p for p in raw_dir.glob(pattern) if p.is_file() and folder.inside(p))
 
 
 def is_nifti(path: Path) -> bool:
@@ -83,12 +88,43 @@ def is_dicom(path: Path) -> bool:
     """DICOM Part 10 files carry 'DICM' at byte 128 (sniffed, not guessed from the suffix)."""
     if not path.is_file():  # a FIFO would block the read
         return False
+    return _has_dicom_preamble(path)
+
+
+def _has_dicom_preamble(path: Path) -> bool:
     try:
-        with path.open("rb") as handle:
+        with open(path, "rb") as handle:
             handle.seek(128)
             return handle.read(4) == b"DICM"
     except OSError:
         return False
+
+
+# the errors Path.is_file / Path.is_dir answer False for (pathlib's _ignore_error); any other is raised
+_NOT_THERE = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """`Path.is_file()`, `Path.is_dir()` and `is_dicom` of one path from one stat and at most one read, for
+    the layouts' per-sample bookkeeping (each of those was asked three or four times per sample)."""
+
+    is_file: bool
+    is_dir: bool
+    dicom: bool
+
+    @classmethod
+    def of(cls, path: Path) -> FileFacts:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as exc:
+            if exc.errno not in _NOT_THERE:
+                raise
+            return cls(False, False, False)
+        except ValueError:  # an embedded NUL, as Path.is_file
+            return cls(False, False, False)
+        regular = stat.S_ISREG(mode)
+        return cls(regular, stat.S_ISDIR(mode), regular and _has_dicom_preamble(path))
 
 
 def stem(path: Path) -> str:
@@ -100,10 +136,11 @@ def stem(path: Path) -> str:
     return path.stem
 
 
-def image_size(path: Path) -> tuple[int, int] | None:
-    """(width, height) of the source pixel frame, read from headers only; None when unknown."""
+def image_size(path: Path, dicom: bool | None = None) -> tuple[int, int] | None:
+    """(width, height) of the source pixel frame, read from headers only; None when unknown.
+    `dicom` is `is_dicom(path)` when the caller knows it already."""
     try:
-        if is_dicom(path):
+        if is_dicom(path) if dicom is None else dicom:
             from mmbu.build.convert.dicom_io import read_header  # pydicom loads only for DICOM files
 
             ds = read_header(path, specific_tags=[
@@ -137,14 +174,14 @@ def _openslide_vendor(path: Path) -> str | None:
 DICOM_TAGS = ("Modality", "BodyPartExamined", "InstitutionName")
 
 
-def header_metadata(path: Path) -> dict[str, str]:
+def header_metadata(path: Path, dicom: bool | None = None) -> dict[str, str]:
     """Per-sample facts found in file headers: DICOM tags and whole-slide properties.
 
     Keys are `dicom.<Keyword>` and `slide.vendor|objective_power|mpp_x`; the metadata normaliser
-    maps them onto the 13 fields. Pixel data is never read.
+    maps them onto the 13 fields. Pixel data is never read. `dicom` as for `image_size`.
     """
     found: dict[str, str] = {}
-    if is_dicom(path):
+    if is_dicom(path) if dicom is None else dicom:
         from mmbu.build.convert.dicom_io import read_header
 
         try:

@@ -109,3 +109,74 @@ def test_a_local_source_linked_out_of_the_repository_fails_that_dataset_only(tmp
     assert not (tmp_path / "data" / "raw" / "linked").exists()
     assert report.release_rows["ungrounded_classification"] == 8  # the other datasets built
     assert os.listdir(secret / "lym") == ["id_rsa.png"]
+
+
+def _tree_with_every_kind_of_path(tmp_path):
+    """A dataset folder (itself reached through a link) holding plain files, links that stay inside, links
+    that leave (file, folder, through `..`), a dangling link, a link loop and a missing name."""
+    real = tmp_path / "real-raw"
+    write_png(real / "MON" / "a.png")
+    write_png(real / "LYM" / "b.png")
+    outside = write_png(tmp_path / "outside" / "private.png")
+    raw = tmp_path / "raw"
+    raw.symlink_to(real, target_is_directory=True)
+    (real / "MON" / "inside-link.png").symlink_to(real / "LYM" / "b.png")
+    (real / "MON" / "relative-inside.png").symlink_to("../LYM/b.png")
+    (real / "MON" / "out.png").symlink_to(outside)
+    (real / "MON" / "out-relative.png").symlink_to("../../outside/private.png")
+    (real / "out-folder").symlink_to(tmp_path / "outside", target_is_directory=True)
+    (real / "MON" / "dangling.png").symlink_to(real / "gone.png")
+    (real / "loop-a").symlink_to(real / "loop-b")
+    (real / "loop-b").symlink_to(real / "loop-a")
+    names = ["MON/a.png", "LYM/b.png", "MON/inside-link.png", "MON/relative-inside.png", "MON/out.png",
+             "MON/out-relative.png", "out-folder/private.png", "MON/dangling.png", "loop-a", "loop-a/x.png",
+             "MON/missing.png", "missing-folder/x.png", "MON/../LYM/b.png", "MON/../../outside/private.png",
+             "out-folder/../MON/a.png", "MON/./a.png", ".", "MON"]
+    return raw, names
+
+
+def test_a_resolved_folder_answers_exactly_as_resolving_each_path_whole(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from mmbu.core.confinement import ResolvedFolder, inside
+
+    raw, names = _tree_with_every_kind_of_path(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    for folder in (raw, Path("raw")):  # an absolute and a relative dataset folder, both through a link
+        resolved = ResolvedFolder(folder)
+        for name in names:
+            for path in (folder / name, f"{folder}/{name}"):
+                assert resolved.inside(path) == inside(folder, Path(path)), path
+                try:
+                    expected = Path(path).resolve().relative_to(Path(folder).resolve()).as_posix()
+                except (ValueError, RuntimeError) as exc:
+                    with pytest.raises(type(exc)):
+                        resolved.relative(path)
+                else:
+                    assert resolved.relative(path) == expected, path
+    resolved = ResolvedFolder(raw)
+    assert resolved.inside(raw / "MON" / "inside-link.png") and not resolved.inside(raw / "MON" / "out.png")
+    assert not resolved.inside(raw / "loop-a") and not resolved.inside(raw / "MON" / "../../outside/private.png")
+
+
+def test_a_link_made_out_after_its_folder_was_seen_is_still_refused(tmp_path):
+    """The cache holds resolved folders only: a file's own last component is looked at on every call."""
+    from mmbu.core.confinement import ResolvedFolder
+
+    outside = write_png(tmp_path / "outside" / "private.png")
+    raw = tmp_path / "raw"
+    write_png(raw / "MON" / "a.png")
+    resolved = ResolvedFolder(raw)
+    assert resolved.inside(raw / "MON" / "a.png")
+    (raw / "MON" / "a.png").unlink()
+    (raw / "MON" / "a.png").symlink_to(outside)
+    assert not resolved.inside(raw / "MON" / "a.png")
+
+
+def test_every_escape_through_links_is_excluded_by_the_layout(tmp_path):
+    raw, _ = _tree_with_every_kind_of_path(tmp_path)
+    samples, exclusions = read_samples(make_manifest({"kind": "folder_per_class", "images": "*.png"}), raw)
+    assert sorted(s.source_path for s in samples) == ["LYM/b.png", "MON/a.png"]  # the links inside repeat LYM/b.png
+    reasons = {e.item: e.reason for e in exclusions}
+    assert reasons["MON/out.png"] == reasons["MON/out-relative.png"] == "the labels point outside the dataset's folder"
+    assert "MON/dangling.png" not in reasons  # a dangling link is no file: the glob leaves it out

@@ -45,3 +45,21 @@ def test_a_generic_tiled_tiff_names_no_scanner(tmp_path):
     tifffile.imwrite(path, np.zeros((512, 512, 3), np.uint8), tile=(256, 256), photometric="rgb")
     assert "slide.vendor" not in header_metadata(path)
     assert image_size(path) == (512, 512)
+
+
+def test_file_facts_answer_as_the_path_checks_they_replace(tmp_path):
+    import os
+
+    from mmbu.build.layouts.files import FileFacts, is_dicom
+
+    dicom = write_dicom(tmp_path / "IM0001", Modality="CT")
+    png = tmp_path / "a.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
+    os.mkfifo(tmp_path / "pipe.png")
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    (tmp_path / "linked.dcm").symlink_to(dicom)
+    for path in (dicom, png, tmp_path / "pipe.png", tmp_path, tmp_path / "gone", tmp_path / "dangling",
+                 tmp_path / "linked.dcm", png / "below-a-file"):
+        facts = FileFacts.of(path)
+        assert (facts.is_file, facts.is_dir, facts.dicom) == (path.is_file(), path.is_dir(), is_dicom(path)), path
+    assert FileFacts.of(tmp_path / "linked.dcm").dicom and not FileFacts.of(tmp_path / "pipe.png").dicom
