@@ -17,6 +17,7 @@ import pandas as pd
 from mmbu.build.layouts.frames import geometry_of, map_boxes, map_mask
 from mmbu.build.layouts.masks import MaskError, mask_box, mask_png, read_mask, region_mask
 from mmbu.build.layouts.sample import Region, Sample
+from mmbu.build.records import records
 from mmbu.core.exclusions import Exclusion
 from mmbu.core.geometry import ConversionGeometry
 
@@ -50,7 +51,8 @@ def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: M
     # the last mask read: a sample's items are consecutive, so one entry serves them all and memory stays one mask
     # whatever the dataset's size (a dict of every mask held 300 MB at 8,600 image/mask pairs)
     masks: dict[str, np.ndarray] = {}
-    for item in items.to_dict(orient="records"):
+    components: dict[int, np.ndarray] = {}  # of that mask's values, labelled once for all of its regions
+    for item in records(items):
         def drop(reason: str, stage: str = "layout") -> None:
             exclusions.append(Exclusion(dataset_id=item["dataset_id"], sample_id=item["sample_id"],
                                         item=str(item["source_path"]), stage=stage, reason=reason))
@@ -78,14 +80,14 @@ def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: M
             mask_file = conversion.mask_png or sample.mask_path
             try:
                 if str(mask_file) not in masks:
-                    masks = {str(mask_file): read_mask(Path(mask_file))}
+                    masks, components = {str(mask_file): read_mask(Path(mask_file))}, {}
             except MaskError as exc:
                 drop(str(exc))
                 continue
             region = Region(label=str(item["label"]), instance=str(item["region_instance"]),
                             mask_value=int(item["mask_value"]),
                             component=int(item["component"]) if _is_set(item["component"]) else None)
-            roi = map_mask(region_mask(masks[str(mask_file)], region), geometry)
+            roi = map_mask(region_mask(masks[str(mask_file)], region, components), geometry)
             box = mask_box(roi)
             if box is None:
                 drop("the region is too small to survive the conversion's downscaling")

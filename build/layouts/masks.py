@@ -134,13 +134,16 @@ def regions_from_mask(mask: np.ndarray, rules: MaskRules | ImageMaskPairsLayout)
     return regions
 
 
-def region_mask(mask: np.ndarray, region: Region) -> np.ndarray:
-    """Boolean (H, W) mask of one region of the label mask it was found in."""
-    where = mask == region.mask_value
+def region_mask(mask: np.ndarray, region: Region, components: dict[int, np.ndarray] | None = None) -> np.ndarray:
+    """Boolean (H, W) mask of one region of the label mask it was found in. `components`, when given, keeps
+    the connected components of each value of this `mask` for the next region of the same mask."""
     if region.component is None:
-        return where
-    components, _ = ndimage.label(where)
-    return components == region.component
+        return mask == region.mask_value
+    if components is None:
+        return ndimage.label(mask == region.mask_value)[0] == region.component
+    if region.mask_value not in components:
+        components[region.mask_value] = ndimage.label(mask == region.mask_value)[0]
+    return components[region.mask_value] == region.component
 
 
 def mask_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:

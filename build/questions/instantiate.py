@@ -10,6 +10,7 @@ import pandas as pd
 
 from mmbu.build.questions.options import box_options, label_options, plan_options, rng_for
 from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, load_prototypes
+from mmbu.build.records import records
 from mmbu.core.exclusions import Exclusion
 from mmbu.curation.manifest import DatasetManifest
 from mmbu.taxonomy.model import Taxonomy
@@ -70,19 +71,22 @@ def mentions_any(text: str, words: list[str]) -> str | None:
     return None
 
 
+ROW_VALUES = ("modality", "sub_modality", "stain", "specimen", "specimen_subregion")  # the columns questions use
+
+
+def _text(value: object) -> str | None:
+    return None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
 def _values(row: Mapping[str, object], manifest: DatasetManifest, target: str | None,
             leaking: list[str]) -> dict[str, str | None]:
-    """Placeholder values of one row. For classification, a context value that names one of the
-    dataset's labels is withheld (e.g. anatomy "abdomen" when the labels are body regions), so the
-    full-context question never gives the answer away."""
-    def get(name: str) -> str | None:
-        value = row.get(name)
-        return None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
-
-    values = {"modality": get("modality"), "sub_modality": get("sub_modality"), "stain": get("stain"),
-              "specimen": get("specimen"), "anatomy": get("specimen_subregion"),
-              "preparation": manifest.questions.preparation, "options_name": manifest.questions.options_name,
-              "target": target}
+    """Placeholder values of one row (only its `ROW_VALUES` count). For classification, a context value that
+    names one of the dataset's labels is withheld (e.g. anatomy "abdomen" when the labels are body regions),
+    so the full-context question never gives the answer away."""
+    modality, sub_modality, stain, specimen, anatomy = (_text(row.get(name)) for name in ROW_VALUES)
+    values = {"modality": modality, "sub_modality": sub_modality, "stain": stain, "specimen": specimen,
+              "anatomy": anatomy, "preparation": manifest.questions.preparation,
+              "options_name": manifest.questions.options_name, "target": target}
     for name in CONTEXT_VALUES:
         if leaking and values[name] and mentions_any(values[name], leaking):
             values[name] = None
@@ -110,12 +114,16 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
     box_plan = plan_options(box_slots, box_slots + int(hints.none_of_the_above), hints.none_of_the_above)
     out: list[dict[str, object]] = []
     exclusions: list[Exclusion] = []
+    # a dataset's rows share a few metadata combinations: each one's questions and each label's aliases are
+    # made once (rendering and the leak checks were a third of the step, per row)
+    questions: dict[tuple[object, ...], dict[str, str]] = {}
+    aliases: dict[str, list[str]] = {}
 
     def drop(row: Mapping[str, object], reason: str) -> None:
         exclusions.append(Exclusion(dataset_id=manifest.id, sample_id=row["sample_id"],
                                     item=str(row.get("source_path")), stage="questions", reason=reason))
 
-    for row in rows.to_dict(orient="records"):  # plain dicts: iterrows builds a Series per row
+    for row in records(rows):  # plain dicts: iterrows builds a Series per row
         rng = rng_for(row["sample_id"], seed)
         raw = row["target"] if row["task"] == "object_detection" else row["label"]
         spec = manifest.label_spec(raw)
@@ -124,7 +132,10 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
             continue
         target = spec.name if row["task"] == "object_detection" else None
         leaking = [] if row["task"] == "object_detection" else words
-        fields = dict(row) | prototypes.render(row["task"], _values(row, manifest, target, leaking))
+        key = (row["task"], target, *(_text(row.get(name)) for name in ROW_VALUES))
+        if key not in questions:
+            questions[key] = prototypes.render(row["task"], _values(row, manifest, target, leaking))
+        fields = dict(row) | questions[key]
         fields |= {"label": spec.name, "target": target, "question_version": prototypes.version}
         if row["task"] == "object_detection":
             size = (row.get("image_width"), row.get("image_height"))
@@ -149,7 +160,9 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
                          and rng_for(row["sample_id"], seed, "none-answer").random() < none_answer_rate)
             fields["options"], fields["answer"] = label_options(spec.name, labels, classify_plan, rng,
                                                                 prototypes.none_of_the_above, leave_out)
-            fields["answer_aliases"] = answer_aliases(raw, manifest, taxonomy)
+            if raw not in aliases:
+                aliases[raw] = answer_aliases(raw, manifest, taxonomy)
+            fields["answer_aliases"] = list(aliases[raw])
         out.append(fields)
     columns = list(dict.fromkeys([*rows.columns, *QUESTION_COLUMNS]))
     return pd.DataFrame(out, columns=columns), exclusions

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, load_prototypes
+from mmbu.build.records import column_values
 from mmbu.core.exclusions import Exclusion
 from mmbu.taxonomy.model import Taxonomy
 from mmbu.core.yaml_io import read_yaml
@@ -100,17 +101,25 @@ def lint_questions(df: pd.DataFrame, taxonomy: Taxonomy, words_path: str | Path 
     """One row per (question, offending word), columns `LINT_COLUMNS`; empty when every question is clean."""
     lint = wording_lint(taxonomy, words_path)
     records = []
-    for row in df.itertuples(index=False):
-        exempt = [getattr(row, "target", None), getattr(row, "label", None)]
+    # a dataset's rows repeat a few questions with a few option lists: each combination is checked once
+    found: dict[tuple[object, ...], list[Hit]] = {}
+    column = {name: column_values(df[name]) for name in ("dataset_id", "sample_id", "task", "options",
+                                                          *TEMPLATE_COLUMNS.values())}
+    column |= {name: column_values(df[name]) if name in df.columns else [None] * len(df) for name in ("target", "label")}
+    for position, task in enumerate(column["task"]):
+        exempt = (column["target"][position], column["label"][position])
         # a classification question must not contain its options' labels (detection names its target)
-        options = [] if row.task == "object_detection" else [o for o in row.options if o != NONE_OF_THE_ABOVE]
-        for template, column in TEMPLATE_COLUMNS.items():
-            question = getattr(row, column)
-            leaked = _leaked_option(question, options)
-            hits = [Hit("answer_leak", leaked)] if leaked else []
-            for hit in hits + lint.hits(_mask_labels(question, exempt)):
-                records.append({"dataset_id": row.dataset_id, "sample_id": row.sample_id, "task": row.task,
-                                "template": template, "category": hit.category, "word": hit.word,
+        options = () if task == "object_detection" else tuple(o for o in column["options"][position]
+                                                               if o != NONE_OF_THE_ABOVE)
+        for template, name in TEMPLATE_COLUMNS.items():
+            question = column[name][position]
+            key = (question, options, *(label for label in exempt if isinstance(label, str) and label))
+            if key not in found:
+                leaked = _leaked_option(question, options)
+                found[key] = ([Hit("answer_leak", leaked)] if leaked else []) + lint.hits(_mask_labels(question, exempt))
+            for hit in found[key]:
+                records.append({"dataset_id": column["dataset_id"][position], "sample_id": column["sample_id"][position],
+                                "task": task, "template": template, "category": hit.category, "word": hit.word,
                                 "question": question})
     return pd.DataFrame(records, columns=list(LINT_COLUMNS))
 

@@ -49,3 +49,19 @@ def test_boxes_and_masks_follow_a_halving_conversion_and_lost_items_are_excluded
     assert len(exclusions) == 4 + 1  # b's four rows, a's vanished stroma mask row
     assert {e.sample_id for e in exclusions if e.stage == "convert"} == set(
         task_items([b], manifest).sample_id)
+
+
+def test_region_masks_from_shared_components_equal_those_labelled_afresh():
+    from mmbu.build.layouts import Region, region_mask, regions_from_mask
+
+    mask = np.zeros((30, 40), np.uint8)
+    mask[2:6, 2:6] = mask[10:14, 20:30] = 1  # two components of value 1
+    mask[20:25, 5:9] = mask[20:25, 30:35] = mask[0:3, 35:40] = 2  # three of value 2
+    regions = regions_from_mask(mask, make_manifest({"kind": "image_mask_pairs", "images": "*.png", "masks": "m/*.png",
+                                                     "mask_values": {1: "a", 2: "b"}, "instances": "components"},
+                                                    labels={"a": "a", "b": "b"}).layout)
+    assert len(regions) == 5
+    shared: dict[int, np.ndarray] = {}
+    for region in [*regions, Region(label="a", instance="v1", mask_value=1)]:
+        assert np.array_equal(region_mask(mask, region, shared), region_mask(mask, region))
+    assert sorted(shared) == [1, 2]
