@@ -49,23 +49,33 @@ class _Cursor:
         return taken
 
 
-def merge_sorted(streams: Sequence[Iterable[pa.Table]], keys: Sequence[str]) -> Iterator[pa.Table]:
+def merge_sorted(streams: Sequence[Iterable[pa.Table]], keys: Sequence[str],
+                 lower_bounds: Sequence[tuple | None] | None = None) -> Iterator[pa.Table]:
     """The rows of `streams` (each sorted by `keys`, all of one schema) in key order, a table at a time; rows with
     equal keys come stream by stream, each stream's in its order: a stable sort of the streams concatenated.
 
     Rows below the smallest last key of any stream's current batch can all be given out; the stream that holds
-    that key reads its next batch, so each stream holds one batch (and any rows tied with its last key).
+    that key reads its next batch, so each stream holds one batch (and any rows tied with its last key). A stream
+    with a lower bound (a key none of its rows is below, e.g. from a Parquet file's statistics) is opened only when
+    the merge reaches it: streams whose keys do not overlap (datasets' ids rarely interleave) are read one after
+    the other, and memory holds a batch of the streams in use, not one of every stream.
     """
-    cursors = [_Cursor(iter(stream), keys) for stream in streams]
+    bounds = list(lower_bounds) if lower_bounds is not None else [None] * len(streams)
+    waiting = {index: bound for index, bound in enumerate(bounds) if bound is not None}
+    cursors = {index: _Cursor(iter(stream), keys) for index, stream in enumerate(streams) if bounds[index] is None}
     sort_keys = [(name, "ascending") for name in keys]
-    while True:
-        cursors = [c for c in cursors if c.keys or not c.exhausted]
-        if not cursors:
-            return
-        open_lasts = [c.keys[-1] for c in cursors if not c.exhausted and c.keys]
-        frontier = min(open_lasts) if open_lasts else None
+    while cursors or waiting:
+        cursors = {i: c for i, c in sorted(cursors.items()) if c.keys or not c.exhausted}
+        lasts = [c.keys[-1] for c in cursors.values() if not c.exhausted]
+        frontier = min(lasts) if lasts else None  # None: the open streams' rows are all read
+        nearest = min(waiting.values()) if waiting else None
+        if nearest is not None and (frontier is None or nearest <= frontier):  # a waiting stream's rows may come next
+            for index in [i for i, bound in waiting.items() if bound == nearest]:
+                cursors[index] = _Cursor(iter(streams[index]), keys)
+                del waiting[index]
+            continue
         parts = []
-        for cursor in cursors:
+        for cursor in cursors.values():
             count = len(cursor.keys) if frontier is None else bisect_left(cursor.keys, frontier)
             if count:
                 parts.append(cursor.take(count))
@@ -74,7 +84,7 @@ def merge_sorted(streams: Sequence[Iterable[pa.Table]], keys: Sequence[str]) -> 
         elif parts:
             table = pa.concat_tables(parts)
             yield table.take(pc.sort_indices(table, sort_keys=sort_keys))  # Arrow's sort is stable
-        for cursor in cursors:
+        for cursor in cursors.values():
             if not cursor.exhausted and (not cursor.keys or cursor.keys[-1] == frontier):
                 cursor.fill()
 

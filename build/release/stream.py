@@ -14,6 +14,7 @@ give a row dict (so the shards are byte-identical to those written from records)
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -30,7 +31,7 @@ from mmbu.build.release.rows import (
     ReleaseInputError,
     RowsFiles,
     check_columns,
-    png_ref,
+    png_file_size,
 )
 from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, ShardLayout
 from mmbu.build.sorted_runs import merge_sorted
@@ -86,7 +87,8 @@ def _task_row_groups(parquet: pq.ParquetFile, task: str) -> list[int]:
 def _tables(path: str, task: str, dropped: frozenset, columns: list[str]) -> Iterator[pa.Table]:
     """The file's rows of `task` less the duplicate drops, in file order, ROWS_PER_CHUNK at a time."""
     parquet = pq.ParquetFile(path)
-    wanted = [c for c in columns if c in parquet.schema_arrow.names]
+    present = set(parquet.schema_arrow.names)  # a property that converts the schema each time it is read
+    wanted = [c for c in columns if c in present]
     # the drops are (image id, task): the image id is image_sample_id, or the row's own id where that is null
     dropped_images = pa.array(sorted(image for image, of_task in dropped if of_task == task), pa.string())
     for batch in parquet.iter_batches(batch_size=ROWS_PER_CHUNK, row_groups=_task_row_groups(parquet, task),
@@ -107,6 +109,7 @@ class _Part:
     path: str
     dropped: frozenset
     in_order: bool  # the file lists its rows of the task by sample id
+    first_id: str | None  # no row of the task has a smaller sample id (the file's statistics; None: unknown)
 
     def tables(self, task: str) -> Iterator[pa.Table]:
         """This part's rows in sample id order, in the input schema."""
@@ -121,6 +124,19 @@ class _Part:
             whole = whole.take(pc.sort_indices(whole, sort_keys=[("sample_id", "ascending")]))  # stable
             for start in range(0, whole.num_rows, ROWS_PER_CHUNK):
                 yield whole.slice(start, ROWS_PER_CHUNK)
+
+
+def _first_id(path: str, task: str) -> str | None:
+    """The smallest sample id of the row groups that may hold `task` rows, by their statistics (None: unknown)."""
+    parquet = pq.ParquetFile(path)
+    index = parquet.schema_arrow.get_field_index("sample_id")
+    smallest = None
+    for number in _task_row_groups(parquet, task):
+        statistics = parquet.metadata.row_group(number).column(index).statistics
+        if statistics is None or not statistics.has_min_max:
+            return None
+        smallest = statistics.min if smallest is None else min(smallest, statistics.min)
+    return smallest
 
 
 def _in_order(path: str, task: str, dropped: frozenset) -> bool:
@@ -197,6 +213,14 @@ def _text_weights(table: pa.Table) -> np.ndarray:
     return weights
 
 
+def _png_size(path: str | None, what: str) -> int:
+    """`png_ref(path).size` of a rows file's PNG path, without its Path object: `str(Path(path))` is the path
+    itself for the paths the rows step writes, and "" is the current folder."""
+    if path is None:
+        raise ValueError(f"the {what} is not a PNG")
+    return png_file_size(path or ".", what, path)
+
+
 def _check(table: pa.Table, checked: CheckedRows) -> None:
     """Check the next rows in release order: PNG headers (a file read and a stat each), weights and counts."""
     images, masks = table.column("image").to_pylist(), table.column("mask").to_pylist()
@@ -208,8 +232,7 @@ def _check(table: pa.Table, checked: CheckedRows) -> None:
     usable = []
     for row, (image, mask, name, weight, box) in enumerate(zip(images, masks, names, weights.tolist(), boxes)):
         try:
-            size = png_ref(image, name, "image").size
-            size += 8 if mask is None else png_ref(mask, "", "mask").size
+            size = _png_size(image, "image") + (8 if mask is None else _png_size(mask, "mask"))
             if nan_boxes[row]:
                 raise ValueError("cannot convert float NaN to integer")
         except ValueError as exc:
@@ -224,40 +247,51 @@ def _check(table: pa.Table, checked: CheckedRows) -> None:
     checked.counts.add(*(kept.column(c).to_pylist() for c in kept.column_names), (names[k] for k in usable))
 
 
-def _png_bytes(paths: list[str | None], names: list[str | None]) -> list[bytes | None]:
-    """The files' bytes (checked moments ago: a file that stopped being a PNG fails the release, as before)."""
-    found = []
-    for path, name in zip(paths, names):
+def _png_array(paths: list[str | None], names: list[str | None], digests: list[str] | None = None) -> pa.Array:
+    """The files' bytes as one binary array, each file read straight into the array's data buffer: a row group's
+    PNGs (up to 100 MB) are in memory once, not as a bytes object per file and again as the array. `digests`
+    gets each file's sha256. The files were checked moments ago: one that stopped being a PNG fails the release."""
+    sizes = np.array([0 if path is None else os.stat(path).st_size for path in paths], np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    data = np.empty(int(offsets[-1]), np.uint8)
+    view = memoryview(data)
+    for path, name, start, end in zip(paths, names, offsets[:-1].tolist(), offsets[1:].tolist()):
         if path is None:
-            found.append(None)
             continue
         with open(path, "rb") as handle:
-            data = handle.read()
-        if not data.startswith(PNG_MAGIC):
+            read = handle.readinto(view[start:end])
+            if read != end - start or handle.read(1):
+                raise ValueError(f"{name} changed while the release was written")
+        if view[start:start + len(PNG_MAGIC)] != PNG_MAGIC:
             raise ValueError(f"{name} is no longer a PNG")
-        found.append(data)
-    return found
+        if digests is not None:
+            digests.append(hashlib.sha256(view[start:end]).hexdigest())
+    present = pa.array([path is not None for path in paths], pa.bool_())
+    nulls = len(paths) - int(pc.sum(present).as_py() or 0)
+    return pa.Array.from_buffers(pa.binary(), len(paths), [present.buffers()[1] if nulls else None,
+                                                          pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)],
+                                 null_count=nulls)
 
 
 def release_table(rows: pa.Table) -> pa.Table:
     """One row group of the release from rows in the input schema: the PNGs read, hashed and embedded."""
     schema = release_schema()
     image_names = _image_names(rows).combine_chunks()
-    image_bytes = _png_bytes(rows.column("image").to_pylist(), image_names.to_pylist())
+    digests: list[str] = []
+    image_bytes = _png_array(rows.column("image").to_pylist(), image_names.to_pylist(), digests)
     mask_paths = rows.column("mask").combine_chunks()
     mask_names = pc.if_else(mask_paths.is_null(), pa.scalar(None, pa.string()), _mask_names(rows).combine_chunks())
     png = schema.field("image").type
     columns = {
-        "image": pa.StructArray.from_arrays([pa.array(image_bytes, pa.binary()), image_names], fields=list(png)),
-        "mask": pa.StructArray.from_arrays(
-            [pa.array(_png_bytes(mask_paths.to_pylist(), mask_names.to_pylist()), pa.binary()), mask_names],
-            fields=list(png), mask=mask_paths.is_null()),
+        "image": pa.StructArray.from_arrays([image_bytes, image_names], fields=list(png)),
+        "mask": pa.StructArray.from_arrays([_png_array(mask_paths.to_pylist(), mask_names.to_pylist()), mask_names],
+                                           fields=list(png), mask=mask_paths.is_null()),
         "boxes": _int_boxes(rows.column("boxes")),
-        "image_sha256": pa.array([hashlib.sha256(data).hexdigest() for data in image_bytes], pa.string()),
+        "image_sha256": pa.array(digests, pa.string()),
         "answer_aliases": pc.coalesce(rows.column("answer_aliases"), pa.scalar([], pa.list_(pa.string()))),
     }
     arrays = [columns[name] if name in columns else rows.column(name) for name in schema.names]
-    return pa.Table.from_arrays(arrays, schema=schema).combine_chunks()
+    return pa.Table.from_arrays(arrays, schema=schema).combine_chunks()  # single-chunk columns are not copied
 
 
 def _row_groups(tables: Iterator[pa.Table], lengths: Iterator[int]) -> Iterator[pa.Table]:
@@ -283,7 +317,9 @@ class StreamedPlan:
     checked: CheckedRows
 
     def _rows(self) -> Iterator[pa.Table]:
-        return merge_sorted([part.tables(self.files.task) for part in self.parts], ["sample_id"])
+        """Every part's rows merged by sample id; a part's file is open from its first row to its last."""
+        return merge_sorted([part.tables(self.files.task) for part in self.parts], ["sample_id"],
+                            [None if part.first_id is None else (part.first_id,) for part in self.parts])
 
     def usable_rows(self) -> Iterator[pa.Table]:
         """The rows in release order, less the excluded ones."""
@@ -309,7 +345,8 @@ class StreamedPlan:
 def plan_files(files: RowsFiles, max_shard_bytes: int = MAX_SHARD_BYTES,
                max_row_group_bytes: int = MAX_ROW_GROUP_BYTES) -> StreamedPlan:
     """Check one config's rows in release order (merged by sample id across its files)."""
-    parts = [_Part(path, dropped, _in_order(path, files.task, dropped)) for path, dropped in files.parts]
+    parts = [_Part(path, dropped, _in_order(path, files.task, dropped), _first_id(path, files.task))
+             for path, dropped in files.parts]
     if parts:
         check_columns(pq.ParquetFile(parts[0].path).schema_arrow.names)
     plan = StreamedPlan(files, parts, CheckedRows(ShardLayout(max_shard_bytes, max_row_group_bytes)))

@@ -143,3 +143,52 @@ def test_writing_rows_file_does_not_hold_the_rows(tmp_path, monkeypatch):
     # the mask paths kept (a third of the rows, ~80 bytes each) are the only growth allowed
     assert python_per_row < 60, (small, large)
     assert arrow_per_row < 20, (small, large)
+
+
+def sorted_streams(rng: np.random.Generator, count: int) -> list[pa.Table]:
+    """`count` tables sorted by key, with keys that tie within and across tables; `origin` tells rows apart."""
+    tables = []
+    for index in range(count):
+        keys = sorted(f"k{int(k):03d}" for k in rng.integers(0, 40, rng.integers(0, 30)))
+        tables.append(pa.table({"key": keys, "origin": [f"{index}-{k}" for k in range(len(keys))]}))
+    return tables
+
+
+def batches_of(table: pa.Table, size: int, opened: list[int], index: int):
+    opened.append(index)
+    for start in range(0, table.num_rows, size):
+        yield table.slice(start, size)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("with_bounds", [False, True])
+def test_merge_sorted_is_a_stable_sort_of_the_streams_concatenated(seed, with_bounds):
+    rng = np.random.default_rng(seed)
+    tables = sorted_streams(rng, 7)
+    opened: list[int] = []
+    bounds = [(t.column("key")[0].as_py(),) if t.num_rows else ("k000",) for t in tables] if with_bounds else None
+    merged = pa.concat_tables(list(sorted_runs.merge_sorted(
+        [batches_of(t, int(rng.integers(1, 6)), opened, k) for k, t in enumerate(tables)], ["key"], bounds)))
+    expected = pa.concat_tables(tables).to_pandas().sort_values("key", kind="stable").reset_index(drop=True)
+    pd.testing.assert_frame_equal(merged.to_pandas(), expected)
+    assert sorted(opened) == list(range(7))
+
+
+def test_streams_with_lower_bounds_are_opened_only_when_the_merge_reaches_them():
+    """Datasets whose ids do not interleave are read one after the other: never more than two open at once."""
+    tables = [pa.table({"key": [f"d{d}-{k:03d}" for k in range(20)]}) for d in range(6)]
+    live: set[int] = set()
+    most = 0
+
+    def stream(index: int):
+        nonlocal most
+        live.add(index)
+        most = max(most, len(live))
+        for start in range(0, 20, 4):
+            yield tables[index].slice(start, 4)
+        live.discard(index)
+
+    bounds = [(f"d{d}-000",) for d in range(6)]
+    merged = pa.concat_tables(list(sorted_runs.merge_sorted([stream(d) for d in range(6)], ["key"], bounds)))
+    assert merged.column("key").to_pylist() == sorted(k for t in tables for k in t.column("key").to_pylist())
+    assert most <= 2
