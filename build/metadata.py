@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from weakref import WeakKeyDictionary
 
 import pandas as pd
 import pandera.pandas as pa
@@ -120,13 +121,24 @@ def _reason(field: str, check: str, value: object, row: Mapping[str, object] | N
     return f"{field} {value!r} fails {check}"
 
 
+# the schema of each taxonomy object, built once per worker rather than once per dataset (as the taxonomy keeps
+# its own lookups once made, with cached_property)
+_SCHEMAS: WeakKeyDictionary[Taxonomy, pa.DataFrameSchema] = WeakKeyDictionary()
+
+
+def _schema(taxonomy: Taxonomy) -> pa.DataFrameSchema:
+    if taxonomy not in _SCHEMAS:
+        _SCHEMAS[taxonomy] = metadata_schema(taxonomy)
+    return _SCHEMAS[taxonomy]
+
+
 def validate_metadata(df: pd.DataFrame, taxonomy: Taxonomy) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Validate the whole table at once; returns (valid rows, one failure per row x field x check).
 
     Failures are never swallowed: the second frame (columns `FAILURE_COLUMNS`) goes into the build
     report and `exclusions.csv`. A structural failure (missing or stray column) invalidates every row.
     """
-    schema = metadata_schema(taxonomy)
+    schema = _schema(taxonomy)
     try:
         valid = schema.validate(df, lazy=True)
         return valid, pd.DataFrame(columns=list(FAILURE_COLUMNS))

@@ -14,6 +14,13 @@ import numpy as np
 import pandas as pd
 from pandas.core.dtypes.cast import maybe_box_native  # what to_dict boxes cells with
 
+# cells maybe_box_native returns unchanged (numpy scalars, pd.NA and datetimes are what it converts)
+_NATIVE = frozenset({str, int, float, bool, type(None), list, dict, tuple})
+
+
+def _boxed(values: list[Any]) -> list[Any]:
+    return values if set(map(type, values)) <= _NATIVE else list(map(maybe_box_native, values))
+
 
 def column_values(column: pd.Series) -> list[Any]:
     """`[record[name] for record in frame.to_dict(orient="records")]` for one column of the frame."""
@@ -21,9 +28,9 @@ def column_values(column: pd.Series) -> list[Any]:
     if isinstance(dtype, np.dtype) and dtype.kind in "biuf":
         return column.to_numpy().tolist()  # what iterating the Series gives: Python scalars, not boxed
     if isinstance(dtype, np.dtype) and dtype.kind == "O":
-        return list(map(maybe_box_native, column.to_numpy().tolist()))  # tolist leaves objects as they are
+        return _boxed(column.to_numpy().tolist())  # tolist leaves the objects as they are
     if isinstance(dtype, pd.StringDtype):
-        return list(map(maybe_box_native, column.to_numpy(dtype=object)))  # strings and the dtype's missing value
+        return _boxed(column.to_numpy(dtype=object).tolist())  # strings and the dtype's missing value
     values = list(column)  # any other dtype: as to_dict, a cell at a time
     return list(map(maybe_box_native, values)) if not isinstance(dtype, np.dtype) else values
 

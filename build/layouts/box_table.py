@@ -70,7 +70,8 @@ def read(layout: BoxTableLayout, ctx: LayoutContext) -> None:
 
 
 def _add_image(layout: BoxTableLayout, ctx: LayoutContext, path: Path, objects: Objects) -> None:
-    size = image_size(path) if path.is_file() else None
+    facts = ctx.facts(path)
+    size = image_size(path, facts.dicom) if facts.is_file else None
     kept, left_out = [], 0
     for instance, obj in objects:
         try:

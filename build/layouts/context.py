@@ -38,6 +38,7 @@ class LayoutContext:
         # every sample's path is checked against these: each folder is resolved once, not per file
         self._raw = ResolvedFolder(self.raw_dir)
         self._cache = ResolvedFolder(self.cache_dir)
+        self._last_facts: tuple[Path, FileFacts] | None = None
 
     @property
     def dataset_id(self) -> str:
@@ -76,6 +77,13 @@ class LayoutContext:
             return f"frame={spec.frame}"
         return None
 
+    def facts(self, path: Path) -> FileFacts:
+        """`FileFacts.of(path)`, kept for the path asked last: a reader that reads an image's size before it
+        calls `add(image)` does not make `add` stat and sniff the file again."""
+        if self._last_facts is None or self._last_facts[0] != path:
+            self._last_facts = (path, FileFacts.of(path))
+        return self._last_facts[1]
+
     def known_label(self, raw: str) -> bool:
         return self.manifest.label_spec(raw) is not None
 
@@ -104,7 +112,7 @@ class LayoutContext:
             # assembled masks live in the layout cache
             self.exclude(where, "its mask points outside the dataset's folder")
             return None
-        facts = FileFacts.of(image)
+        facts = self.facts(image)
         listing = SlideListing(image, label, tuple(regions), mask_path, row_metadata or {}, grounded)
         # only a folder or a DICOM file can be a whole-slide instance or series: the others skip the header read
         if (facts.is_dir or facts.dicom) and self._slides.claim(listing):
@@ -208,7 +216,7 @@ class LayoutContext:
                   source: str | None = None, frame: str | None = None, video_frame: int | None = None,
                   where: str | None = None, facts: FileFacts | None = None) -> Sample | None:
         """`where` is `rel(image)` and `facts` `FileFacts.of(image)` when `add` has them already."""
-        facts = facts or FileFacts.of(image)
+        facts = facts or self.facts(image)
         shown = source or where or self.rel(image)
         if problem := non_utf8_name_error(shown):  # its id and every report would have to name it
             self.exclude(shown, problem)

@@ -36,6 +36,12 @@ def _is_set(value: object) -> bool:
     return value is not None and not (isinstance(value, float) and pd.isna(value))
 
 
+def _geometry(conversion: ConvertedImage, sample: Sample) -> ConversionGeometry:
+    if conversion.mask_png is not None:  # volumes: regions were read from the converted slice
+        return ConversionGeometry.kept((int(conversion.record["width"]), int(conversion.record["height"])))
+    return geometry_of(conversion.record, sample.image_size)
+
+
 def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: Mapping[str, ConvertedImage],
                 roi_dir: Path) -> tuple[pd.DataFrame, list[Exclusion]]:
     """Items (from `task_items`) with `image`, `image_width`, `image_height`, and `boxes`,
@@ -52,6 +58,8 @@ def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: M
     # whatever the dataset's size (a dict of every mask held 300 MB at 8,600 image/mask pairs)
     masks: dict[str, np.ndarray] = {}
     components: dict[int, np.ndarray] = {}  # of that mask's values, labelled once for all of its regions
+    # the last image's geometry (parsed from its record once for all of its items) and whether roi_dir exists
+    geometry, geometry_of_image, roi_dir_made = None, None, False
     for item in records(items):
         def drop(reason: str, stage: str = "layout") -> None:
             exclusions.append(Exclusion(dataset_id=item["dataset_id"], sample_id=item["sample_id"],
@@ -62,10 +70,9 @@ def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: M
             drop("the image has no converted PNG (see the conversion report)", stage="convert")
             continue
         sample = samples[item["image_sample_id"]]
-        if conversion.mask_png is not None:  # volumes: regions were read from the converted slice
-            geometry = ConversionGeometry.kept((int(conversion.record["width"]), int(conversion.record["height"])))
-        else:
-            geometry = geometry_of(conversion.record, sample.image_size)
+        if geometry_of_image != item["image_sample_id"]:
+            geometry, geometry_of_image = _geometry(conversion, sample), item["image_sample_id"]
+        if conversion.mask_png is None:
             if item["task"] != "ungrounded_classification" and sample.image_size \
                     and tuple(sample.image_size) != geometry.stored_size:
                 (lw, lh), (cw, ch) = sample.image_size, geometry.stored_size
@@ -95,7 +102,9 @@ def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: M
             # written in place, not fsynced: the rows step syncs once before it records itself done, and a
             # rows step that did not finish is run again whole, rewriting every ROI (mmbu.core.files)
             roi_path = Path(roi_dir) / f"{item['sample_id']}.png"
-            roi_path.parent.mkdir(parents=True, exist_ok=True)
+            if not roi_dir_made:
+                roi_path.parent.mkdir(parents=True, exist_ok=True)
+                roi_dir_made = True
             roi_path.write_bytes(mask_png(roi))
             row["mask"] = str(roi_path)
             row["boxes"] = [list(box)]

@@ -49,7 +49,7 @@ def _read_flat_pair(layout: ImageMaskPairsLayout, ctx: LayoutContext, image: Pat
     except MaskError as exc:
         ctx.exclude(ctx.rel(mask_path), str(exc))
         return
-    size = image_size(image)
+    size = image_size(image, ctx.facts(image).dicom)
     if size is not None and mask.shape != (size[1], size[0]):
         ctx.exclude(ctx.rel(mask_path), f"the mask is {mask.shape[1]}x{mask.shape[0]} but its image is "
                                         f"{size[0]}x{size[1]}")

@@ -126,7 +126,7 @@ def regions_from_mask(mask: np.ndarray, rules: MaskRules | ImageMaskPairsLayout)
                                       box=_box(ndimage.find_objects(where.astype(np.uint8))[0]), mask_value=value))
             continue
         components, count = ndimage.label(where)  # 4-connectivity, raster order: stable for a given file
-        sizes = ndimage.sum_labels(where, components, index=range(1, count + 1))
+        sizes = np.bincount(components.ravel(), minlength=count + 1)[1:]  # pixels per component (sum_labels, faster)
         for index, slices in enumerate(ndimage.find_objects(components), start=1):
             if slices is not None and sizes[index - 1] >= rules.min_region_pixels:
                 regions.append(Region(label=label, instance=f"v{value}-c{index}", box=_box(slices),

@@ -37,7 +37,7 @@ def read(layout: YoloLayout, ctx: LayoutContext) -> None:
                 continue
             ctx.exclude(ctx.rel(image), f"no YOLO label file {ctx.rel(label_file)} for this image")
             continue
-        size = image_size(image)
+        size = image_size(image, ctx.facts(image).dicom)
         if size is None:
             ctx.exclude(ctx.rel(image), "the image size cannot be read, so normalised YOLO boxes cannot be placed")
             continue
