@@ -159,7 +159,9 @@ def test_more_workers_than_rows_is_fine(tmp_path):
 def test_ctrl_c_stops_every_process_keeps_whole_answers_and_the_run_resumes(tmp_path):
     release = write_release(tmp_path / "release", count=12, tasks=("ungrounded_classification",))
     predictions = tmp_path / "runs" / SLUG / "predictions.jsonl"
-    with OpenAIServer(latency_s=0.05) as server:
+    # 72 answers, 8 in flight: ~4.5 s at 0.5 s each, so Ctrl-C lands mid-run even on a loaded machine (at 0.05 s
+    # the whole run could end between the 12th record and the signal, and exit 0)
+    with OpenAIServer(latency_s=0.5) as server:
         command = eval_run_command(release, server.url, tmp_path / "runs", "--concurrency", "4", "--workers", "2", *FAST)
         # its own process group, as a terminal would make it: Ctrl-C reaches the parent and its workers
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
