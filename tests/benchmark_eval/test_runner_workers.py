@@ -156,15 +156,21 @@ def test_more_workers_than_rows_is_fine(tmp_path):
     assert len(read_records(tmp_path / SLUG / "predictions.jsonl")) == 12
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_every_process_keeps_whole_answers_and_the_run_resumes(tmp_path):
     release = write_release(tmp_path / "release", count=12, tasks=("ungrounded_classification",))
     predictions = tmp_path / "runs" / SLUG / "predictions.jsonl"
-    # 72 answers, 8 in flight: ~4.5 s at 0.5 s each, so Ctrl-C lands mid-run even on a loaded machine (at 0.05 s
-    # the whole run could end between the 12th record and the signal, and exit 0)
-    with OpenAIServer(latency_s=0.5) as server:
+    # 0.2 s per answer, as in the kill test above: the answers left after the 12th take >= 1.5 s
+    with OpenAIServer(latency_s=0.2) as server:
         command = eval_run_command(release, server.url, tmp_path / "runs", "--concurrency", "4", "--workers", "2", *FAST)
-        # its own process group, as a terminal would make it: Ctrl-C reaches the parent and its workers
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        # its own process group, as a terminal would make it: Ctrl-C reaches the parent and its workers. SIGINT is
+        # set back to its default first: a shell starts background jobs with it ignored, Python then keeps ignoring
+        # it, and a suite launched with `make test &` saw the run finish undisturbed (exit 0)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                   preexec_fn=_default_sigint)
         wait_for_records(predictions, 12)
         workers = spawned_workers(psutil.Process(process.pid))
         os.killpg(process.pid, signal.SIGINT)
