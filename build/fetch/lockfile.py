@@ -108,7 +108,8 @@ class LockFile:
             write_text_atomic(self.path, HEADER + self._body())
 
     def _body(self) -> str:
-        """The YAML of the whole document, dumping only the entries not dumped before.
+        """The YAML of the whole document (never empty: `record` adds an entry first), dumping only the entries
+        not dumped before.
 
         The lock is rewritten after every fetched dataset: dumping all of it each time made a 410-dataset
         build spend a sixth of its CPU in the YAML emitter (quadratic in datasets). Each entry's block is
@@ -116,8 +117,6 @@ class LockFile:
         document (tested), and the blocks are joined in the sorted order the whole dump uses; `version`, the
         only other key, sorts after `datasets`.
         """
-        if not self.document.datasets:
-            return dump_yaml({"datasets": {}, "version": self.document.version})
         for dataset_id, entry in self.document.datasets.items():
             if dataset_id not in self._entry_texts:
                 text = dump_yaml({"datasets": {dataset_id: _short(entry.model_dump(mode="json"))}})
