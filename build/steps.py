@@ -2,7 +2,7 @@
 
 `process_dataset(job)` is what the pipeline runs on a local process or a Dask worker. Each step is
 skipped when its inputs' hash is unchanged (`StepState`), converted images are reused one by one
-(a sidecar per PNG records the key it was made from), so a killed build resumes where it stopped.
+(`convert_resume`: the key each PNG was made from, its size and CRC), so a killed build resumes where it stopped.
 Nothing here raises for bad data: bad items become exclusions, a broken dataset a failed outcome.
 """
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import time
 import traceback
-import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -27,8 +26,9 @@ from PIL import Image
 from mmbu.build.cache import StepState, hash_file, hash_json
 from mmbu.build.convert.base import ConvertOptions
 from mmbu.build.convert.batch import convert_keeping_png
+from mmbu.build.convert_resume import RESUME_FILE, ConvertedPngs
 from mmbu.build.duplicates import HASH_VERSION, ImageHashes, image_table
-from mmbu.build.duplicates.hashing import hashes_from_json, hashes_to_json, png_hashes
+from mmbu.build.duplicates.hashing import png_hashes
 from mmbu.build.duplicates.table import CONVERTED_HASHES_FILE, load_converted_hashes, save_converted_hashes
 from mmbu.build.duplicates.check import HASHES_FILE
 from mmbu.build.fetch import COMPLETION_RECORD
@@ -239,53 +239,32 @@ def convert_options(manifest: DatasetManifest, *, as_mask: bool = False, slice_m
     return replace(options, **view) if view else options
 
 
-def _convert_cached(source: Path, output: Path, options: ConvertOptions, code: str,
+def _convert_cached(source: Path, output: Path, options: ConvertOptions, code: str, made: ConvertedPngs,
                     companions: tuple[Path, ...] = ()) -> tuple[dict[str, Any], ImageHashes | None]:
     """Convert one file unless its PNG was already made from the same source and options (resume).
 
     `companions` are the other files the converter reads with `source` (the instances of a DICOM
     whole-slide series, any of which may hold the level read): a change to one of them converts again.
     Returns the conversion record and, for an image (not a mask), the PNG's perceptual hashes: taken from the
-    pixels while they are in memory and kept in the sidecar, so the hashes step need not decode the PNG again
-    (None for a PNG reused from a sidecar without them).
+    pixels while they are in memory and kept in `made`, so the hashes step need not decode the PNG again.
     """
     stat = source.stat()
     key_parts = [code, str(source), stat.st_size, stat.st_mtime_ns, repr(options)]
     if companions:  # appended only when present, so the keys of every other PNG stay what they were
         key_parts.append([(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in companions if p.exists()])
     key = hash_json(key_parts)
-    sidecar = output.with_suffix(".json")
-    if output.exists() and sidecar.exists():
-        try:
-            saved = json.loads(sidecar.read_text(encoding="utf-8"))
-            if saved.get("key") == key and _intact(output, saved):
-                return saved["record"], hashes_from_json(saved.get("hashes"))
-        except (OSError, ValueError, KeyError):
-            pass  # torn sidecar: convert again
+    if (reused := made.reusable(output, key)) is not None:
+        return reused
     output.parent.mkdir(parents=True, exist_ok=True)
-    # Neither the PNG nor its sidecar is fsynced (~4 ms each, a fifth of a worker's time) nor written through
-    # a temporary file and a rename (a fifth of what was left, on a busy disk): the step syncs once before it
-    # records itself done, and a PNG is reused only when its sidecar parses, has this key and matches the
-    # PNG's size and CRC. So a PNG or sidecar torn by a kill or emptied by a power cut is converted again;
-    # the old sidecar goes first, lest it vouch for a PNG being rewritten.
-    sidecar.unlink(missing_ok=True)
-    made = convert_keeping_png(source, output, options, durable=False, atomic=False)
-    if made.data is None:
-        return made.record, None
-    hashes = None if options.as_mask else png_hashes(made.pixels, made.data)
-    # the bytes just written, not read back from the disk
-    saved = {"key": key, "record": made.record, "size": len(made.data), "crc32": zlib.crc32(made.data)}
-    sidecar.write_text(json.dumps(saved | ({"hashes": hashes_to_json(hashes)} if hashes else {}), default=str),
-                       encoding="utf-8")
-    return made.record, hashes
-
-
-def _intact(output: Path, saved: dict[str, Any]) -> bool:
-    """The PNG is the one the sidecar describes (sidecars from before the size/CRC were fsynced: trusted)."""
-    if "crc32" not in saved:
-        return True
-    data = output.read_bytes()
-    return len(data) == saved["size"] and zlib.crc32(data) == saved["crc32"]
+    # The PNG is neither fsynced (~4 ms, a fifth of a worker's time) nor written through a temporary file and a
+    # rename (a fifth of what was left, on a busy disk): the step syncs once before it records itself done, and
+    # `made` vouches only for a file of the size and CRC it noted, so a PNG torn by a kill is converted again.
+    result = convert_keeping_png(source, output, options, durable=False, atomic=False)
+    if result.data is None:
+        return result.record, None
+    hashes = None if options.as_mask else png_hashes(result.pixels, result.data)
+    made.remember(output, key, result.record, result.data, hashes)  # the bytes just written, not read back
+    return result.record, hashes
 
 
 def convert_samples(samples: list[Sample], manifest: DatasetManifest, work: Path, code: str,
@@ -300,32 +279,34 @@ def convert_samples(samples: list[Sample], manifest: DatasetManifest, work: Path
     kept: list[Sample] = []
     conversions: dict[str, ConvertedImage] = {}
     dropped: list[Exclusion] = []
-    for sample in samples:
-        # NIfTI pairs choose the slice from the mask (largest area) when the manifest says so
-        slice_mask = sample.mask_path if manifest.convert.slice == "mask_max_area" else None
-        image_png = work / "images" / f"{sample.sample_id}.png"
-        options = convert_options(manifest, slice_mask=slice_mask, view=sample.view)
-        record, image_hashes = _convert_cached(Path(sample.image_path), image_png, options,
-                                               code, tuple(Path(p) for p in sample.companion_paths))
-        if image_hashes is not None and hashes is not None:
-            hashes[image_png] = image_hashes
-        if record["status"] != "ok":
-            dropped.append(_convert_exclusion(sample, sample.source_path, record["error"]))
-            continue
-        mask_png_path = None
-        if sample.mask_path is not None and is_volume(Path(sample.mask_path)):
-            mask_png_path = work / "masks" / f"{sample.sample_id}.png"
-            mask_record, _ = _convert_cached(Path(sample.mask_path), mask_png_path,
-                                             convert_options(manifest, as_mask=True, slice_mask=slice_mask), code)
-            if mask_record["status"] != "ok":
-                dropped.append(_convert_exclusion(sample, str(sample.mask_path), mask_record["error"]))
+    with ConvertedPngs(work / RESUME_FILE) as made:
+        for sample in samples:
+            # NIfTI pairs choose the slice from the mask (largest area) when the manifest says so
+            slice_mask = sample.mask_path if manifest.convert.slice == "mask_max_area" else None
+            image_png = work / "images" / f"{sample.sample_id}.png"
+            options = convert_options(manifest, slice_mask=slice_mask, view=sample.view)
+            record, image_hashes = _convert_cached(Path(sample.image_path), image_png, options, code, made,
+                                                   tuple(Path(p) for p in sample.companion_paths))
+            if image_hashes is not None and hashes is not None:
+                hashes[image_png] = image_hashes
+            if record["status"] != "ok":
+                dropped.append(_convert_exclusion(sample, sample.source_path, record["error"]))
                 continue
-            sample, lost = with_converted_mask(sample, np.asarray(Image.open(mask_png_path)), manifest)
-            dropped += lost
-            if sample is None:
-                continue
-        kept.append(sample)
-        conversions[sample.sample_id] = ConvertedImage(png=image_png, record=record, mask_png=mask_png_path)
+            mask_png_path = None
+            if sample.mask_path is not None and is_volume(Path(sample.mask_path)):
+                mask_png_path = work / "masks" / f"{sample.sample_id}.png"
+                mask_record, _ = _convert_cached(Path(sample.mask_path), mask_png_path,
+                                                 convert_options(manifest, as_mask=True, slice_mask=slice_mask),
+                                                 code, made)
+                if mask_record["status"] != "ok":
+                    dropped.append(_convert_exclusion(sample, str(sample.mask_path), mask_record["error"]))
+                    continue
+                sample, lost = with_converted_mask(sample, np.asarray(Image.open(mask_png_path)), manifest)
+                dropped += lost
+                if sample is None:
+                    continue
+            kept.append(sample)
+            conversions[sample.sample_id] = ConvertedImage(png=image_png, record=record, mask_png=mask_png_path)
     return kept, conversions, dropped
 
 

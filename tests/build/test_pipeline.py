@@ -189,29 +189,42 @@ def test_a_steps_format_bump_reruns_the_steps_and_reuses_the_images(tmp_path, mo
 
 
 def test_a_png_a_power_cut_emptied_or_damaged_is_converted_again_on_resume(tmp_path, monkeypatch):
-    """PNGs and sidecars are written without fsync (one sync per step): a reused PNG must match the size
-    and CRC its sidecar noted, so a file lost between its rename and the disk is made again."""
+    """PNGs are written without fsync (one sync per step): a reused PNG must match the size and CRC its resume
+    record noted, so a file lost between its write and the disk is made again; a record whose key differs
+    (another source or options) vouches for nothing, and a database that cannot be read starts empty."""
+    import sqlite3
+
     from mmbu.build import steps
+    from mmbu.build.convert_resume import RESUME_FILE
 
     make_repo(tmp_path)
     run_build(config_for(tmp_path))
-    images = sorted((tmp_path / "data" / "work" / "cells" / "images").glob("*.png"))
+    work = tmp_path / "data" / "work" / "cells"
+    images = sorted((work / "images").glob("*.png"))
     good = {p: p.read_bytes() for p in images}
-    images[0].write_bytes(b"")                                   # the rename reached the disk, the data did not
+    images[0].write_bytes(b"")                                   # the name reached the disk, the data did not
     images[1].write_bytes(good[images[1]][: len(good[images[1]]) // 2])
     damaged = bytearray(good[images[2]])
     damaged[len(damaged) // 2] ^= 0xFF                            # same size, one byte wrong
     images[2].write_bytes(bytes(damaged))
-    sidecar = images[3].with_suffix(".json")                      # PNGs and sidecars are written in place:
-    sidecar.write_text(sidecar.read_text(encoding="utf-8")[:40], encoding="utf-8")  # one torn by a kill
-    images[4].with_suffix(".json").unlink()                       # one killed while its PNG was rewritten
-    images[4].write_bytes(good[images[4]][:10])                   # (the old sidecar goes first)
+    with sqlite3.connect(work / RESUME_FILE) as db:               # a record for another key: a killed rewrite
+        db.execute("UPDATE png SET key = 'other' WHERE path = ?", (str(images[3]),))
+        db.execute("DELETE FROM png WHERE path = ?", (str(images[4]),))  # never recorded: killed before it
+    images[3].write_bytes(good[images[3]][:10])
+    images[4].write_bytes(good[images[4]][:10])
     untouched = {p: p.stat().st_mtime_ns for p in images[5:]}
     monkeypatch.setattr(steps, "STEPS_FORMAT", steps.STEPS_FORMAT + 1)  # the step re-runs, as after a crash
     report = run_build(config_for(tmp_path))
     assert report.exit_code == 0, report.failed
     assert all(p.read_bytes() == good[p] for p in images[:5])
     assert {p: p.stat().st_mtime_ns for p in images[5:]} == untouched
+
+    (work / RESUME_FILE).write_bytes(b"torn" * 100)              # not a database: nothing is trusted
+    monkeypatch.setattr(steps, "STEPS_FORMAT", steps.STEPS_FORMAT + 2)
+    report = run_build(config_for(tmp_path))
+    assert report.exit_code == 0, report.failed
+    assert all(p.stat().st_mtime_ns != untouched[p] for p in images[5:])  # converted again
+    assert all(p.read_bytes() == good[p] for p in images)
 
 
 def test_a_no_op_rebuild_reports_the_same_rows_per_task(built):

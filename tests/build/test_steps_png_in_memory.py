@@ -1,9 +1,11 @@
 """The convert step takes what it notes about each PNG from the bytes and pixels it just wrote, not from reading
-the file back: the sidecar's size and CRC, and the PNG's perceptual hashes. Sources written by Pillow."""
+the file back: the size and CRC its resume record notes, and the PNG's perceptual hashes. Sources written by
+Pillow."""
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import zlib
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from support.build_repo import config_for, make_repo
 
 from mmbu.build.convert.base import ConvertOptions
 from mmbu.build.convert.batch import convert_keeping_png, convert_one
+from mmbu.build.convert_resume import RESUME_FILE
 from mmbu.build.duplicates.check import HASHES_FILE
 from mmbu.build.duplicates.hashing import ImageHashes, hashes_from_json, image_hashes
 from mmbu.build.duplicates.table import CONVERTED_HASHES_FILE, load_converted_hashes
@@ -47,15 +50,25 @@ def test_a_failed_conversion_keeps_nothing(tmp_path):
     assert made.data is None and made.pixels is None
 
 
-def test_each_sidecar_notes_the_size_and_crc_of_its_png_as_on_disk(tmp_path):
+def _resume_records(work: Path) -> dict[str, tuple]:
+    with sqlite3.connect(work / RESUME_FILE) as db:
+        return {row[0]: row[1:] for row in db.execute("SELECT path, size, crc32, hashes FROM png")}
+
+
+def test_each_resume_record_notes_the_size_and_crc_of_its_png_as_on_disk(tmp_path):
     make_repo(tmp_path)
     assert run_build(config_for(tmp_path)).exit_code == 0
     pngs = sorted((tmp_path / "data" / "work").glob("*/images/*.png"))
     assert len(pngs) == 10
+    records = {path: row for work in (tmp_path / "data" / "work").iterdir() if work.is_dir()
+               for path, row in _resume_records(work).items()}
+    assert sorted(records) == [str(p) for p in pngs]
     for png in pngs:
-        saved = json.loads(png.with_suffix(".json").read_text(encoding="utf-8"))
         data = png.read_bytes()
-        assert (saved["size"], saved["crc32"]) == (len(data), zlib.crc32(data))
+        size, crc, hashes = records[str(png)]
+        assert (size, crc) == (len(data), zlib.crc32(data))
+        assert hashes_from_json(json.loads(hashes)) == image_hashes(png)
+    assert not list((tmp_path / "data" / "work").glob("*/images/*.json"))  # no file per PNG beside it
 
 
 def _tables(root: Path) -> dict[str, pd.DataFrame]:
@@ -96,20 +109,19 @@ def test_the_hashes_step_takes_the_convert_steps_hashes_while_the_png_is_unchang
     assert table.loc[Path(touched).stem, "grey"] == image_hashes(Path(touched)).grey != b"\xff" * 32
 
 
-def test_pngs_reused_from_sidecars_without_hashes_are_hashed_from_the_file(tmp_path, monkeypatch):
-    """A build resumed over PNGs whose sidecars an older toolkit wrote (no hashes) reuses the PNGs and reads
-    them in the hashes step."""
+def test_pngs_reused_from_records_without_hashes_are_hashed_from_the_file(tmp_path, monkeypatch):
+    """A build resumed over PNGs whose resume records carry no hashes (of another HASH_VERSION, say) reuses the PNGs
+    and reads them in the hashes step."""
     from mmbu.build import steps
 
     make_repo(tmp_path)
     assert run_build(config_for(tmp_path)).exit_code == 0
     pngs = sorted((tmp_path / "data" / "work").glob("*/images/*.png"))
     made = {p: p.stat().st_mtime_ns for p in pngs}
-    for png in pngs:
-        sidecar = png.with_suffix(".json")
-        saved = json.loads(sidecar.read_text(encoding="utf-8"))
-        assert hashes_from_json(saved.pop("hashes")) == image_hashes(png)
-        sidecar.write_text(json.dumps(saved), encoding="utf-8")
+    for work in (tmp_path / "data" / "work").iterdir():
+        if work.is_dir():
+            with sqlite3.connect(work / RESUME_FILE) as db:
+                db.execute("UPDATE png SET hashes = json_set(hashes, '$.version', -1)")
     for table in (tmp_path / "data" / "work").glob(f"*/{HASHES_FILE}"):
         table.unlink()  # no previous table either: every hash must come from the PNGs
     monkeypatch.setattr(steps, "STEPS_FORMAT", steps.STEPS_FORMAT + 1)

@@ -7,7 +7,7 @@ the switch converts the images again (the options are part of each PNG's cache k
 """
 from __future__ import annotations
 
-import json
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from support.build_manifests import METADATA, make_manifest, write_taxonomy
 sys.path.insert(0, str(Path(__file__).parent / "convert"))
 import factories_dicom as fd  # noqa: E402
 
+from mmbu.build.convert_resume import RESUME_FILE  # noqa: E402
 from mmbu.build.layouts import place_items, read_samples  # noqa: E402
 from mmbu.build.pipeline import BuildConfig, run_build  # noqa: E402
 from mmbu.build.questions import task_items  # noqa: E402
@@ -103,11 +104,14 @@ def _repo(root: Path, square_pixels: bool | None) -> Path:
 
 
 def _pngs(root: Path) -> dict[str, tuple[tuple[int, int], str]]:
-    """Converted image name -> (PNG size, cache key in its sidecar)."""
+    """Converted image name -> (PNG size, cache key in its resume record)."""
+    work = root / "data" / "work" / "demo_marrow"
+    with sqlite3.connect(work / RESUME_FILE) as db:
+        keys = dict(db.execute("SELECT path, key FROM png").fetchall())
     found = {}
-    for png in sorted((root / "data" / "work" / "demo_marrow" / "images").glob("*.png")):
+    for png in sorted((work / "images").glob("*.png")):
         with Image.open(png) as image:
-            found[png.name] = (image.size, json.loads(png.with_suffix(".json").read_text())["key"])
+            found[png.name] = (image.size, keys[str(png)])
     return found
 
 
