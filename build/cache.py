@@ -53,7 +53,9 @@ class StepState:
         write_json_atomic(self.path, self._steps)
 
     def forget_from(self, steps: list[str]) -> None:
-        """Invalidate these steps (the later ones of a chain whose earlier step reran)."""
-        for step in steps:
-            self._steps.pop(step, None)
-        write_json_atomic(self.path, self._steps)
+        """Invalidate these steps (the later ones of a chain whose earlier step reran).
+
+        Written only when one of them was recorded: a first build would otherwise rewrite (and fsync) the state
+        three more times per dataset for nothing."""
+        if any([self._steps.pop(step, None) is not None for step in steps]):
+            write_json_atomic(self.path, self._steps)
