@@ -66,10 +66,14 @@ def read_completion(raw_dir: Path) -> CompletionRecord | None:
     return _parsed_completion(str(path), status.st_mtime_ns, status.st_size, status.st_ino)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=2048)
 def _parsed_completion(path: str, mtime_ns: int, size: int, inode: int) -> CompletionRecord | None:
     """The record parsed once per version of the file (a build's plan and fetch both read it; one of 78K stored
-    files is 13% of a no-op rebuild to parse). The record is frozen data, never changed by its readers."""
+    files is 13% of a no-op rebuild to parse). The record is frozen data, never changed by its readers.
+
+    The plan reads every dataset's record before the fetch reads them again, so the cache holds a whole
+    catalogue's (2048 datasets; ~0.3 KB per stored file, 25 MB for the 78K files of the 410-dataset benchmark):
+    at 64 entries a 410-dataset no-op parsed each record twice (19 % of its samples)."""
     try:
         return CompletionRecord.model_validate_json(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -87,10 +91,10 @@ def is_complete(raw_dir: Path, manifest: DatasetManifest, pins: dict[str, Pinned
     if pins and {f.name: f.sha256 for f in record.files} != {name: pin.sha256 for name, pin in pins.items()}:
         return None
     escaped_listing: dict[str, int] | None = None
-    root = str(raw_dir)
+    root = f"{raw_dir}/"
     for stored in record.stored:
-        try:  # one stat per file, on a plain string: a no-op rebuild makes one per fetched file
-            status = os.stat(os.path.join(root, stored.path))
+        try:  # one stat per file, on a plain string (os.path.join took 40 % of this loop): one per fetched file
+            status = os.stat(root + stored.path)
             if S_ISREG(status.st_mode) and status.st_size == stored.size:
                 continue
         except OSError:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import ndimage
 
 from mmbu.build.layouts.array_files import ArrayFileError, ItemArray, npz_members, open_array
 from mmbu.build.layouts.context import LayoutContext
@@ -236,6 +235,7 @@ def _image_item(images: ItemArray, axes: str, index: int, depth: int | None) -> 
 def item_regions(layout: ArraysLayout, mask: np.ndarray, depth: int | None
                  ) -> tuple[np.ndarray, list[Region], list[tuple[str, str]]]:
     """One item's label mask (instance ids or values), its regions, and the objects it had to drop."""
+    from scipy import ndimage  # here: a no-op rebuild never loads scipy
     if depth is not None:
         mask = mask[depth]
     if layout.instance_classes:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image
-from scipy import ndimage
 
 from mmbu.build.layouts.masks import MaskError
 
@@ -72,6 +71,7 @@ def colour_values(rgb: np.ndarray, colours: list[RGB], background: RGB, *, lossy
 
 
 def _snap(rgb: np.ndarray, colours: list[RGB], background: RGB) -> tuple[np.ndarray, str]:
+    from scipy import ndimage  # here: a no-op rebuild never loads scipy
     pixels = rgb.astype(np.int32)
     best = np.full(rgb.shape[:2], np.iinfo(np.int32).max, np.int32)
     nearest = np.zeros(rgb.shape[:2], np.int32)

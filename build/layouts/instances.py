@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import ndimage
 
 from mmbu.build.layouts.sample import Region
 
@@ -47,6 +46,7 @@ class InstanceCanvas:
 
     def regions(self, min_pixels: int = 1) -> tuple[list[Region], list[tuple[str, str]]]:
         """The objects as regions, and (instance, reason) for each one that is empty or was painted over."""
+        from scipy import ndimage  # here: a no-op rebuild never loads scipy
         count = len(self._objects)
         found = ndimage.find_objects(self.ids, max_label=count) if count else []
         sizes = np.bincount(self.ids.ravel(), minlength=count + 1)

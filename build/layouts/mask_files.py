@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image
-from scipy import ndimage
 
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import image_size, is_volume
@@ -149,6 +148,7 @@ def _read_flat(layout: MaskFilesLayout, ctx: LayoutContext, image: Path, parts: 
 def _objects(layout: MaskFilesLayout, source: str, values: np.ndarray, lossy: bool, label: str | None
              ) -> Iterator[tuple[str, str, np.ndarray, str | None]]:
     """(instance key, raw label, boolean mask, provenance note) of each object in one mask file."""
+    from scipy import ndimage  # here: a no-op rebuild never loads scipy
     binary = layout.objects == "file" or (layout.objects == "components" and label is not None)
     if binary:
         threshold = layout.threshold or (LOSSY_DEFAULT_THRESHOLD if lossy else None)
@@ -180,6 +180,7 @@ def _objects(layout: MaskFilesLayout, source: str, values: np.ndarray, lossy: bo
 def _snap_lossy(values: np.ndarray, layout: MaskFilesLayout) -> tuple[np.ndarray, str]:
     """A JPEG label mask back to its declared values: each pixel takes the nearest one, then every class
     loses the structures thinner than three pixels (ringing along an edge between two other classes)."""
+    from scipy import ndimage  # here: a no-op rebuild never loads scipy
     declared = np.array(sorted({layout.background, *layout.mask_values}), dtype=np.int32)
     nearest = declared[np.abs(values.astype(np.int32)[..., None] - declared).argmin(axis=-1)]
     cleaned = np.full_like(nearest, layout.background)

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image
-from scipy import ndimage
 
 from mmbu.build.layouts.files import is_volume, read_volume_labels
 from mmbu.build.layouts.sample import Region
@@ -107,6 +106,7 @@ def regions_from_mask(mask: np.ndarray, rules: MaskRules | ImageMaskPairsLayout)
 
     Regions under `min_region_pixels` are dropped as specks.
     """
+    from scipy import ndimage  # here: a no-op rebuild never loads scipy
     if not isinstance(rules, MaskRules):
         rules = MaskRules.of(rules)
     regions: list[Region] = []
@@ -137,6 +137,7 @@ def regions_from_mask(mask: np.ndarray, rules: MaskRules | ImageMaskPairsLayout)
 def region_mask(mask: np.ndarray, region: Region, components: dict[int, np.ndarray] | None = None) -> np.ndarray:
     """Boolean (H, W) mask of one region of the label mask it was found in. `components`, when given, keeps
     the connected components of each value of this `mask` for the next region of the same mask."""
+    from scipy import ndimage  # here: a no-op rebuild never loads scipy
     if region.component is None:
         return mask == region.mask_value
     if components is None:
@@ -152,6 +153,7 @@ def mask_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:
     After a mask is resized, take the mask-grounded row's box from the resized mask, so the two
     agree exactly; a separately scaled box can differ by a resampling pixel.
     """
+    from scipy import ndimage  # here: a no-op rebuild never loads scipy
     found = ndimage.find_objects(mask.astype(np.uint8))
     if not found or found[0] is None:
         return None

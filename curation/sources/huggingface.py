@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from huggingface_hub.hf_api import DatasetInfo
 from requests.utils import parse_header_links
 
 from mmbu.curation.http import PoliteSession
 from mmbu.curation.sources._paging import Page, base_url_from_env
 from mmbu.curation.sources.candidate import Candidate, SourceResponseError, as_str_list
+
+if TYPE_CHECKING:  # huggingface_hub takes 0.25 s to import; the build imports this module only for `next_link`
+    from huggingface_hub.hf_api import DatasetInfo
 
 DEFAULT_URL = "https://huggingface.co"
 
@@ -59,6 +61,8 @@ def candidate_from_info(info: DatasetInfo, endpoint: str = DEFAULT_URL) -> Candi
 def parse_dataset_item(item: Any, endpoint: str) -> Candidate:
     if not isinstance(item, Mapping) or "id" not in item:
         raise ValueError("not a dataset object with an 'id'")
+    from huggingface_hub.hf_api import DatasetInfo
+
     return candidate_from_info(DatasetInfo(**dict(item)), endpoint)
 
 

@@ -60,7 +60,8 @@ def test_temporaries_left_by_a_killed_build_are_removed_by_the_next(tmp_path):
     make_repo(tmp_path)
     data = tmp_path / "data"
     run_build(config_for(tmp_path))
-    leftovers = [data / ".release.tmp-4242" / "data", data / "work" / "cells" / "images" / ".x.png.1a2b3c4d.tmp",
+    # (none in work/<id>/images: the convert step writes its PNGs in place, so it never leaves a temporary there)
+    leftovers = [data / ".release.tmp-4242" / "data", data / "work" / "cells" / ".rows.parquet.1a2b3c4d.tmp",
                  data / "work" / "cells" / ".samples.json.5e6f.tmp", data / ".build-report.json.tmp",
                  data / "raw" / ".cells.staging-77" / "a.png"]
     for path in leftovers:

@@ -156,3 +156,30 @@ def test_dry_run_prints_the_plan_and_downloads_nothing(loopback, monkeypatch, wr
     down = CliRunner().invoke(cli, args)
     assert down.exit_code == 1 and "✗ dataset zen: host 127.0.0.1:" in down.output
     assert "Traceback" not in down.output
+
+
+def test_a_build_reads_each_completion_record_once_for_its_plan_and_its_fetch(tmp_path, write_manifest,
+                                                                               manifests_dir, data_dir, session, lock):
+    """The plan reads every dataset's completion record before the fetch reads them again: with more datasets than
+    the parse cache held (64), a 410-dataset no-op rebuild parsed each record twice."""
+    from mmbu.build.fetch.fetcher import _parsed_completion
+
+    manifests = []
+    for index in range(100):
+        (tmp_path / "repo" / f"src{index}").mkdir(parents=True)
+        (tmp_path / "repo" / f"src{index}" / "a.png").write_bytes(b"a" * (index + 1))
+        manifests.append(write_manifest(f"d{index:03d}", {"kind": "local", "path": f"src{index}"}))
+    for manifest in manifests:
+        assert fetch_dataset(manifest, data_dir, session=session, lock=lock,
+                             repo_root=tmp_path / "repo").status == "fetched"
+    _parsed_completion.cache_clear()
+
+    plan = plan_fetch(paths(manifests_dir), data_dir, lock=lock, repo_root=tmp_path / "repo", session=session)
+    assert {p.state for p in plan.datasets} == {"fetched"}
+    results = [fetch_dataset(m, data_dir, session=session, lock=lock, repo_root=tmp_path / "repo") for m in manifests]
+    assert {r.status for r in results} == {"up_to_date"}
+    assert _parsed_completion.cache_info().misses == 100  # each record parsed once, by the plan
+
+    (data_dir / "raw" / "d007" / "a.png").write_bytes(b"changed")  # a stored file of another size: not complete
+    assert fetch_dataset(manifests[7], data_dir, session=session, lock=lock,
+                         repo_root=tmp_path / "repo").status == "fetched"
