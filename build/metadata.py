@@ -12,7 +12,7 @@ kept as written so that validation reports it (never silently replaced).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from weakref import WeakKeyDictionary
 
@@ -178,6 +178,54 @@ def validate_metadata(df: pd.DataFrame, taxonomy: Taxonomy) -> tuple[pd.DataFram
         return df.iloc[0:0], failures
     remaining = df.drop(index=sorted(bad_index, key=str))
     return schema.validate(remaining, lazy=False), failures
+
+
+class MetadataChecks:
+    """`validate_metadata` over one dataset a chunk of samples at a time, with the outcome one call over the whole
+    table gives: the same valid rows and the same failures, hence the same exclusions.
+
+    Each check of the schema reads one row, except `sample_id`'s `unique=True`, which fails every row of an id
+    that occurs more than once anywhere in the dataset. So the ids that repeat (`repeated_ids`, listed before the
+    first chunk) are held out of their chunks, invalid, and validated together at the end, as the whole table
+    would have them reported. Rows keep their position in the dataset as their index; a failure of the table
+    itself (a missing or stray column: the same in every chunk) is reported once.
+    """
+
+    def __init__(self, manifest: DatasetManifest, taxonomy: Taxonomy, repeated_ids: frozenset[str] = frozenset()):
+        self.manifest, self.taxonomy, self.repeated_ids = manifest, taxonomy, repeated_ids
+        self._failures: list[pd.DataFrame] = []  # of failing rows only
+        self._held: list[pd.DataFrame] = []  # the metadata rows of repeated ids
+        self._rows = 0
+
+    def validate(self, samples: Sequence[Sample]) -> pd.DataFrame:
+        """The valid metadata rows of the next chunk of the dataset's samples."""
+        table = normalise_metadata(samples, self.manifest, self.taxonomy)
+        table.index = pd.RangeIndex(self._rows, self._rows + len(table))
+        self._rows += len(table)
+        if self.repeated_ids:
+            repeated = table["sample_id"].isin(self.repeated_ids)
+            if repeated.any():
+                self._held.append(table[repeated])
+                table = table[~repeated]
+        valid, failures = validate_metadata(table, self.taxonomy)
+        self._failures.append(failures)
+        return valid
+
+    def failures(self) -> pd.DataFrame:
+        """Every failure so far (columns `FAILURE_COLUMNS`), in the order one call over the table lists them per
+        sample."""
+        parts = list(self._failures)
+        if self._held:
+            parts.append(validate_metadata(pd.concat(self._held), self.taxonomy)[1])
+        parts = [part for part in parts if not part.empty] or parts[:1]  # an empty part would make columns object
+        failures = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(FAILURE_COLUMNS))
+        # a row always has its ids (a Sample's): a failure without them is the table's, repeated by every chunk
+        of_table = failures["sample_id"].isna() & failures["dataset_id"].isna()
+        repeated = of_table & failures.duplicated(["field", "check", "value", "reason"])
+        return failures[~repeated].reset_index(drop=True)
+
+    def exclusions(self) -> list[Exclusion]:
+        return failures_to_exclusions(self.failures())
 
 
 def failures_to_exclusions(failures: pd.DataFrame) -> list[Exclusion]:

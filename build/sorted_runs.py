@@ -147,7 +147,12 @@ class SortedRuns:
         """Sort `frame` (stably, as pandas sorts the whole) and write it as the next run."""
         frame = frame.sort_values(self.keys, kind="stable").reset_index(drop=True)
         table = pa.Table.from_pandas(frame, preserve_index=False)
-        self.witness = type_witness(frame if self.witness is None else pd.concat([self.witness, type_witness(frame)]))
+        # an empty frame (a chunk whose every item was dropped, its columns made as object) witnesses no type: with
+        # it, a float column all NaN elsewhere became object and Arrow's null, and casting the runs' doubles failed
+        if self.witness is None or self.witness.empty:
+            self.witness = type_witness(frame)
+        elif not frame.empty:
+            self.witness = type_witness(pd.concat([self.witness, type_witness(frame)]))
         self.runs.append(self._new_path())
         # row groups of a batch: a run is read a row group at a time, so this bounds what a run holds in memory
         pq.write_table(table, self.runs[-1], row_group_size=MERGE_BATCH_ROWS)

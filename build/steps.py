@@ -11,7 +11,7 @@ import json
 import time
 import traceback
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -29,14 +29,17 @@ from mmbu.build.convert.batch import convert_keeping_png
 from mmbu.build.convert_resume import RESUME_FILE, ConvertedPngs
 from mmbu.build.duplicates import HASH_VERSION, ImageHashes, image_table
 from mmbu.build.duplicates.hashing import png_hashes
-from mmbu.build.duplicates.table import CONVERTED_HASHES_FILE, load_converted_hashes, save_converted_hashes
+from mmbu.build.duplicates.table import (
+    CONVERTED_HASHES_FILE, ConvertedHashesWriter, load_converted_hashes, rows_batches,
+)
 from mmbu.build.duplicates.check import HASHES_FILE
 from mmbu.build.fetch import COMPLETION_RECORD
-from mmbu.build.layouts import Sample, read_samples
+from mmbu.build.json_lines import LinesWriter, chunked, is_complete, read_lines
+from mmbu.build.layouts import Sample, read_samples_into
 from mmbu.build.layouts.files import is_volume
 from mmbu.build.layouts.grounding import ConvertedImage, place_items
 from mmbu.build.layouts.volumes import with_converted_mask
-from mmbu.build.metadata import failures_to_exclusions, normalise_metadata, validate_metadata
+from mmbu.build.metadata import MetadataChecks
 from mmbu.build.questions import attach_metadata, format_lint_report, instantiate_questions, lint_questions, task_items
 from mmbu.build.questions.lint import drop_lint_failures
 from mmbu.build.sorted_runs import SortedRuns, write_row_groups
@@ -46,12 +49,22 @@ from mmbu.core.version import toolkit_version
 from mmbu.curation.manifest import DatasetManifest, load_manifest
 from mmbu.taxonomy import Taxonomy, load_taxonomy
 
-# Part of every step's input hash. Bump it when what a step writes (samples.json, converted.json,
+# Part of every step's input hash. Bump it when what a step writes (samples.jsonl, converted.jsonl,
 # rows.parquet) changes shape: the package version alone does not change between development edits,
 # and a cached file in the old shape would otherwise be trusted (and fail the dataset). Converted
 # PNGs are keyed by the package version only, so a bump re-runs the steps but reuses the images.
 ROWS_PER_GROUP = 8192  # rows.parquet row groups (~13 MB of rows in pandas)
-STEPS_FORMAT = 4  # 3: a DICOM whole-slide series is one sample (with its companion files); 4: Sample.provenance
+# 3: a DICOM whole-slide series is one sample (with its companion files); 4: Sample.provenance;
+# 5: samples.jsonl and converted.jsonl, a line per sample, written and read a chunk at a time
+STEPS_FORMAT = 5
+SAMPLES_FILE, CONVERTED_FILE = "samples.jsonl", "converted.jsonl"
+# A worker holds a chunk of samples at a time, not its dataset: SAMPLES_PER_CHUNK samples are converted, and have
+# their task rows made, at a time; METADATA_PER_CHUNK have their metadata validated at a time (pandera costs
+# ~0.05-0.09 s per call whatever the rows: a dataset of up to 8,192 samples pays one call, as when the whole table
+# was validated at once, 150,000 samples 19; a chunk holds ~3 KB per sample, ~25 MB)
+SAMPLES_PER_CHUNK = 2048
+METADATA_PER_CHUNK = 8192
+HASH_BATCH_ROWS = 8192  # rows.parquet rows the hashes step reads at a time
 
 
 @dataclass(frozen=True)
@@ -119,44 +132,45 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     # layout: which samples the fetched files hold
     layout_spec = manifest.model_dump(include={"id", "layout", "labels", "tasks", "convert"})
     layout_key = hash_json([code, STEPS_FORMAT, layout_spec, raw_identity])
-    samples_path, layout_exclusions_path = work / "samples.json", work / "layout-exclusions.json"
-    if state.is_fresh("layout", layout_key):
+    samples_path, layout_exclusions_path = work / SAMPLES_FILE, work / "layout-exclusions.json"
+    # a file torn after the step recorded it (cut short by a copy, a full disk) is made again, never read short
+    if state.is_fresh("layout", layout_key) and is_complete(samples_path):
         outcome.skipped.append("layout")
     else:
         state.forget_from(["convert", "rows", "hashes"])
-        samples, exclusions = read_samples(manifest, raw_dir, work / "layout-cache")
-        write_json_atomic(samples_path, [s.model_dump(mode="json") for s in samples])
+        with LinesWriter(samples_path) as lines:
+            sink = _SamplesOut(lines, work / "layout-cache")
+            count, exclusions = read_samples_into(manifest, raw_dir, sink, work / "layout-cache")
+            sink.raise_failure()
         write_json_atomic(layout_exclusions_path, [e.model_dump() for e in exclusions])
-        derived = [Path(p) for s in samples for p in (s.image_path, s.mask_path)
-                   if p is not None and Path(p).is_relative_to(work / "layout-cache")]  # gone: read the layout again
-        state.record("layout", layout_key, [samples_path, layout_exclusions_path, *derived], {"samples": len(samples)})
+        state.record("layout", layout_key, [samples_path, layout_exclusions_path, *sink.derived], {"samples": count})
         outcome.ran.append("layout")
     exclusions = _read_exclusions(layout_exclusions_path)
 
     # convert: PNG per image (and per mask), boxes and regions moved into the PNG frame
     convert_key = hash_json([layout_key, hash_file(samples_path)])
-    converted_path, convert_exclusions_path = work / "converted.json", work / "convert-exclusions.json"
-    if state.is_fresh("convert", convert_key):
+    converted_path, convert_exclusions_path = work / CONVERTED_FILE, work / "convert-exclusions.json"
+    if state.is_fresh("convert", convert_key) and is_complete(converted_path):
         outcome.skipped.append("convert")
     else:
         state.forget_from(["rows", "hashes"])
-        # the samples are parsed only when a step needs them: a no-op rebuild of 78K samples stays in seconds
-        samples = [Sample.model_validate(s) for s in json.loads(samples_path.read_text(encoding="utf-8"))]
-        hashes: dict[Path, ImageHashes] = {}
-        converted, conversions, dropped = convert_samples(samples, manifest, work, code, hashes)
-        write_json_atomic(converted_path, {
-            "samples": [s.model_dump(mode="json") for s in converted],
-            "conversions": {k: {"png": str(c.png), "record": c.record, "mask_png": c.mask_png and str(c.mask_png)}
-                            for k, c in conversions.items()},
-        })
+        dropped: list[Exclusion] = []
+        made: list[str] = []  # every PNG: the step's outputs (state.json lists them), a string each
+        with LinesWriter(converted_path) as lines, ConvertedHashesWriter(work / CONVERTED_HASHES_FILE) as kept:
+            # the samples are parsed only when a step needs them: a no-op rebuild of 78K samples stays in seconds
+            for chunk in chunked(map(Sample.model_validate_json, read_lines(samples_path)), SAMPLES_PER_CHUNK):
+                hashes: dict[Path, ImageHashes] = {}
+                converted, conversions, lost = convert_samples(chunk, manifest, work, code, hashes)
+                for sample in converted:
+                    lines.write(converted_line(sample, conversions[sample.sample_id]))
+                dropped += lost
+                kept.add({c.png: hashes[c.png] for c in conversions.values() if c.png in hashes})
+                made += [str(p) for c in conversions.values() for p in (c.png, c.mask_png) if p is not None]
         write_json_atomic(convert_exclusions_path, [e.model_dump() for e in dropped])
-        save_converted_hashes(work / CONVERTED_HASHES_FILE, {c.png: hashes[c.png] for c in conversions.values()
-                                                             if c.png in hashes})
-        made = [Path(p) for c in conversions.values() for p in (c.png, c.mask_png) if p is not None]
         sync_to_disk()  # the PNGs and sidecars were written without fsync: on disk before the step counts as done
         state.record("convert", convert_key, [converted_path, convert_exclusions_path,
                                               work / CONVERTED_HASHES_FILE, *made],
-                     {"images": len(converted)})
+                     {"images": lines.count})
         outcome.ran.append("convert")
     exclusions += _read_exclusions(convert_exclusions_path)
 
@@ -168,9 +182,8 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     if state.is_fresh("rows", rows_key):
         outcome.skipped.append("rows")
     else:
-        converted, conversions = _read_converted(converted_path)
         with SortedRuns(rows_path, ROWS_ORDER) as runs:
-            dropped, lint_report = build_rows(converted, conversions, manifest, taxonomy, work, job.seed, runs)
+            dropped, lint_report = build_rows(ConvertedFile(converted_path), manifest, taxonomy, work, job.seed, runs)
             written = write_rows_file(runs, rows_path)
         write_json_atomic(rows_exclusions_path, [e.model_dump() for e in dropped])
         write_text_atomic(report_path, lint_report)
@@ -187,10 +200,9 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         outcome.skipped.append("hashes")
     else:
         previous = pd.read_parquet(hashes_path) if hashes_path.exists() else None  # unchanged PNGs keep theirs
-        rows = pd.read_parquet(rows_path, columns=["sample_id", "image_sample_id", "dataset_id", "source_path",
-                                                   "task", "image", "answer"])
         # hashed by the convert step while it held the pixels: only PNGs without such hashes are opened
-        table = image_table(rows, previous, load_converted_hashes(work / CONVERTED_HASHES_FILE))
+        table = image_table(rows_batches(rows_path, HASH_BATCH_ROWS), previous,
+                            load_converted_hashes(work / CONVERTED_HASHES_FILE))
         _write_parquet_atomic(table, hashes_path)
         state.record("hashes", hashes_key, [hashes_path], {"images": int(table["image_id"].nunique())})
         outcome.ran.append("hashes")
@@ -210,13 +222,62 @@ def _read_exclusions(path: Path) -> list[Exclusion]:
     return [Exclusion.model_validate(e) for e in json.loads(path.read_text(encoding="utf-8"))]
 
 
-def _read_converted(path: Path) -> tuple[list[Sample], dict[str, ConvertedImage]]:
-    saved = json.loads(path.read_text(encoding="utf-8"))
-    converted = [Sample.model_validate(s) for s in saved["samples"]]
-    conversions = {k: ConvertedImage(png=Path(c["png"]), record=c["record"],
-                                     mask_png=Path(c["mask_png"]) if c["mask_png"] else None)
-                   for k, c in saved["conversions"].items()}
-    return converted, conversions
+class _SamplesOut:
+    """The layout step's sink: each sample a line of samples.jsonl as the layout finds it. Keeps the layout-cache
+    files the samples name (derived layouts only; a string each): the step's outputs, gone → read the layout again."""
+
+    def __init__(self, lines: LinesWriter, cache: Path) -> None:
+        self.lines, self.cache = lines, cache
+        self.derived: list[str] = []
+        self.failure: BaseException | None = None
+
+    def append(self, sample: Sample) -> None:
+        try:
+            self.lines.write(sample.model_dump_json())
+        except BaseException as exc:
+            self.failure = exc  # a layout reports its own errors as exclusions and goes on: this one stops the step
+            raise
+        self.derived += [str(p) for p in (sample.image_path, sample.mask_path)
+                         if p is not None and p.is_relative_to(self.cache)]
+
+    def raise_failure(self) -> None:
+        """Re-raise a write failure (a full disk) that the layout caught: samples.jsonl must not be kept short."""
+        if self.failure is not None:
+            raise self.failure
+
+
+def converted_line(sample: Sample, conversion: ConvertedImage) -> str:
+    """One line of converted.jsonl: `[sample id, sample, conversion]`, the id first so that the rows step lists the
+    ids without parsing the samples (`ConvertedFile.repeated_ids`)."""
+    saved = {"png": str(conversion.png), "record": conversion.record,
+             "mask_png": conversion.mask_png and str(conversion.mask_png)}
+    return (f"[{json.dumps(sample.sample_id)},{sample.model_dump_json()},"
+            f"{json.dumps(saved, sort_keys=True, default=str)}]")
+
+
+class ConvertedFile:
+    """The convert step's `converted.jsonl`, read a line at a time: (sample, conversion) pairs in the layout's order."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __iter__(self) -> Iterator[tuple[Sample, ConvertedImage]]:
+        for line in read_lines(self.path):
+            _, sample, saved = json.loads(line)
+            yield Sample.model_validate(sample), ConvertedImage(
+                png=Path(saved["png"]), record=saved["record"],
+                mask_png=Path(saved["mask_png"]) if saved["mask_png"] else None)
+
+    def repeated_ids(self) -> frozenset[str]:
+        """The sample ids on more than one line (none, as layouts refuse a second listing; the metadata schema's
+        uniqueness check needs them before its first chunk): a set of every id is held while they are counted."""
+        decode = json.JSONDecoder().raw_decode
+        seen: set[str] = set()
+        repeated: set[str] = set()
+        for line in read_lines(self.path):
+            sample_id = decode(line, 1)[0]
+            (repeated if sample_id in seen else seen).add(sample_id)
+        return frozenset(repeated)
 
 
 def _raw_identity(raw_dir: Path) -> str:
@@ -315,41 +376,59 @@ def _convert_exclusion(sample: Sample, item: str, reason: str) -> Exclusion:
                      reason=reason)
 
 
-SAMPLES_PER_CHUNK = 2048  # samples whose task rows are made at a time (the rows step's memory)
-
-
-def build_rows(samples: list[Sample], conversions: dict[str, ConvertedImage], manifest: DatasetManifest,
-               taxonomy: Taxonomy, work: Path, seed: int, rows: SortedRuns) -> tuple[list[Exclusion], str]:
+def build_rows(converted: Iterable[tuple[Sample, ConvertedImage]], manifest: DatasetManifest, taxonomy: Taxonomy,
+               work: Path, seed: int, rows: SortedRuns) -> tuple[list[Exclusion], str]:
     """Release rows (image/mask as PNG paths) for one dataset, added to `rows` a chunk at a time (sorted and kept on
     disk there, so they never pile up in memory), with what was dropped and the lint report.
 
-    Items are made, placed, asked and linted SAMPLES_PER_CHUNK samples at a time: the per-row dicts of those
-    stages cost several times the finished rows (600 MB for 74K rows of 8,600 image/mask pairs), so only one
-    chunk of them is alive. Every stage works row by row (options are seeded per sample), so the rows are
-    those of one pass; exclusions keep their stage order.
+    `converted` is read once, a chunk at a time (a `ConvertedFile`, or a list of pairs; `repeated_ids()` is asked
+    for when it has one). Metadata is validated METADATA_PER_CHUNK samples at a time (`MetadataChecks`: the outcome
+    of one call over the whole table); items are made, placed, asked and linted SAMPLES_PER_CHUNK samples at a time:
+    the per-row dicts of those stages cost several times the finished rows (600 MB for 74K rows of 8,600 image/mask
+    pairs), so only one chunk of them is alive. Every stage works row by row (options are seeded per sample), so
+    the rows are those of one pass; exclusions keep their stage order.
     """
-    valid, failures = validate_metadata(normalise_metadata(samples, manifest, taxonomy), taxonomy)
-    by_id = {s.sample_id: s for s in samples}
+    repeated = converted.repeated_ids() if isinstance(converted, ConvertedFile) else _repeated_ids(converted)
+    checks = MetadataChecks(manifest, taxonomy, repeated)
     lints = []
-    lost: dict[str, list[Exclusion]] = {"metadata": failures_to_exclusions(failures), "attach": [], "place": [],
-                                        "questions": [], "lint": []}
-    for start in range(0, max(len(samples), 1), SAMPLES_PER_CHUNK):
-        items, dropped = attach_metadata(task_items(samples[start:start + SAMPLES_PER_CHUNK], manifest), valid)
-        lost["attach"] += dropped
-        items, dropped = place_items(items, by_id, conversions, work / "roi")
-        lost["place"] += dropped
-        questions, dropped = instantiate_questions(items, manifest, taxonomy, seed)
-        lost["questions"] += dropped
-        del items
-        lint = lint_questions(questions, taxonomy)
-        questions, dropped = drop_lint_failures(questions, lint)
-        lost["lint"] += dropped
-        rows.add(questions)
-        del questions
-        lints.append(lint)
+    lost: dict[str, list[Exclusion]] = {"attach": [], "place": [], "questions": [], "lint": []}
+    for block in _blocks(converted, METADATA_PER_CHUNK):
+        valid = checks.validate([sample for sample, _ in block])
+        for start in range(0, max(len(block), 1), SAMPLES_PER_CHUNK):
+            part = block[start:start + SAMPLES_PER_CHUNK]
+            items, dropped = attach_metadata(task_items([sample for sample, _ in part], manifest), valid)
+            lost["attach"] += dropped
+            items, dropped = place_items(items, {s.sample_id: s for s, _ in part},
+                                         {s.sample_id: c for s, c in part}, work / "roi")
+            lost["place"] += dropped
+            questions, dropped = instantiate_questions(items, manifest, taxonomy, seed)
+            lost["questions"] += dropped
+            del items
+            lint = lint_questions(questions, taxonomy)
+            questions, dropped = drop_lint_failures(questions, lint)
+            lost["lint"] += dropped
+            rows.add(questions)
+            del questions
+            lints.append(lint)
+        del block, valid
     lint = pd.concat(lints, ignore_index=True) if len(lints) > 1 else lints[0]
     lost["lint"].sort(key=lambda e: e.sample_id or "")  # as drop_lint_failures lists them (by sample id)
-    return [e for stage in lost.values() for e in stage], format_lint_report(lint)
+    return [*checks.exclusions(), *(e for stage in lost.values() for e in stage)], format_lint_report(lint)
+
+
+def _blocks(pairs: Iterable[tuple[Sample, ConvertedImage]], size: int) -> Iterator[list[tuple[Sample, ConvertedImage]]]:
+    """`pairs` in lists of `size`; one empty list for none (the empty dataset's lint report and metadata check)."""
+    empty = True
+    for block in chunked(pairs, size):
+        empty = False
+        yield block
+    if empty:
+        yield []
+
+
+def _repeated_ids(pairs: Iterable[tuple[Sample, ConvertedImage]]) -> frozenset[str]:
+    counts = Counter(sample.sample_id for sample, _ in pairs)
+    return frozenset(sample_id for sample_id, count in counts.items() if count > 1)
 
 
 ROWS_ORDER = ["task", "sample_id"]  # rows.parquet's order

@@ -2,6 +2,7 @@
 
 Public face:
     read_samples(manifest, raw_dir, cache_dir) -> (list[Sample], list[Exclusion])
+    read_samples_into(manifest, raw_dir, sink, cache_dir) -> (count, list[Exclusion])   (each sample to sink.append)
     Sample, Region, Exclusion, make_sample_id
     regions_from_mask, region_mask, read_mask, mask_box, mask_png (masks -> regions -> ROI PNG + box)
     geometry_of(report_line), map_boxes, map_mask                 (stored frame -> PNG frame)
@@ -18,7 +19,7 @@ from pathlib import Path
 from mmbu.build.layouts import (
     arrays, box_table, coco, folder_per_class, label_table, mask_files, mask_pairs, parquet, polygons, voc, volume_table, yolo,
 )
-from mmbu.build.layouts.context import LayoutContext
+from mmbu.build.layouts.context import LayoutContext, SampleSink
 from mmbu.build.layouts.frames import geometry_of, map_boxes, map_mask
 from mmbu.build.layouts.grounding import ConvertedImage, place_items
 from mmbu.build.layouts.masks import MaskError, mask_box, mask_png, read_mask, region_mask, regions_from_mask
@@ -53,10 +54,21 @@ def read_samples(manifest: DatasetManifest, raw_dir: str | Path, cache_dir: str 
     `cache_dir` receives the images and masks a layout derives (array slices, table cells, assembled
     masks; see `derived`); the build passes `$MMBU_DATA/work/<id>/layout-cache`.
     """
-    ctx = LayoutContext(manifest=manifest, raw_dir=Path(raw_dir), cache_dir=Path(cache_dir) if cache_dir else None)
+    samples: list[Sample] = []
+    _, exclusions = read_samples_into(manifest, raw_dir, samples, cache_dir)
+    return samples, exclusions
+
+
+def read_samples_into(manifest: DatasetManifest, raw_dir: str | Path, sink: SampleSink,
+                      cache_dir: str | Path | None = None) -> tuple[int, list[Exclusion]]:
+    """`read_samples`, each sample handed to `sink.append` as the layout finds it (in the same order) instead of
+    kept: the build writes them to `samples.jsonl`, so a layout's memory does not grow with its samples. Returns
+    the number of samples and the exclusions."""
+    ctx = LayoutContext(manifest=manifest, raw_dir=Path(raw_dir), cache_dir=Path(cache_dir) if cache_dir else None,
+                        samples=sink)
     if not ctx.raw_dir.is_dir():
         ctx.exclude(str(raw_dir), "the dataset has not been fetched: its raw folder does not exist")
-        return [], ctx.exclusions
+        return 0, ctx.exclusions
     try:
         READERS[manifest.layout.kind](manifest.layout, ctx)
     except OutsideFolder as exc:  # the manifest names a file outside the dataset's folder: nothing of it is read
@@ -69,13 +81,13 @@ def read_samples(manifest: DatasetManifest, raw_dir: str | Path, cache_dir: str 
     except Exception as exc:  # noqa: BLE001 - same rule: report, keep the rest
         ctx.exclude(str(raw_dir), f"grouping the DICOM whole-slide series stopped early ({type(exc).__name__}: "
                                   f"{exc}); the other samples are kept")
-    if not ctx.samples and not ctx.exclusions:
+    if not ctx.sample_count and not ctx.exclusions:
         ctx.exclude(str(raw_dir), f"the {manifest.layout.kind} layout found no sample in the fetched files")
-    return ctx.samples, ctx.exclusions
+    return ctx.sample_count, ctx.exclusions
 
 
 __all__ = [
     "EXCLUSION_COLUMNS", "Box", "ConvertedImage", "Exclusion", "MaskError", "READERS", "Region", "Sample",
-    "geometry_of", "make_sample_id", "map_boxes", "map_mask", "mask_box", "mask_png", "place_items", "read_mask", "read_samples",
+    "geometry_of", "make_sample_id", "map_boxes", "map_mask", "mask_box", "mask_png", "place_items", "read_mask", "read_samples", "read_samples_into",
     "region_mask", "regions_from_mask", "with_converted_mask",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -18,6 +19,12 @@ from mmbu.core.exclusions import Exclusion
 from mmbu.curation.manifest import DatasetManifest
 
 
+class SampleSink(Protocol):
+    """Where a layout's samples go as they are found: a list, or the build's `samples.jsonl` writer."""
+
+    def append(self, sample: Sample) -> None: ...
+
+
 @dataclass
 class LayoutContext:
     """Collects samples and exclusions while a layout walks a dataset; readers only describe what they saw."""
@@ -25,7 +32,8 @@ class LayoutContext:
     manifest: DatasetManifest
     raw_dir: Path
     cache_dir: Path | None = None  # derived images and masks (see `derived`); beside raw_dir when not given
-    samples: list[Sample] = field(default_factory=list)
+    # readers only append: the build passes a sink that writes each sample out, so none is held
+    samples: SampleSink = field(default_factory=list)
     exclusions: list[Exclusion] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set)
     _slides: SlideSeriesCollector = field(init=False)  # whole-slide instances wait here for their series
@@ -43,6 +51,11 @@ class LayoutContext:
     @property
     def dataset_id(self) -> str:
         return self.manifest.id
+
+    @property
+    def sample_count(self) -> int:
+        """Samples added so far (each one's id is kept to refuse a second listing of it)."""
+        return len(self._seen)
 
     def path(self, *parts: str) -> Path:
         """`raw_dir / parts`, or OutsideFolder when it resolves outside the dataset's folder (a `..` that

@@ -15,7 +15,9 @@ import pytest
 import yaml
 from PIL import Image
 
-from support.build_repo import BLOOD, CELL_CLASSES, NUCLEI, config_for, make_repo, write_manifest
+from support.build_repo import (
+    BLOOD, CELL_CLASSES, NUCLEI, config_for, make_repo, write_manifest, write_rows_step_datasets,
+)
 
 from mmbu.build.pipeline import BuildConfig, run_build
 from mmbu.build.release import verify_sha256sums
@@ -360,29 +362,7 @@ def test_rows_made_a_few_samples_at_a_time_are_the_rows_of_one_pass(tmp_path, mo
     manifests = tmp_path / "manifests" / "datasets"
     manifests.mkdir(parents=True)
     rng = np.random.default_rng(4)
-    for index in range(7):  # image/mask pairs, two nuclei each, for three tasks; one mask of the wrong size
-        folder = tmp_path / "src" / "pairs"
-        (folder / "images").mkdir(parents=True, exist_ok=True)
-        (folder / "masks").mkdir(parents=True, exist_ok=True)
-        Image.fromarray(rng.integers(0, 255, (48, 64), dtype=np.uint8)).save(folder / "images" / f"f{index}.png")
-        mask = np.zeros((48, 64) if index != 3 else (20, 20), np.uint8)
-        mask[4:12, 4:12], mask[30:40, 40:52] = 1, 2
-        Image.fromarray(mask).save(folder / "masks" / f"f{index}.png")
-    write_manifest(manifests, "pairs", source={"kind": "local", "path": "src/pairs"},
-                   tasks=["box_grounded_classification", "mask_grounded_classification", "object_detection"],
-                   metadata=NUCLEI, labels={"nuc": "interphase nucleus", "mit": "mitotic figure"},
-                   layout={"kind": "image_mask_pairs", "images": "images/*.png", "masks": "masks/*.png",
-                           "mask_values": {1: "nuc", 2: "mit"}, "instances": "components"},
-                   questions={"options_name": "nuclear appearance", "target_name": "nucleus", "n_options": 2})
-    for raw in ("lym", "neu", "mon"):  # questions the wording lint rejects
-        for copy in range(2):
-            path = tmp_path / "src" / "lint" / raw / f"x{copy}.png"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            Image.fromarray(rng.integers(0, 255, (24, 32), dtype=np.uint8)).save(path)
-    write_manifest(manifests, "lint", source={"kind": "local", "path": "src/lint"},
-                   tasks=["ungrounded_classification"], layout={"kind": "folder_per_class"}, metadata=BLOOD,
-                   labels={"lym": "lymphocyte", "neu": "neutrophil", "mon": "monocyte"},
-                   questions={"options_name": "tumour cell type", "n_options": 3})
+    write_rows_step_datasets(tmp_path, manifests, rng)
 
     def outputs(data: Path) -> dict:
         work = data / "work"

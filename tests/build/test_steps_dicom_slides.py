@@ -9,7 +9,6 @@ and only it.
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import factories_dicom as fd  # noqa: E402
 from factories_dicom_wsi import slide_scene, write_slide_instance, write_slide_pyramid  # noqa: E402
 
 from mmbu.build.convert.batch import convert_paths  # noqa: E402
-from mmbu.build.steps import DatasetJob, convert_options, process_dataset  # noqa: E402
+from mmbu.build.steps import ConvertedFile, DatasetJob, convert_options, process_dataset  # noqa: E402
 from mmbu.curation.manifest import load_manifest  # noqa: E402
 
 DATASET = "demo_slides"
@@ -57,9 +56,8 @@ def _dataset(root: Path) -> tuple[Path, Path]:
 
 def _converted(work: Path) -> dict[str, dict]:
     """source path -> {sample, record} from the convert step's output."""
-    saved = json.loads((work / "converted.json").read_text(encoding="utf-8"))
-    return {s["source_path"]: {"sample": s, "record": saved["conversions"][s["sample_id"]]["record"],
-                               "png": Path(saved["conversions"][s["sample_id"]]["png"])} for s in saved["samples"]}
+    return {sample.source_path: {"sample": sample.model_dump(mode="json"), "record": conversion.record,
+                                 "png": conversion.png} for sample, conversion in ConvertedFile(work / "converted.jsonl")}
 
 
 def _pixels(path: Path) -> np.ndarray:

@@ -95,11 +95,13 @@ def test_the_hashes_step_takes_the_convert_steps_hashes_while_the_png_is_unchang
     # Tell the two paths apart: doctor the convert step's grey hash of two PNGs, then touch one of them. The
     # hashes step (re-run: its table is gone) takes the doctored bits of the untouched PNG without opening it,
     # and reads the touched one again, since its key (size, mtime) is no longer the one the hashes were taken with.
-    document = json.loads((work / CONVERTED_HASHES_FILE).read_text(encoding="utf-8"))
+    *entries, trailer = (work / CONVERTED_HASHES_FILE).read_text(encoding="utf-8").splitlines()
+    document = {entry["png"]: entry for entry in map(json.loads, entries)}
     untouched, touched = sorted(document)[:2]
     for png in (untouched, touched):
         document[png]["grey"] = "ff" * 32
-    (work / CONVERTED_HASHES_FILE).write_text(json.dumps(document), encoding="utf-8")
+    (work / CONVERTED_HASHES_FILE).write_text("".join(json.dumps(e) + "\n" for e in document.values()) + trailer + "\n",
+                                              encoding="utf-8")
     os.utime(touched, ns=(Path(touched).stat().st_atime_ns, Path(touched).stat().st_mtime_ns + 10**9))
     (work / HASHES_FILE).unlink()
     report = run_build(config_for(tmp_path))

@@ -91,3 +91,31 @@ def built_release(root: Path) -> tuple[str, str]:
     report = run_build(config_for(root))
     assert report.exit_code == 0, report.failed
     return str(root / "data" / "release"), str(root / "hf")
+
+
+def write_rows_step_datasets(root: Path, manifests: Path, rng: np.random.Generator) -> None:
+    """Two datasets whose rows step drops items at its later stages: image/mask pairs, two nuclei each, for three
+    tasks (ROI PNGs), one mask of the wrong size; a folder per class whose questions the wording lint rejects."""
+    folder = root / "src" / "pairs"
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    (folder / "masks").mkdir(parents=True, exist_ok=True)
+    for index in range(7):
+        Image.fromarray(rng.integers(0, 255, (48, 64), dtype=np.uint8)).save(folder / "images" / f"f{index}.png")
+        mask = np.zeros((48, 64) if index != 3 else (20, 20), np.uint8)
+        mask[4:12, 4:12], mask[30:40, 40:52] = 1, 2
+        Image.fromarray(mask).save(folder / "masks" / f"f{index}.png")
+    write_manifest(manifests, "pairs", source={"kind": "local", "path": "src/pairs"},
+                   tasks=["box_grounded_classification", "mask_grounded_classification", "object_detection"],
+                   metadata=NUCLEI, labels={"nuc": "interphase nucleus", "mit": "mitotic figure"},
+                   layout={"kind": "image_mask_pairs", "images": "images/*.png", "masks": "masks/*.png",
+                           "mask_values": {1: "nuc", 2: "mit"}, "instances": "components"},
+                   questions={"options_name": "nuclear appearance", "target_name": "nucleus", "n_options": 2})
+    for raw in ("lym", "neu", "mon"):
+        for copy in range(2):
+            path = root / "src" / "lint" / raw / f"x{copy}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(rng.integers(0, 255, (24, 32), dtype=np.uint8)).save(path)
+    write_manifest(manifests, "lint", source={"kind": "local", "path": "src/lint"},
+                   tasks=["ungrounded_classification"], layout={"kind": "folder_per_class"}, metadata=BLOOD,
+                   labels={"lym": "lymphocyte", "neu": "neutrophil", "mon": "monocyte"},
+                   questions={"options_name": "tumour cell type", "n_options": 3})
