@@ -91,7 +91,7 @@ def read_lines(path: Path) -> Iterator[str]:
                 break
             count += 1
             yield line
-    raise TornFile(f"{path}: incomplete after {count} records (no trailer); the step that writes it runs again")
+    raise TornFile(f"{path}: cut short after {count} records (its trailer is missing); the next build makes it again")
 
 
 def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
