@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+SORTED_BY = b"mmbu.sorted_by"  # schema metadata of a file merged here: the keys its rows are in order of
 MERGE_BATCH_ROWS = 1024  # rows read from each stream at a time
 MERGE_WIDTH = 32  # runs merged at once; more are merged in rounds, so memory holds at most this many batches
 
@@ -166,6 +167,8 @@ class SortedRuns:
         # the schema pandas would give every row at once (pandas 3 concatenates a str column with an all-None
         # object one as object, which Arrow stores as string, not large_string): read off the witnesses
         schema = pa.Table.from_pandas(self.witness, preserve_index=False).schema
+        # declared in the file, so the release need not read the ids back to learn that they are in order
+        schema = schema.with_metadata({**(schema.metadata or {}), SORTED_BY: ",".join(self.keys).encode()})
         runs = list(self.runs)
         while len(runs) > MERGE_WIDTH:  # consecutive runs, so rows with equal keys keep their order
             merged = self._new_path()
@@ -175,6 +178,12 @@ class SortedRuns:
                 path.unlink()
             runs = [merged, *runs[MERGE_WIDTH:]]
         return schema, merge_sorted([read_batches(p, schema) for p in runs], self.keys)
+
+
+def sorted_by(schema: pa.Schema) -> list[str]:
+    """The keys a file's rows are in order of, as `SortedRuns.merged` declares them ([] when undeclared)."""
+    value = (schema.metadata or {}).get(SORTED_BY)
+    return value.decode("utf-8").split(",") if value else []
 
 
 def write_row_groups(tables: Iterable[pa.Table], schema: pa.Schema, path: Path, row_group_rows: int) -> int:

@@ -34,7 +34,7 @@ from mmbu.build.release.rows import (
     png_file_size,
 )
 from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, ShardLayout
-from mmbu.build.sorted_runs import merge_sorted
+from mmbu.build.sorted_runs import merge_sorted, sorted_by
 from mmbu.core.release import RELEASE_COLUMNS, release_features
 
 PATH_COLUMNS = ("image", "mask")  # PNG paths in a rows file, PNG structs in the release
@@ -140,7 +140,10 @@ def _first_id(path: str, task: str) -> str | None:
 
 
 def _in_order(path: str, task: str, dropped: frozenset) -> bool:
-    """Whether the file's rows of `task` come by sample id (read off the id column alone)."""
+    """Whether the file's rows of `task` come by sample id: declared by the rows step's merge (`sorted_by`), or else
+    read off the id column (reading it was a third of the release's reads at 410 datasets)."""
+    if sorted_by(pq.ParquetFile(path).schema_arrow) in (["sample_id"], ["task", "sample_id"]):
+        return True
     last = None
     for table in _tables(path, task, dropped, ["sample_id", "image_sample_id", "task"]):
         ids = table.column("sample_id").cast(pa.string())

@@ -40,9 +40,12 @@ def chunk(rng: np.random.Generator, start: int, count: int, with_masks: bool = T
 
 
 def written_before(chunks: list[pd.DataFrame], path: Path, row_group: int) -> None:
-    """What the rows step wrote before the runs: every chunk concatenated, sorted stably, written at once."""
+    """What the rows step wrote before the runs: every chunk concatenated, sorted stably, written at once (as
+    `to_parquet(index=False)` writes it), with the order the merge now declares in the schema's metadata."""
     rows = pd.concat(chunks, ignore_index=True).sort_values(ROWS_ORDER, kind="stable").reset_index(drop=True)
-    rows.to_parquet(path, index=False, row_group_size=row_group)
+    table = pa.Table.from_pandas(rows, preserve_index=False)
+    table = table.replace_schema_metadata({**table.schema.metadata, sorted_runs.SORTED_BY: b"task,sample_id"})
+    pq.write_table(table, path, row_group_size=row_group)
 
 
 def written_from_runs(chunks: list[pd.DataFrame], path: Path) -> steps.RowsWritten:
@@ -208,3 +211,19 @@ def test_a_chunk_whose_every_row_was_dropped_does_not_decide_a_column_type(tmp_p
     assert ours.schema.field("microns_per_pixel").type == pa.float64()
     written_before(rows, tmp_path / "before.parquet", steps.ROWS_PER_GROUP)
     assert ours.equals(pq.read_table(tmp_path / "before.parquet"))
+
+
+def test_the_rows_file_declares_its_order_and_the_release_trusts_it_without_reading_the_ids(tmp_path):
+    from mmbu.build.release.stream import _in_order
+
+    rng = np.random.default_rng(5)
+    path = tmp_path / "runs" / "rows.parquet"
+    written_from_runs([chunk(rng, 0, 40), chunk(rng, 100, 40)], path)
+    assert sorted_runs.sorted_by(pq.ParquetFile(path).schema_arrow) == ROWS_ORDER
+    assert _in_order(str(path), TASKS[0], frozenset())
+    # a file without the declaration (an older build's) is read: in order or not, as its ids say
+    rows = pd.read_parquet(path)
+    rows.to_parquet(tmp_path / "undeclared.parquet", index=False)
+    assert _in_order(str(tmp_path / "undeclared.parquet"), TASKS[0], frozenset())
+    rows.iloc[::-1].to_parquet(tmp_path / "reversed.parquet", index=False)
+    assert not _in_order(str(tmp_path / "reversed.parquet"), TASKS[0], frozenset())
