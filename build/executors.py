@@ -18,6 +18,13 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Literal
 
 ExecutorName = Literal["local", "dask"]
+# (function, jobs) -> the results in job order: how a stage lets the build run its jobs on the build's workers
+RunJobs = Callable[[Callable[[Any], Any], list[Any]], Iterable[Any]]
+
+
+def in_this_process(function: Callable[[Any], Any], jobs: list[Any]) -> Iterator[Any]:
+    """A `RunJobs` that runs the jobs one after the other in this process (the default outside a build)."""
+    return map(function, jobs)
 
 
 class ExecutorError(RuntimeError):

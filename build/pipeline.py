@@ -18,7 +18,7 @@ from mmbu.build.cache import hash_file, hash_json
 from mmbu.build.data_lock import data_folder_lock, remove_stale_temporaries
 from mmbu.build.duplicates import DEFAULT_MAX_DISTANCE, DuplicateCheck
 from mmbu.build.duplicates.check import check_duplicates_saved
-from mmbu.build.executors import ExecutorName, WorkerDied, run_all
+from mmbu.build.executors import ExecutorName, RunJobs, WorkerDied, run_all
 from mmbu.build.fetch import FetchResult, LockFile, fetch_manifest_file, repository_root
 from mmbu.build.fetch.plan import FetchPlan, plan_fetch
 from mmbu.build.steps import DatasetJob, DatasetOutcome, cached_taxonomy, process_dataset
@@ -167,7 +167,8 @@ def _run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | 
     if config.duplicate_distance is not None:
         report.duplicates = check_duplicates_saved({o.dataset_id: Path(o.rows_path) for o in built},
                                                    config.duplicate_distance,
-                                                   Path(config.data_dir) / "work" / DUPLICATES_FILE, rows_digests)
+                                                   Path(config.data_dir) / "work" / DUPLICATES_FILE, rows_digests,
+                                                   run_jobs=_on_workers(config))
 
     _write_release_if_changed(config, report, taxonomy.content_hash, {m.id: m for m in manifests.values()},
                               rows_digests)
@@ -270,18 +271,24 @@ def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy
     rows_by_task = {task: RowsFiles(tuple(parts[o.dataset_id] for o in built if o.rows_per_task.get(task)), task, count)
                     for task, count in counts.items()}
 
-    def on_workers(function, jobs):  # results in job order; a failed config stops the release (nothing swapped in)
+    summary = write_release(rows_by_task, config.release_dir, manifests, build_info,
+                            exclusions=exclusions, version=config.release_version, run_jobs=_on_workers(config))
+    report.release_written = True
+    report.release_rows = dict(summary.rows)
+    report.exclusions += len(summary.exclusions)
+
+
+def _on_workers(config: BuildConfig) -> RunJobs:
+    """Run jobs on the build's workers, results in job order; a job that failed raises (the duplicate search of a
+    task, a release config: nothing half-done is used)."""
+    def run(function: Callable[[Any], Any], jobs: list[Any]) -> Iterator[Any]:
         results = dict(run_all(function, jobs, executor=config.executor, jobs=config.jobs, scheduler=config.scheduler))
         for index in range(len(jobs)):
             if isinstance(results[index], Exception):
                 raise results[index]
             yield results[index]
 
-    summary = write_release(rows_by_task, config.release_dir, manifests, build_info,
-                            exclusions=exclusions, version=config.release_version, run_jobs=on_workers)
-    report.release_written = True
-    report.release_rows = dict(summary.rows)
-    report.exclusions += len(summary.exclusions)
+    return run
 
 
 def _report_document(report: BuildReport) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from mmbu.build.cache import hash_file, hash_json
 from mmbu.build.duplicates.hashing import HASH_VERSION
 from mmbu.build.duplicates.index import LinkStats
 from mmbu.build.duplicates.resolve import DuplicateDrop, find_duplicates
+from mmbu.build.executors import RunJobs, in_this_process
 from mmbu.core.exclusions import Exclusion
 from mmbu.core.files import write_json_atomic
 
@@ -52,13 +53,15 @@ def keep_rows(rows: pd.DataFrame, dropped: set[tuple[str, str]]) -> pd.DataFrame
     return rows[~keys.isin(dropped)]
 
 
-def check_duplicates(rows_paths: dict[str, Path], max_distance: int) -> DuplicateCheck:
-    """Duplicates among the datasets whose `rows.parquet` paths are given (their image tables lie beside)."""
+def check_duplicates(rows_paths: dict[str, Path], max_distance: int,
+                     run_jobs: RunJobs = in_this_process) -> DuplicateCheck:
+    """Duplicates among the datasets whose `rows.parquet` paths are given (their image tables lie beside); each
+    task's search is one job of `run_jobs` (`find_duplicates`)."""
     tables = [pd.read_parquet(Path(path).with_name(HASHES_FILE)) for path in rows_paths.values()
               if Path(path).with_name(HASHES_FILE).exists()]
     images = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     check = DuplicateCheck(images_checked=int(images["image_id"].nunique()) if len(images) else 0)
-    check.drops = find_duplicates(images, max_distance, check.search)
+    check.drops = find_duplicates(images, max_distance, check.search, run_jobs)
     by_dataset: dict[str, list[DuplicateDrop]] = {}
     for drop in check.drops:
         by_dataset.setdefault(drop.dataset_id, []).append(drop)
@@ -87,7 +90,7 @@ def _from_document(document: dict) -> DuplicateCheck:
 
 
 def check_duplicates_saved(rows_paths: dict[str, Path], max_distance: int, saved: Path,
-                           rows_digests: Mapping[str, str]) -> DuplicateCheck:
+                           rows_digests: Mapping[str, str], run_jobs: RunJobs = in_this_process) -> DuplicateCheck:
     """`check_duplicates`, or its result saved in `saved` when no dataset's rows or hashes changed since (a no-op
     rebuild reads one JSON file instead of every image table and search). `rows_digests`: each rows file's
     sha256 (`hash_file`), which the build also keys its release on, so the files are read once."""
@@ -100,6 +103,6 @@ def check_duplicates_saved(rows_paths: dict[str, Path], max_distance: int, saved
             return _from_document(document)
     except (OSError, ValueError, KeyError, TypeError):
         pass  # absent or torn: checked again
-    check = check_duplicates(rows_paths, max_distance)
+    check = check_duplicates(rows_paths, max_distance, run_jobs)
     write_json_atomic(saved, _to_document(check, key))
     return check

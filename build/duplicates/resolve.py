@@ -14,12 +14,13 @@ image per group stays, so two copies with different gold answers never both stay
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
 
 from mmbu.build.duplicates.hashing import HASH_BYTES, MIN_STRUCTURE
+from mmbu.build.executors import RunJobs, in_this_process
 from mmbu.build.duplicates.index import Components, LinkStats, hamming_rows, link_within
 
 # The largest distance (bits of 256) at which two images count as copies. Chosen on measurement
@@ -46,13 +47,31 @@ class DuplicateDrop:
     reason: str
 
 
+@dataclass(frozen=True)
+class _TaskSearch:
+    """One task's search (picklable: run on a build worker while the other tasks are searched on another)."""
+
+    grey: np.ndarray
+    equalised: np.ndarray
+    sha256: np.ndarray
+    structured: np.ndarray
+    max_distance: int
+
+
+def _search_task(job: _TaskSearch) -> tuple[np.ndarray, LinkStats]:
+    stats = LinkStats()
+    return _components(job.grey, job.equalised, job.sha256, job.structured, job.max_distance, stats), stats
+
+
 def find_duplicates(images: pd.DataFrame, max_distance: int = DEFAULT_MAX_DISTANCE,
-                    stats: LinkStats | None = None) -> list[DuplicateDrop]:
+                    stats: LinkStats | None = None, run_jobs: RunJobs = in_this_process) -> list[DuplicateDrop]:
     """The drops that leave one image per duplicate group and task.
 
     `images` has one row per (image, task) with the columns of `IMAGE_COLUMNS`: `grey`/`equalised` are the
     32-byte hashes, `answer` the gold answer of an ungrounded classification row (else None). `stats` gathers
-    what the search did, including comparisons it skipped in pathological buckets (see `index.py`).
+    what the search did, including comparisons it skipped in pathological buckets (see `index.py`). The tasks are
+    searched independently, each by one call of `run_jobs` (the build runs them on its workers: at 410 datasets
+    the search was ~10 s on one core while the other waited, after the last dataset).
     """
     if images.empty:
         return []
@@ -68,11 +87,17 @@ def find_duplicates(images: pd.DataFrame, max_distance: int = DEFAULT_MAX_DISTAN
                        -(unique["width"].to_numpy(np.int64) * unique["height"].to_numpy(np.int64))))
     order = np.empty(len(unique), dtype=np.int64)
     order[rank] = np.arange(len(unique))  # keeper rule as one number: smaller is kept
+    tasks = [(task, rows, np.sort(position[rows["image_id"]].to_numpy()))
+             for task, rows in images.groupby("task", sort=True)]
+    jobs = [_TaskSearch(grey[members], equalised[members], sha256[members], structured[members], max_distance)
+            for _, _, members in tasks]
+    # the largest task first, so that two workers finish together
+    by_size = sorted(range(len(jobs)), key=lambda k: -len(jobs[k].sha256))
+    found = dict(zip(by_size, run_jobs(_search_task, [jobs[k] for k in by_size])))
     drops: list[DuplicateDrop] = []
-    for task, rows in images.groupby("task", sort=True):
-        members = np.sort(position[rows["image_id"]].to_numpy())
-        labels = _components(grey[members], equalised[members], sha256[members], structured[members],
-                             max_distance, stats)
+    for index, (task, rows, members) in enumerate(tasks):
+        labels, searched = found[index]
+        _add_stats(stats, searched)
         answers = dict(zip(rows["image_id"], rows["answer"]))
         for group in _groups(labels, members):
             keeper = min(group, key=lambda k: order[k])
@@ -80,6 +105,12 @@ def find_duplicates(images: pd.DataFrame, max_distance: int = DEFAULT_MAX_DISTAN
                 if other != keeper:
                     drops.append(_drop(unique, grey, equalised, other, keeper, str(task), answers))
     return drops
+
+
+def _add_stats(total: LinkStats, part: LinkStats) -> None:
+    for name, value in asdict(part).items():
+        combined = max if name == "largest_block" else int.__add__
+        setattr(total, name, combined(getattr(total, name), value))
 
 
 def _codes(column: pd.Series) -> np.ndarray:

@@ -9,13 +9,14 @@ import csv
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
+from mmbu.build.executors import RunJobs, in_this_process
 from mmbu.build.release.card import render_card, render_license
 from mmbu.build.release.checksums import file_sha256, write_sha256sums
 from mmbu.build.release.croissant import build_croissant
@@ -62,14 +63,6 @@ def write_config(job: ConfigJob) -> ConfigWritten:
                          {p: file_sha256(p) for p in shards})
 
 
-# (function, jobs) -> results in job order; the pipeline passes its worker processes, tests the default
-RunJobs = Callable[[Callable[[ConfigJob], ConfigWritten], list[ConfigJob]], Iterable[ConfigWritten]]
-
-
-def _in_this_process(function: Callable[[ConfigJob], ConfigWritten], jobs: list[ConfigJob]) -> Iterator[ConfigWritten]:
-    return map(function, jobs)
-
-
 @dataclass
 class ReleaseSummary:
     """What was written: shards per config, row counts, and items dropped by the writer itself."""
@@ -98,7 +91,7 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame | RowsFiles], out_dir:
                   manifests: Sequence[DatasetManifest], build_info: Mapping[str, object], *,
                   exclusions: Iterable[Exclusion] | pd.DataFrame = (), version: str = "0.1.0",
                   max_shard_bytes: int = MAX_SHARD_BYTES, max_row_group_bytes: int = MAX_ROW_GROUP_BYTES,
-                  homepage: str | None = None, run_jobs: RunJobs = _in_this_process) -> ReleaseSummary:
+                  homepage: str | None = None, run_jobs: RunJobs = in_this_process) -> ReleaseSummary:
     """Write `<out_dir>/` with data shards, README.md card, LICENSE, croissant.json, build_info.json,
     exclusions.csv, stats/ and SHA256SUMS, replacing any previous release only once all is written.
 

@@ -95,6 +95,37 @@ def test_a_chain_of_copies_keeps_one(tmp_path):
     assert sorted(d.image_id for d in drops) == ["d0-1", "d1-1"] and {d.keeper_id for d in drops} == {"d2-1"}
 
 
+def test_tasks_searched_on_worker_processes_give_the_drops_and_counts_of_one_search(tmp_path):
+    """The build runs each task's search as a job on its workers (`run_jobs`): the same drops, in the same order, and
+    the same search counts as the tasks searched one after the other here."""
+    from mmbu.build.duplicates.index import LinkStats
+    from mmbu.build.executors import run_all
+
+    rows = []
+    for task_index, task in enumerate(("ungrounded_classification", "box_grounded_classification",
+                                       "mask_grounded_classification")):
+        for name in list(TILES)[task_index:]:
+            base = tile(name, 384)
+            base.save(tmp_path / f"{task}-{name}.png")
+            base.resize((128, 128), Image.LANCZOS).save(tmp_path / f"{task}-{name}-small.jpg", quality=80)
+            rows += [table_row(tmp_path / f"{task}-{name}.png", f"big-{name}", "big", task),
+                     table_row(tmp_path / f"{task}-{name}-small.jpg", f"small-{name}", "small", task)]
+    images = pd.DataFrame(rows)
+    jobs_seen = []
+
+    def on_two_processes(function, jobs):
+        jobs_seen.append([len(job.sha256) for job in jobs])
+        results = dict(run_all(function, jobs, jobs=2))
+        return [results[index] for index in range(len(jobs))]
+
+    here, there = LinkStats(), LinkStats()
+    serial = find_duplicates(images, 24, here)
+    parallel = find_duplicates(images, 24, there, run_jobs=on_two_processes)
+    assert parallel == serial and there == here
+    assert len(serial) == 4 + 3 + 2 and here.comparisons > 0
+    assert jobs_seen == [[8, 6, 4]]  # one job per task, the largest first
+
+
 def write_dataset(root: Path, dataset_id: str, images: dict[str, Image.Image], suffix: str) -> None:
     for label, image in images.items():
         folder = root / "src" / dataset_id / label
