@@ -77,7 +77,7 @@ def remove_stale_temporaries(data_dir: Path) -> int:
             if not folder.is_dir() or folder.is_symlink():
                 continue
             # one listing per folder, hidden names only matched (a glob per pattern listed each folder five times:
-            # work/<id>/images holds a PNG and a sidecar per sample)
+            # work/<id>/ holds a file per step output)
             hidden = [entry.name for entry in os.scandir(folder) if entry.name.startswith(".")]
             for pattern in TEMPORARY_PATTERNS:
                 for leftover in (folder / name for name in fnmatch.filter(hidden, pattern)):

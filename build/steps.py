@@ -167,7 +167,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
                 kept.add({c.png: hashes[c.png] for c in conversions.values() if c.png in hashes})
                 made += [str(p) for c in conversions.values() for p in (c.png, c.mask_png) if p is not None]
         write_json_atomic(convert_exclusions_path, [e.model_dump() for e in dropped])
-        sync_to_disk()  # the PNGs and sidecars were written without fsync: on disk before the step counts as done
+        sync_to_disk()  # PNGs and resume records were written without fsync: on disk before the step is done
         state.record("convert", convert_key, [converted_path, convert_exclusions_path,
                                               work / CONVERTED_HASHES_FILE, *made],
                      {"images": lines.count})

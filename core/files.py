@@ -14,7 +14,7 @@ would give under the user's umask, not `tempfile.mkstemp`'s private 0600.
 
 `durable=False` leaves out the fsync, not the rename: a killed process still never leaves half a file,
 but after a power loss the renamed file may be empty. For the many small files of a build step (a PNG
-and its sidecar per image, ~4 ms of fsync each) the step calls `sync_to_disk()` once before it records
+and its resume record per image, ~4 ms of fsync each) the step calls `sync_to_disk()` once before it records
 itself done, and checks each reused file's size and CRC (a file lost to a power cut is made again).
 """
 from __future__ import annotations

@@ -88,7 +88,7 @@ def _phash_of_thumbnail(pixels: np.ndarray) -> bytes:
 
 
 def hashes_to_json(hashes: ImageHashes) -> dict[str, Any]:
-    """The hashes as JSON (a PNG's sidecar), tagged with HASH_VERSION so that hashes of another version are
+    """The hashes as JSON (a PNG's resume record), tagged with HASH_VERSION so that hashes of another version are
     never taken for these (`hashes_from_json`)."""
     return {"version": HASH_VERSION, "grey": hashes.grey.hex(), "equalised": hashes.equalised.hex(),
             "sha256": hashes.sha256, "width": hashes.width, "height": hashes.height, "structure": hashes.structure}
