@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from mmbu.build.duplicates.hashing import HASH_BYTES, MIN_STRUCTURE
-from mmbu.build.executors import RunJobs, in_this_process
 from mmbu.build.duplicates.index import Components, LinkStats, hamming_rows, link_within
+from mmbu.build.executors import RunJobs, in_this_process
 
 # The largest distance (bits of 256) at which two images count as copies. Chosen on measurement
 # (benchmarks/duplicates.py, RESULTS.md "Duplicates"): above every resized, re-encoded and re-windowed copy,
