@@ -14,7 +14,9 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
+
+import orjson
 
 from mmbu.core.files import atomic_file
 
@@ -52,6 +54,15 @@ class LinesWriter:
         if exc_type is None:
             self._stream.write(json.dumps({TRAILER_KEY: self.count}) + "\n")
         self._file.__exit__(exc_type, exc, traceback)
+
+
+def parse_record(line: str) -> Any:
+    """One record line's value: orjson (a third of json's time on the rows step's lines), or json for what only json
+    reads (NaN and Infinity, which `json.dumps` writes)."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
 
 
 def _trailer_count(line: bytes | str) -> int | None:

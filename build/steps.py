@@ -34,7 +34,7 @@ from mmbu.build.duplicates.table import (
 )
 from mmbu.build.duplicates.check import HASHES_FILE
 from mmbu.build.fetch import COMPLETION_RECORD
-from mmbu.build.json_lines import LinesWriter, chunked, is_complete, read_lines
+from mmbu.build.json_lines import LinesWriter, chunked, is_complete, parse_record, read_lines
 from mmbu.build.layouts import Sample, read_samples_into
 from mmbu.build.layouts.files import is_volume
 from mmbu.build.layouts.grounding import ConvertedImage, place_items
@@ -263,7 +263,7 @@ class ConvertedFile:
 
     def __iter__(self) -> Iterator[tuple[Sample, ConvertedImage]]:
         for line in read_lines(self.path):
-            _, sample, saved = json.loads(line)
+            _, sample, saved = parse_record(line)
             yield Sample.model_validate(sample), ConvertedImage(
                 png=Path(saved["png"]), record=saved["record"],
                 mask_png=Path(saved["mask_png"]) if saved["mask_png"] else None)
@@ -316,7 +316,6 @@ def _convert_cached(source: Path, output: Path, options: ConvertOptions, code: s
     key = hash_json(key_parts)
     if (reused := made.reusable(output, key)) is not None:
         return reused
-    output.parent.mkdir(parents=True, exist_ok=True)
     # The PNG is neither fsynced (~4 ms, a fifth of a worker's time) nor written through a temporary file and a
     # rename (a fifth of what was left, on a busy disk): the step syncs once before it records itself done, and
     # `made` vouches only for a file of the size and CRC it noted, so a PNG torn by a kill is converted again.

@@ -118,6 +118,9 @@ class Converted:
     frame: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
     geometry: ConversionGeometry | None = None
+    # A PNG stream that decodes to exactly `pixels` (a source PNG's own chunks, `png_stream.image_stream`): the
+    # writer stores it instead of encoding again. Anything that changes `pixels` afterwards must drop it.
+    png: bytes | None = None
 
     @property
     def mode(self) -> str:

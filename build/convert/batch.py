@@ -127,7 +127,7 @@ def convert_keeping_png(source: Path, output: Path, options: ConvertOptions, *, 
         identified = identify(source)
         record["format"] = identified.format
         converted = read_identified(identified, options)
-        data = write_png(converted.pixels, output, durable=durable, atomic=atomic)
+        data = write_png(converted.pixels, output, durable=durable, atomic=atomic, encoded=converted.png)
     except ConversionError as error:
         record["error"] = str(error)
         return ConvertedPng(record)

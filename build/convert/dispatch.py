@@ -39,7 +39,9 @@ def read_identified(identified: Identified, options: ConvertOptions | None = Non
     converted.params.setdefault("detected", identified.detail or identified.format)
     check_converted(converted, identified.path, options.as_mask)
     if options.max_size is not None:
-        converted.pixels = resize_longest_side(converted.pixels, options.max_size, is_mask=options.as_mask)
+        resized = resize_longest_side(converted.pixels, options.max_size, is_mask=options.as_mask)
+        if resized is not converted.pixels:
+            converted.pixels, converted.png = resized, None  # the source's PNG stream holds the pixels before it
         converted.geometry = converted.geometry.then("resize", (converted.width, converted.height),
                                                      how="nearest" if options.as_mask else "lanczos")
     return converted

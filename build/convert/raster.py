@@ -8,11 +8,13 @@ What is done, in order, and recorded in params:
 - transparency (RGBA, LA, palette with transparency, a grey/RGB colour key) is composited onto white;
 - 16-bit and 32-bit integer / float grayscale is windowed by percentiles (or the user's window),
   never shifted (`>> 8` turns 12-bit data black);
-- CMYK, YCbCr, LAB, HSV and palette images become RGB; 1-bit images become L.
+- CMYK, YCbCr, LAB, HSV and palette images become RGB; 1-bit images become L;
+- an 8-bit grey or RGB PNG none of these steps changed keeps its own image stream (`png_stream`), not re-encoded.
 """
 from __future__ import annotations
 
 import io
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from PIL import Image, ImageCms, ImageOps, UnidentifiedImageError
 
 from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
 from mmbu.build.convert.display import composite_on_background, grey_to_uint8, to_label_image
+from mmbu.build.convert.png_stream import PNG_SIGNATURE, image_stream
 from mmbu.core.geometry import ORIENTATION_TRANSPOSES, ConversionGeometry
 
 BACKGROUND = (255, 255, 255)  # transparent pixels are shown on white, as a browser would
@@ -30,10 +33,18 @@ TO_RGB = ("CMYK", "YCbCr", "LAB", "HSV", "RGBX")
 SRGB_PROFILE = ImageCms.createProfile("sRGB")
 
 
+# params keys of the steps that change pixels (`_to_display`, EXIF turns): a source PNG's own stream is kept only
+# when none was taken. A new pixel-changing step must record one of these (or a new key listed here).
+CHANGES_PIXELS = frozenset({"exif_orientation_applied", "palette_expanded", "transparency_key", "icc", "alpha",
+                            "window"})
+MAX_KEPT_PNG_BYTES = 256 << 20  # a larger PNG is decoded from its file and encoded again, not held in memory twice
+
+
 def read(path: Path, options: ConvertOptions) -> Converted:
     """Read a Pillow-readable raster as 8-bit pixels, or its label values with `options.as_mask`."""
     path = Path(path)
-    with _open(path) as image:
+    data = _png_bytes(path)
+    with _open(path, data) as image:
         params: dict[str, Any] = {"decoder": f"Pillow {Image.__version__}", "source_format": image.format,
                                   "source_mode": image.mode}
         frame = _seek_frame(image, options.frame, path)
@@ -51,14 +62,36 @@ def read(path: Path, options: ConvertOptions) -> Converted:
         if options.as_mask:
             return Converted(_labels(upright, path), "raster", frame, params, geometry)
         pixels = _to_display(upright, options, params, path)
-    return Converted(pixels, "raster", frame, params, geometry)
+    return Converted(pixels, "raster", frame, params, geometry, png=_kept_stream(data, pixels, frame, params))
 
 
-def _open(path: Path) -> Image.Image:
+def _kept_stream(data: bytes | None, pixels: np.ndarray, frame: int | None, params: dict[str, Any]) -> bytes | None:
+    """The source PNG's own stream when `pixels` are its decoded pixels unchanged (see `png_stream`)."""
+    if data is None or frame is not None or params["source_mode"] not in ("L", "RGB") or params.keys() & CHANGES_PIXELS:
+        return None
+    png = image_stream(data, pixels.shape[1], pixels.shape[0], 1 if pixels.ndim == 2 else 3)
+    if png is not None:
+        params["png_stream"] = "kept from the source (IHDR, IDAT, IEND; ancillary chunks dropped)"
+    return png
+
+
+def _png_bytes(path: Path) -> bytes | None:
+    """The file's bytes when it is a PNG small enough to hold (its image stream may be kept as it is), else None."""
+    try:
+        with open(path, "rb") as file:
+            if file.read(len(PNG_SIGNATURE)) != PNG_SIGNATURE or os.fstat(file.fileno()).st_size > MAX_KEPT_PNG_BYTES:
+                return None
+            return PNG_SIGNATURE + file.read()
+    except OSError:
+        return None  # reported by `_open` in its own words
+
+
+def _open(path: Path, data: bytes | None = None) -> Image.Image:
+    """Pillow's image of `path`, decoded from `data` when the file was read already (the same bytes)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # only the hard limit refuses
-            return Image.open(path)
+            return Image.open(path if data is None else io.BytesIO(data))
     except Image.DecompressionBombError:
         raise ConversionError(
             f"{path} is larger than Pillow's decompression-bomb limit ({Image.MAX_IMAGE_PIXELS:,} pixels, "

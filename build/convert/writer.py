@@ -84,15 +84,20 @@ def encode_png(pixels: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def write_png(pixels: np.ndarray, target: Path, *, durable: bool = True, atomic: bool = True) -> bytes:
+def write_png(pixels: np.ndarray, target: Path, *, durable: bool = True, atomic: bool = True,
+              encoded: bytes | None = None) -> bytes:
     """Write (H, W) or (H, W, 3) uint8 pixels as an 8-bit L or RGB PNG at `target`, atomically; returns its bytes.
+    `encoded`: a PNG of exactly these pixels already at hand (a source PNG's own stream), written instead.
     `durable=False`: without fsync, for callers that sync once for many files (mmbu.core.files). `atomic=False`:
     written in place (no temporary file and rename, a fifth of a build's conversion time on a busy disk), for
     callers that never trust the file unchecked (the build notes each PNG's size and CRC and checks them)."""
-    data = encode_png(pixels)
+    data = encode_png(pixels) if encoded is None else encoded
     if atomic:
         write_bytes_atomic(target, data, durable=durable)
     else:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        try:
+            target.write_bytes(data)
+        except FileNotFoundError:  # the folder is made once, not checked before every PNG of a batch
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
     return data

@@ -22,7 +22,7 @@ from support.build_repo import BLOOD, CELL_CLASSES, config_for, write_manifest, 
 from mmbu.build import sorted_runs, steps
 from mmbu.build.cache import StepState
 from mmbu.build.fetch.fetcher import fetch_dataset
-from mmbu.build.json_lines import LinesWriter, is_complete
+from mmbu.build.json_lines import LinesWriter, is_complete, parse_record, read_lines
 from mmbu.build.layouts import Sample
 from mmbu.build.layouts.grounding import ConvertedImage
 from mmbu.build.metadata import MetadataChecks, failures_to_exclusions, normalise_metadata, validate_metadata
@@ -274,3 +274,15 @@ def test_a_step_killed_before_its_rename_leaves_no_file_a_later_run_trusts(built
     assert step_files(root / "data") == before
     assert not (work / ".converted.jsonl.0badf00d.tmp").exists()
     assert StepState(work / "state.json").is_fresh("convert", state["convert"]["inputs"])
+
+
+def test_record_lines_with_nan_or_huge_numbers_read_as_json_reads_them(tmp_path):
+    """orjson reads the lines, json what orjson refuses: NaN/Infinity (json.dumps writes them) and integers
+    beyond 64 bits; a conversion record with a NaN window survives the round trip."""
+    records = [{"window": [float("nan"), float("inf")], "id": "a"}, {"big": 2 ** 70}, ["x", {"y": 1.5}]]
+    with LinesWriter(tmp_path / "records.jsonl") as out:
+        for record in records:
+            out.write(json.dumps(record))
+    parsed = [parse_record(line) for line in read_lines(tmp_path / "records.jsonl")]
+    assert np.isnan(parsed[0]["window"][0]) and parsed[0]["window"][1] == float("inf") and parsed[0]["id"] == "a"
+    assert parsed[1:] == records[1:]

@@ -77,3 +77,14 @@ def test_batch_report_and_png_are_readable_by_others(tmp_path):
         os.umask(old_umask)
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in Path(tmp_path / "out").iterdir()}
     assert modes == {"photo.png": 0o644, "convert-report.jsonl": 0o644}
+
+
+def test_in_place_writes_make_their_folder_once_and_keep_given_bytes(tmp_path):
+    pixels = textured_rgb(9, 7)
+    first = tmp_path / "new" / "deeper" / "a.png"
+    data = write_png(pixels, first, durable=False, atomic=False)  # the folder does not exist yet
+    assert first.read_bytes() == data
+    np.testing.assert_array_equal(np.asarray(Image.open(first)), pixels)
+    stream = encode_png(pixels[..., 0])  # a PNG of exactly the pixels given, as a source PNG's stream would be
+    assert write_png(pixels[..., 0], first.with_name("b.png"), atomic=False, encoded=stream) == stream
+    assert first.with_name("b.png").read_bytes() == stream
