@@ -36,7 +36,7 @@ from mmbu.build.fetch.model import (
 )
 from mmbu.build.fetch.nested import extract_nested
 from mmbu.build.fetch.sources import ADAPTERS, FetchContext
-from mmbu.build.fetch.sources.context import tree_files
+from mmbu.build.fetch.sources.context import tree_file_sizes, tree_files
 from mmbu.build.fetch.sources.local import fetch_mirror
 from mmbu.core.files import DIR_MODE, replace_folder, write_text_atomic
 from mmbu.core.version import toolkit_version
@@ -200,7 +200,7 @@ def fetch_dataset(
         _extract_all(files, staging, limits or ExtractLimits())
         if manifest.source.nested_archives:
             extract_nested(staging, manifest.source.nested_archives, sum(f.size for f in files), limits or ExtractLimits())
-        stored = [StoredFile(path=name, size=(staging / name).stat().st_size) for name in tree_files(staging)]
+        stored = [StoredFile(path=name, size=size) for name, size in tree_file_sizes(staging)]
         record = CompletionRecord(
             dataset_id=manifest.id, source=identity, licence=manifest.license, fetched_from=fetched_from,
             fetched_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), toolkit_version=toolkit_version(),
