@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mmbu.build.fetch.archives import looks_like_archive
 from mmbu.build.fetch.download import ByteProgress, DownloadRequest, NoProgress, download, file_digests
 from mmbu.build.fetch.lockfile import PinnedFile
 from mmbu.build.fetch.model import FetchedFile, FetchError
@@ -54,12 +55,27 @@ class FetchContext:
                            origin=redact_url(request.url))
 
     def copy_in(self, source_root: Path, relative: str, origin: str) -> FetchedFile:
-        """Copy one file from a local tree into staging (mirror or local source) and describe it."""
-        target = self.staging / relative
+        """Copy one file from a local tree into staging (mirror or local source) and describe it.
+
+        An archive is hard-linked instead when the file system allows it: it is only read (hashed, extracted) and
+        then removed from staging, so a copy of it (gigabytes, written and deleted again) buys nothing; every other
+        file is copied, so that raw/ keeps what was fetched even if the source tree changes later."""
+        source, target = source_root / relative, self.staging / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source_root / relative, target)  # follows links: we store the content
+        if not (looks_like_archive(target) and _linked(source, target)):
+            shutil.copyfile(source, target)  # follows links: we store the content
         digests = file_digests(target)
         return FetchedFile(name=relative, size=digests.size, sha256=digests.sha256, md5=digests.md5, origin=origin)
+
+
+def _linked(source: Path, target: Path) -> bool:
+    """Hard-link `target` to `source`'s content (a symlink's target); False when the file system refuses
+    (another device, a file of another owner under protected_hardlinks), and the caller copies."""
+    try:
+        os.link(os.path.realpath(source), target)  # resolved first: Linux's link() would link the symlink itself
+    except OSError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
