@@ -16,7 +16,7 @@ import struct
 import zlib
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-CHANNELS = {0: 1, 2: 3}  # PNG colour type -> samples per pixel: grey and truecolour, the converter's L and RGB
+COLOUR_TYPES = {1: 0, 3: 2}  # samples per pixel -> PNG colour type: the converter's L and RGB, grey and truecolour
 _CHUNK_HEAD = struct.Struct(">I4s")
 _IHDR = struct.Struct(">IIBBBBB")
 
@@ -43,7 +43,7 @@ def image_stream(data: bytes, width: int, height: int, channels: int) -> bytes |
                 return None
             if kind == b"IHDR":
                 if header_seen or length != _IHDR.size or \
-                        _IHDR.unpack_from(chunk, 8) != (width, height, 8, _colour_type(channels), 0, 0, 0):
+                        _IHDR.unpack_from(chunk, 8) != (width, height, 8, COLOUR_TYPES.get(channels), 0, 0, 0):
                     return None
                 header_seen = True
             elif not header_seen:
@@ -60,7 +60,3 @@ def image_stream(data: bytes, width: int, height: int, channels: int) -> bytes |
     if compressed == 0 or compressed >= height * (width * channels + 1):  # no image data, or stored (level 0)
         return None
     return b"".join(kept)
-
-
-def _colour_type(channels: int) -> int | None:
-    return next((kind for kind, count in CHANNELS.items() if count == channels), None)

@@ -81,7 +81,8 @@ def _png_bytes(path: Path) -> bytes | None:
         with open(path, "rb") as file:
             if file.read(len(PNG_SIGNATURE)) != PNG_SIGNATURE or os.fstat(file.fileno()).st_size > MAX_KEPT_PNG_BYTES:
                 return None
-            return PNG_SIGNATURE + file.read()
+            file.seek(0)  # read whole, not appended to the signature: that copied every PNG once more
+            return file.read()
     except OSError:
         return None  # reported by `_open` in its own words
 

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from mmbu.build.duplicates.hashing import HASH_VERSION, ImageHashes, hashes_from_json, hashes_to_json, image_hashes
 from mmbu.build.duplicates.resolve import IMAGE_COLUMNS
-from mmbu.build.json_lines import LinesWriter, read_lines
+from mmbu.build.json_lines import LinesWriter, parse_record, read_lines
 
 CACHE_COLUMNS = ("png_key",)
 ROWS_COLUMNS = ("sample_id", "image_sample_id", "dataset_id", "source_path", "task", "image", "answer")
@@ -56,7 +56,7 @@ def load_converted_hashes(path: Path) -> dict[str, tuple[ImageHashes, str]]:
     found = {}
     try:
         for line in read_lines(path):
-            entry = json.loads(line)
+            entry = parse_record(line)
             hashes = hashes_from_json(entry)
             if hashes is not None and isinstance(entry.get("png_key"), str) and isinstance(entry.get("png"), str):
                 found[entry["png"]] = (hashes, entry["png_key"])

@@ -36,7 +36,7 @@ from mmbu.build.fetch.model import (
 )
 from mmbu.build.fetch.nested import extract_nested
 from mmbu.build.fetch.sources import ADAPTERS, FetchContext
-from mmbu.build.fetch.sources.context import tree_file_sizes, tree_files
+from mmbu.build.fetch.sources.context import tree_file_sizes
 from mmbu.build.fetch.sources.local import fetch_mirror
 from mmbu.core.files import DIR_MODE, replace_folder, write_text_atomic
 from mmbu.core.version import toolkit_version
@@ -110,7 +110,7 @@ def is_complete(raw_dir: Path, manifest: DatasetManifest, pins: dict[str, Pinned
         if "\\x" not in stored_path:
             return None
         if escaped_listing is None:  # names that are not UTF-8 are recorded with \\xNN escapes
-            escaped_listing = {printable_path(name): (raw_dir / name).stat().st_size for name in tree_files(raw_dir)}
+            escaped_listing = {printable_path(name): size for name, size in tree_file_sizes(raw_dir)}
         if escaped_listing.get(stored_path) != stored_size:
             return None
     return record
