@@ -23,6 +23,10 @@ Peak RSS is sampled every 0.2 s with psutil over the whole process tree (sum) an
 ``--baseline-ref REF`` also builds with the toolkit as of git REF (the tree extracted with ``git archive``;
 its packages found first through PYTHONPATH), alternately with the current one, ``--repeat`` times, each
 with its own Pillow floor run, so that every ratio compares runs taken minutes apart on this shared machine.
+
+Every build that follows the deletion of a data folder starts after `settle_deletions`: ext4 without a journal
+does not reuse a recently freed inode, and a build right after a deletion of ~200K files paid a scan past each of
+them for every file it created (up to a quarter of its time).
 """
 from __future__ import annotations
 
@@ -289,6 +293,58 @@ class Timed:
     output: str
 
 
+# ext4 without a journal (this VM's root file system: `/sys/fs/ext4/<device>/journal_task` is `<none>`) does not
+# reuse a free inode whose deletion time is under 60 s old, or under 360 s while its inode-table block is dirty in
+# the buffer cache (`find_inode_bit` -> `recently_deleted` in linux fs/ext4/ialloc.c: RECENTCY_MIN 60, RECENTCY_DIRTY
+# 300), and skipping each one costs a buffer lookup. A build
+# creates files in the very blocks it dirties, so right after the previous build's data folder (~200K files) was
+# deleted every file it created scanned past all of them: perf put 61 % of a fetch's CPU in `recently_deleted`
+# and its buffer lookups, and the 40-dataset corpus took 74-87 s to fetch instead of 10-12 s (still 36-82 s after
+# a sync and 65 s). Writing the deletions out and dropping the clean cache ends the scan at once; the corpus is
+# then read back so that every build starts from the same warm cache.
+RECENTLY_DELETED_DIRTY_S = 360 + 5
+
+
+def _read_through(folders: list[Path]) -> int:
+    """Read every file under `folders` (not into `.git` or another `.work`) so that it is in the page cache."""
+    count = 0
+    for top in folders:
+        for folder, subfolders, files in os.walk(top):
+            subfolders[:] = [name for name in subfolders if name not in (".git", ".work")]
+            for name in files:
+                try:
+                    with open(os.path.join(folder, name), "rb") as file:
+                        while file.read(1 << 20):
+                            pass
+                    count += 1
+                except OSError:  # a dangling link, a socket
+                    pass
+    return count
+
+
+def settle_deletions(corpus: Path) -> str:
+    """After a large deletion: sync and drop the clean page cache (root only), then read back the corpus, the
+    Python environments and the toolkits (current and baseline) so that every build starts equally warm; without
+    root, wait until no deleted inode counts as recent."""
+    started = time.perf_counter()
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("1\n", encoding="ascii")
+    except OSError:
+        time.sleep(RECENTLY_DELETED_DIRTY_S)
+        return f"waited {time.perf_counter() - started:.0f} s"
+    files = _read_through([corpus, Path(sys.prefix), Path(sys.base_prefix), ROOT,
+                           *WORK.glob("baseline-*")])
+    return f"cache dropped, {files} files read back ({time.perf_counter() - started:.0f} s)"
+
+
+def remove_and_settle(folder: Path, corpus: Path) -> None:
+    """Delete `folder`, if there is one, so that the next build does not pay for its deletion."""
+    if folder.exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        print(f"deleted {folder.name}: {settle_deletions(corpus)}", flush=True)
+
+
 def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> Timed:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -432,7 +488,7 @@ def main() -> None:
     print(f"corpus: {args.samples} samples over {len(plans)} datasets in {repo} "
           f"({time.perf_counter() - started:.0f} s to prepare)", flush=True)
     data = WORK / f"data-{args.samples}x{args.datasets}-{args.sources}"
-    shutil.rmtree(data, ignore_errors=True)
+    remove_and_settle(data, repo)
 
     started_at = time.time()
     full = timed(build_command(repo, data, args.jobs), cwd=repo)
@@ -502,7 +558,7 @@ def compare(args: argparse.Namespace) -> None:
         order = list(variants.items()) if round_ % 2 == 0 else list(variants.items())[::-1]
         for tag, env in order:
             data = WORK / f"data-compare-{corpus}-{tag}"
-            shutil.rmtree(data, ignore_errors=True)
+            remove_and_settle(data, repo)
             started_at = time.time()
             command = build_command(repo, data, args.jobs, BASELINE_MMBU if env else MMBU,
                                     ("--keep-duplicates",) if args.keep_duplicates else ())
@@ -516,7 +572,7 @@ def compare(args: argparse.Namespace) -> None:
                   f"{full.peak_sum_mib:.0f} | {phases.after_last_dataset:.1f} | {noop.seconds:.1f} | {floor:.1f} | "
                   f"{floor_cpu:.1f} | {full.seconds / floor:.2f}x | {load} |", flush=True)
             if not args.keep:
-                shutil.rmtree(data, ignore_errors=True)
+                remove_and_settle(data, repo)
     shutil.rmtree(WORK / f"pillow-floor-{os.getpid()}", ignore_errors=True)
 
 
