@@ -91,3 +91,19 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+
+def test_workers_leave_what_they_inherited_out_of_their_collections_and_collect_less_often():
+    import gc
+
+    from mmbu.build.executors import WORKER_GC_THRESHOLDS
+    from support.executor_items import garbage_collector_state
+
+    before = gc.get_threshold()
+    inherited = len(gc.get_objects())  # the parent's tracked objects: never garbage in a worker
+    states = [state for _, state in run_all(garbage_collector_state, range(4), jobs=2)]
+    assert {threshold for threshold, _ in states} == {WORKER_GC_THRESHOLDS}
+    assert min(frozen for _, frozen in states) >= inherited * 0.9
+    # the parent's collector is as it was: nothing left frozen, its thresholds untouched
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
