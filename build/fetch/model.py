@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mmbu.core.text import printable_path
@@ -54,6 +55,42 @@ class CompletionRecord(BaseModel):
     files: list[FetchedFile]
     stored: list[StoredFile]
     resolved: dict[str, Any] = Field(default_factory=dict, description="Revision/version resolved for an unpinned source.")
+
+
+StoredPairs = tuple[tuple[str, int], ...]
+
+
+def parse_completion(text: str | bytes) -> tuple[CompletionRecord, StoredPairs]:
+    """A completion record with its `stored` list left empty, and that list as (path, size) pairs.
+
+    The list names every file of an extracted archive (78K over the paper-scale benchmark's records): validating
+    each entry as a StoredFile took 0.44 s of a no-op rebuild over 40 such records, orjson and a plain check a tenth
+    of that. A list the plain check does not take exactly as written (another shape, a number as text, JSON only the
+    stdlib reads) goes through the models, so the result is always theirs; an invalid record raises ValueError."""
+    try:
+        document = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        document = None
+    pairs = _plain_stored_pairs(document.get("stored")) if isinstance(document, dict) else None
+    if pairs is not None:
+        return CompletionRecord.model_validate({**document, "stored": []}), pairs
+    record = CompletionRecord.model_validate_json(text)
+    return record.model_copy(update={"stored": []}), tuple((stored.path, stored.size) for stored in record.stored)
+
+
+def _plain_stored_pairs(stored: Any) -> StoredPairs | None:
+    """`stored` as pairs when every entry is exactly `{"path": str, "size": int}`, else None."""
+    if type(stored) is not list:
+        return None
+    pairs = []
+    for entry in stored:
+        if type(entry) is not dict or len(entry) != 2:
+            return None
+        path, size = entry.get("path"), entry.get("size")
+        if type(path) is not str or type(size) is not int:
+            return None
+        pairs.append((printable_path(path), size))
+    return tuple(pairs)
 
 
 class FetchResult(BaseModel):
