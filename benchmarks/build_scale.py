@@ -291,6 +291,13 @@ class Timed:
     peak_sum_mib: float
     peak_one_mib: float
     output: str
+    steal_seconds: float = 0.0  # CPU time the hypervisor gave to other guests meanwhile (all cores)
+
+
+def stolen_seconds() -> float:
+    """The machine's `steal` time so far (/proc/stat): a build that ran while the host was busy elsewhere shows it."""
+    fields = Path("/proc/stat").read_text(encoding="ascii").split("\n", 1)[0].split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
 
 
 # ext4 without a journal (this VM's root file system: `/sys/fs/ext4/<device>/journal_task` is `<none>`) does not
@@ -346,7 +353,7 @@ def remove_and_settle(folder: Path, corpus: Path) -> None:
 
 
 def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> Timed:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, stolen = resource.getrusage(resource.RUSAGE_CHILDREN), stolen_seconds()
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     memory = TreeMemory(process.pid)
@@ -357,7 +364,8 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> T
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if process.returncode not in (0, 1) or "Traceback" in output:
         raise SystemExit(f"{' '.join(command)} crashed (exit {process.returncode}):\n{output[-4000:]}")
-    return Timed(seconds, cpu, process.returncode, memory.peak_sum / 2**20, memory.peak_one / 2**20, output)
+    return Timed(seconds, cpu, process.returncode, memory.peak_sum / 2**20, memory.peak_one / 2**20, output,
+                 stolen_seconds() - stolen)
 
 
 SUBPACKAGES = ("benchmark_eval", "build", "core", "curation", "taxonomy")
@@ -554,8 +562,8 @@ def compare(args: argparse.Namespace) -> None:
     print(f"corpus: {args.samples} samples over {len(plans)} datasets, --jobs {args.jobs}", flush=True)
     print(f"before the first build: {settle_deletions(repo)}", flush=True)  # whatever ran before may have deleted
     print("| round | toolkit | full build wall s | CPU s | largest process MiB | tree peak MiB | after last dataset s "
-          "| no-op wall s | floor wall s | floor CPU s | build / floor wall | load |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| no-op wall s | floor wall s | floor CPU s | build / floor wall | load | steal s (build) |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for round_ in range(args.repeat):
         order = list(variants.items()) if round_ % 2 == 0 else list(variants.items())[::-1]
         for tag, env in order:
@@ -572,7 +580,7 @@ def compare(args: argparse.Namespace) -> None:
             load = Path("/proc/loadavg").read_text().split()[0]
             print(f"| {round_ + 1} | {tag} | {full.seconds:.1f} | {full.cpu_seconds:.1f} | {full.peak_one_mib:.0f} | "
                   f"{full.peak_sum_mib:.0f} | {phases.after_last_dataset:.1f} | {noop.seconds:.1f} | {floor:.1f} | "
-                  f"{floor_cpu:.1f} | {full.seconds / floor:.2f}x | {load} |", flush=True)
+                  f"{floor_cpu:.1f} | {full.seconds / floor:.2f}x | {load} | {full.steal_seconds:.1f} |", flush=True)
             if not args.keep:
                 remove_and_settle(data, repo)
     shutil.rmtree(WORK / f"pillow-floor-{os.getpid()}", ignore_errors=True)
