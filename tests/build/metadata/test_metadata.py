@@ -121,3 +121,60 @@ def test_the_schema_is_built_from_the_taxonomy(taxonomy):
     frame = pd.DataFrame({"x": [1]})
     with pytest.raises(Exception):
         schema.validate(frame)
+
+
+def _failing_table(manifest, taxonomy) -> pd.DataFrame:
+    names = [f"s{index}.png" for index in range(12)]
+    df = normalise_metadata([sample(manifest, name) for name in names], manifest, taxonomy)
+    for column in ("stain", "scanner_vendor", "modality", "objective_power"):
+        df[column] = df[column].astype(object)
+    df.loc[1, "domain"] = "Astrology"
+    df.loc[2, "url"] = "ftp://x"
+    df.loc[3, "topic"] = None
+    df.loc[4, "stain"] = 3  # coerced to text, then not a term
+    df.loc[5, "license"] = "nonsense"
+    df.loc[6, "sample_id"] = df.loc[7, "sample_id"]
+    df.loc[8, "objective_power"] = "forty"
+    df.at[9, "scanner_vendor"] = {"a": 1}
+    df.loc[10, "modality"] = 7
+    return df
+
+
+def test_text_columns_report_exactly_what_pandera_str_columns_report(taxonomy, monkeypatch):
+    """`Text` only spares pandera a failure table when nothing failed: valid rows, failures and their checks and
+    reasons are those of pandera's own `str` columns, for a clean table, one failing in every way and one without
+    a column."""
+    import numpy as np
+
+    from mmbu.build import metadata, schemas
+
+    manifest = make_manifest({"kind": "folder_per_class"})
+    clean = normalise_metadata([sample(manifest, f"c{index}.png") for index in range(5)], manifest, taxonomy)
+    failing = _failing_table(manifest, taxonomy)
+    tables = [clean, failing, failing.drop(columns=["topic"])]
+
+    def outcomes():
+        metadata._SCHEMAS.clear()
+        return [validate_metadata(table.copy(), taxonomy) for table in tables]
+
+    with_text = outcomes()
+    text = schemas.Text()
+    monkeypatch.setattr(schemas, "Text", lambda: str)
+    with_str = outcomes()
+    metadata._SCHEMAS.clear()
+    for (valid, failures), (str_valid, str_failures) in zip(with_text, with_str):
+        pd.testing.assert_frame_equal(valid, str_valid)
+        pd.testing.assert_frame_equal(failures, str_failures)
+    assert len(with_text[0][0]) == 5 and with_text[0][1].empty
+    assert len(with_text[1][1]) >= 9 and with_text[2][0].empty
+
+    assert text.check(text, clean["topic"]) is True  # one True, no element-wise result to turn into a table
+    pandera_str = type(text).__mro__[1]()
+    for series in (clean["topic"], pd.Series(["a", 3, None], dtype=object), pd.Series(["a", None], dtype=object)):
+        expected, got = pandera_str.check(text, series), text.check(text, series)
+        if isinstance(expected, bool):
+            assert got is expected
+        elif np.all(expected):
+            assert got is True
+        else:
+            assert np.array_equal(got, expected)
