@@ -65,8 +65,8 @@ def parse_completion(text: str | bytes) -> tuple[CompletionRecord, StoredPairs]:
 
     The list names every file of an extracted archive (78K over the paper-scale benchmark's records): validating
     each entry as a StoredFile took 0.44 s of a no-op rebuild over 40 such records, orjson and a plain check a tenth
-    of that. A list the plain check does not take exactly as written (another shape, a number as text, JSON only the
-    stdlib reads) goes through the models, so the result is always theirs; an invalid record raises ValueError."""
+    of that. A list the plain check does not take exactly as written (another shape, a number as text, JSON that
+    orjson refuses) goes through the models, so the result is always theirs; an invalid record raises ValueError."""
     try:
         document = orjson.loads(text)
     except orjson.JSONDecodeError:
