@@ -8,7 +8,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -19,9 +18,6 @@ from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, Shar
 from mmbu.build.release.stats import ReleaseCounts
 from mmbu.core.exclusions import Exclusion
 from mmbu.core.release import QUESTION_COLUMNS, RELEASE_COLUMNS, release_features
-
-if TYPE_CHECKING:
-    from mmbu.build.release.stream import StreamedPlan
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REQUIRED = ("sample_id", "dataset_id", "image", "answer", "options", *QUESTION_COLUMNS.values(), "license")
@@ -264,11 +260,3 @@ class RowsFiles:
     parts: tuple[tuple[str, frozenset[tuple[str, str]]], ...]
     task: str
     count: int = 0  # rows expected (the largest config is written first)
-
-    def plan(self, max_shard_bytes: int = MAX_SHARD_BYTES,
-             max_row_group_bytes: int = MAX_ROW_GROUP_BYTES) -> StreamedPlan:
-        """Check this config's rows in release order, reading the rows files a batch at a time."""
-        from mmbu.build.release.stream import plan_files
-
-        return plan_files(self, max_shard_bytes, max_row_group_bytes)
-

@@ -2,10 +2,11 @@
 
 The release orders a config's rows by sample id across datasets. Each file's rows of the task are sorted by
 sample id when the rows step writes them, so the files are merged front to back (`merge_sorted`: a stable sort
-of the files' rows, part by part, as an argsort of every id gave before), twice: once to check the rows, once to
-write them. Memory holds a batch of each file and what the check keeps, which does not grow with the rows: the
-shard layout, the card's and statistics' counts, the positions of the excluded rows. A rows file from before
-that sort is read whole and sorted (its dataset's rows only).
+of the files' rows, part by part, as an argsort of every id gave before), once: each batch is checked and its usable
+rows wait until the shard layout closes their row group, which is then written (`write_files`). Memory holds a
+batch of each open file, the open row group's rows, one row group's PNGs and what the check keeps, which does not
+grow with the rows: the shard layout and the card's and statistics' counts. A rows file from before that sort is
+read whole and sorted (its dataset's rows only).
 
 Rows stay Arrow columns throughout: the release columns are cast from the rows files' columns, the image names
 joined, boxes rounded and the PNGs read into binary arrays, with the values `_release_record` and `materialise`
@@ -16,8 +17,10 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -33,8 +36,9 @@ from mmbu.build.release.rows import (
     check_columns,
     png_file_size,
 )
-from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, ShardLayout
+from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, ShardLayout, shard_name, writer_options
 from mmbu.build.sorted_runs import merge_sorted, sorted_by
+from mmbu.core.files import atomic_path
 from mmbu.core.release import RELEASE_COLUMNS, release_features
 
 PATH_COLUMNS = ("image", "mask")  # PNG paths in a rows file, PNG structs in the release
@@ -224,8 +228,9 @@ def _png_size(path: str | None, what: str) -> int:
     return png_file_size(path or ".", what, path)
 
 
-def _check(table: pa.Table, checked: CheckedRows) -> None:
-    """Check the next rows in release order: PNG headers (a file read and a stat each), weights and counts."""
+def _check(table: pa.Table, checked: CheckedRows) -> list[int]:
+    """Check the next rows in release order: PNG headers (a file read and a stat each), weights and counts; returns
+    the positions in `table` of the usable rows."""
     images, masks = table.column("image").to_pylist(), table.column("mask").to_pylist()
     names = _image_names(table).to_pylist()
     weights = _text_weights(table)
@@ -248,15 +253,35 @@ def _check(table: pa.Table, checked: CheckedRows) -> None:
     kept = table.take(usable).select(["dataset_id", "modality", "sub_modality"]) if len(usable) < len(names) \
         else table.select(["dataset_id", "modality", "sub_modality"])
     checked.counts.add(*(kept.column(c).to_pylist() for c in kept.column_names), (names[k] for k in usable))
+    return usable
 
 
-def _png_array(paths: list[str | None], names: list[str | None], digests: list[str] | None = None) -> pa.Array:
-    """The files' bytes as one binary array, each file read straight into the array's data buffer: a row group's
-    PNGs (up to 100 MB) are in memory once, not as a bytes object per file and again as the array. `digests`
-    gets each file's sha256. The files were checked moments ago: one that stopped being a PNG fails the release."""
+class Scratch:
+    """Memory for one row group's PNGs, reused by the next row group (see `release_table`).
+
+    A new 100 MB buffer per row group is 100 MB of fresh pages, each zeroed by the kernel on first touch; on a VM
+    that hands free memory back to its host (virtio-balloon free page reporting, as on this benchmark machine),
+    each first touch is also a fault in the host: writing 800 MB into fresh memory took 1.3-2.7 s there against
+    0.13-0.2 s into memory just freed (benchmarks/RESULTS.md)."""
+
+    def __init__(self) -> None:
+        self._memory = np.empty(0, np.uint8)
+
+    def get(self, size: int) -> np.ndarray:
+        if size > len(self._memory):  # with room for the next groups, which rarely hold the same bytes
+            self._memory = np.empty(max(size, len(self._memory) * 5 // 4), np.uint8)
+        return self._memory[:size]
+
+
+def _png_array(paths: list[str | None], names: list[str | None], digests: list[str] | None = None,
+               scratch: Scratch | None = None) -> pa.Array:
+    """The files' bytes as one binary array, each file read straight into the array's data buffer (`scratch`'s, when
+    given): a row group's PNGs (up to 100 MB) are in memory once, not as a bytes object per file and again as the
+    array. `digests` gets each file's sha256. The files were checked moments ago: one that stopped being a PNG fails
+    the release."""
     sizes = np.array([0 if path is None else os.stat(path).st_size for path in paths], np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
-    data = np.empty(int(offsets[-1]), np.uint8)
+    data = np.empty(int(offsets[-1]), np.uint8) if scratch is None else scratch.get(int(offsets[-1]))
     view = memoryview(data)
     for path, name, start, end in zip(paths, names, offsets[:-1].tolist(), offsets[1:].tolist()):
         if path is None:
@@ -276,18 +301,22 @@ def _png_array(paths: list[str | None], names: list[str | None], digests: list[s
                                  null_count=nulls)
 
 
-def release_table(rows: pa.Table) -> pa.Table:
-    """One row group of the release from rows in the input schema: the PNGs read, hashed and embedded."""
+def release_table(rows: pa.Table, scratch: tuple[Scratch, Scratch] | None = None) -> pa.Table:
+    """One row group of the release from rows in the input schema: the PNGs read, hashed and embedded. With
+    `scratch` (image and mask memory) the table's PNG bytes live in it: the table is valid until the next call with
+    the same scratch, so it must be written (Parquet copies it into pages) and dropped before then."""
     schema = release_schema()
     image_names = _image_names(rows).combine_chunks()
     digests: list[str] = []
-    image_bytes = _png_array(rows.column("image").to_pylist(), image_names.to_pylist(), digests)
+    image_scratch, mask_scratch = scratch or (None, None)
+    image_bytes = _png_array(rows.column("image").to_pylist(), image_names.to_pylist(), digests, image_scratch)
     mask_paths = rows.column("mask").combine_chunks()
     mask_names = pc.if_else(mask_paths.is_null(), pa.scalar(None, pa.string()), _mask_names(rows).combine_chunks())
     png = schema.field("image").type
     columns = {
         "image": pa.StructArray.from_arrays([image_bytes, image_names], fields=list(png)),
-        "mask": pa.StructArray.from_arrays([_png_array(mask_paths.to_pylist(), mask_names.to_pylist()), mask_names],
+        "mask": pa.StructArray.from_arrays([_png_array(mask_paths.to_pylist(), mask_names.to_pylist(),
+                                                       scratch=mask_scratch), mask_names],
                                            fields=list(png), mask=mask_paths.is_null()),
         "boxes": _int_boxes(rows.column("boxes")),
         "image_sha256": pa.array(digests, pa.string()),
@@ -297,62 +326,95 @@ def release_table(rows: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema).combine_chunks()  # single-chunk columns are not copied
 
 
-def _row_groups(tables: Iterator[pa.Table], lengths: Iterator[int]) -> Iterator[pa.Table]:
-    """`tables` cut into consecutive tables of the given lengths."""
-    pending: list[pa.Table] = []
-    held = 0
-    for length in lengths:
-        while held < length:
-            table = next(tables)
-            pending.append(table)
-            held += table.num_rows
-        whole = pa.concat_tables(pending)
-        yield whole.slice(0, length)
-        pending, held = [whole.slice(length)], held - length
+class _PendingRows:
+    """Usable rows checked but not yet written: the open row group's, and those of the batch that closed it."""
+
+    def __init__(self) -> None:
+        self.tables: list[pa.Table] = []
+
+    def add(self, table: pa.Table) -> None:
+        if table.num_rows:
+            self.tables.append(table)
+
+    def take(self, length: int) -> pa.Table:
+        whole = pa.concat_tables(self.tables)
+        rest = whole.slice(length)
+        self.tables = [rest] if rest.num_rows else []
+        return whole.slice(0, length)
 
 
-@dataclass
-class StreamedPlan:
-    """A config's usable rows, checked; `tables()` reads them again in the same order while shards are written."""
+class _ShardFiles:
+    """A config's shards, written one after the other under provisional names (`.shard-00000`) and renamed to
+    `test-00000-of-0000N.parquet` once the last is written and N is known. Each is written temp + replace; when the
+    config fails nothing is renamed and the provisional files are removed."""
 
-    files: RowsFiles
-    parts: list[_Part]
-    checked: CheckedRows
+    def __init__(self, config_dir: Path) -> None:
+        self.config_dir = config_dir
+        self.provisional: list[Path] = []
+        self._open: ExitStack | None = None  # the current shard's writer inside its atomic_path
+        self._writer: pq.ParquetWriter | None = None
 
-    def _rows(self) -> Iterator[pa.Table]:
-        """Every part's rows merged by sample id; a part's file is open from its first row to its last."""
-        return merge_sorted([part.tables(self.files.task) for part in self.parts], ["sample_id"],
-                            [None if part.first_id is None else (part.first_id,) for part in self.parts])
+    def write(self, shard: int, table: pa.Table) -> None:
+        if shard == len(self.provisional):
+            self._close_current()
+            self.config_dir.mkdir(parents=True, exist_ok=True)
+            self.provisional.append(self.config_dir / f".shard-{shard:05d}")
+            self._open = ExitStack()
+            temporary = self._open.enter_context(atomic_path(self.provisional[-1]))
+            self._writer = self._open.enter_context(pq.ParquetWriter(temporary, release_schema(), **writer_options()))
+        self._writer.write_table(table, row_group_size=table.num_rows)
 
-    def usable_rows(self) -> Iterator[pa.Table]:
-        """The rows in release order, less the excluded ones."""
-        unusable = np.asarray(self.checked.unusable, dtype=np.int64)
-        start = 0
-        for table in self._rows():
-            inside = unusable[(unusable >= start) & (unusable < start + table.num_rows)] - start
-            if len(inside):
-                keep = np.ones(table.num_rows, bool)
-                keep[inside] = False
-                table = table.filter(pa.array(keep))
-            start += table.num_rows + len(inside)
-            if table.num_rows:
-                yield table
+    def _close_current(self, error: BaseException | None = None) -> None:
+        stack, self._open, self._writer = self._open, None, None
+        if stack is not None:
+            stack.__exit__(type(error) if error else None, error, error.__traceback__ if error else None)
 
-    def tables(self) -> Iterator[pa.Table]:
-        """One release table per row group of the layout, in order."""
-        lengths = (length for shard in self.checked.layout.shards for length in shard)
-        for rows in _row_groups(self.usable_rows(), lengths):
-            yield release_table(rows)
+    def finish(self) -> list[Path]:
+        self._close_current()
+        paths = [self.config_dir / shard_name(index, len(self.provisional)) for index in range(len(self.provisional))]
+        for provisional, path in zip(self.provisional, paths):
+            os.replace(provisional, path)
+        return paths
+
+    def abandon(self, error: BaseException) -> None:
+        self._close_current(error)
+        for provisional in self.provisional:
+            provisional.unlink(missing_ok=True)
 
 
-def plan_files(files: RowsFiles, max_shard_bytes: int = MAX_SHARD_BYTES,
-               max_row_group_bytes: int = MAX_ROW_GROUP_BYTES) -> StreamedPlan:
-    """Check one config's rows in release order (merged by sample id across its files)."""
+def _closed_groups(layout: ShardLayout, written: int) -> Iterator[tuple[int, int]]:
+    """(shard, rows) of the layout's row groups after the first `written`, less the last one (which later rows may
+    still join): those are complete."""
+    groups = [(shard, length) for shard, lengths in enumerate(layout.shards) for length in lengths]
+    yield from groups[written:-1]
+
+
+def write_files(files: RowsFiles, config_dir: Path, max_shard_bytes: int = MAX_SHARD_BYTES,
+                max_row_group_bytes: int = MAX_ROW_GROUP_BYTES) -> tuple[list[Path], CheckedRows]:
+    """Check one config's rows in release order (merged by sample id across its files) and write its shards, in one
+    pass: each row group is written as soon as the layout closes it, so the rows files are read once and memory
+    holds the open row group's rows (text only) and one row group's PNGs. The layout, and so every shard's bytes,
+    is the one a check of all rows before writing gives: a group closes only when the next row does not fit."""
     parts = [_Part(path, dropped, _in_order(path, files.task, dropped), _first_id(path, files.task))
              for path, dropped in files.parts]
     if parts:
         check_columns(pq.ParquetFile(parts[0].path).schema_arrow.names)
-    plan = StreamedPlan(files, parts, CheckedRows(ShardLayout(max_shard_bytes, max_row_group_bytes)))
-    for table in plan._rows():
-        _check(table, plan.checked)
-    return plan
+    checked = CheckedRows(ShardLayout(max_shard_bytes, max_row_group_bytes))
+    pending, shards, written = _PendingRows(), _ShardFiles(config_dir), 0
+    scratch = (Scratch(), Scratch())  # each table below is written and dropped before the next one is made
+    merged = merge_sorted([part.tables(files.task) for part in parts], ["sample_id"],
+                          [None if part.first_id is None else (part.first_id,) for part in parts])
+    try:
+        for table in merged:
+            usable = _check(table, checked)
+            pending.add(table if len(usable) == table.num_rows else table.take(usable))
+            for shard, length in list(_closed_groups(checked.layout, written)):
+                shards.write(shard, release_table(pending.take(length), scratch))
+                written += 1
+        if checked.layout.shards:  # the last row group, which no later row can join now
+            shards.write(len(checked.layout.shards) - 1,
+                         release_table(pending.take(checked.layout.shards[-1][-1]), scratch))
+        return shards.finish(), checked
+    except BaseException as exc:
+        shards.abandon(exc)
+        raise

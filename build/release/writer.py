@@ -23,6 +23,7 @@ from mmbu.build.release.croissant import build_croissant
 from mmbu.build.release.rows import RowsFiles, plan_release
 from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, write_shards
 from mmbu.build.release.stats import ReleaseCounts, write_statistics
+from mmbu.build.release.stream import write_files
 from mmbu.core.exclusions import EXCLUSION_COLUMNS, Exclusion
 from mmbu.core.files import replace_folder
 from mmbu.core.release import TASKS as CONFIGS
@@ -56,10 +57,13 @@ class ConfigWritten:
 def write_config(job: ConfigJob) -> ConfigWritten:
     """Check, shard and hash one config's rows (the release's heavy part: PNGs read, hashed, written)."""
     limits = (job.max_shard_bytes, job.max_row_group_bytes)
-    plan = job.rows.plan(*limits) if isinstance(job.rows, RowsFiles) else plan_release(job.rows, *limits)
-    layout = plan.checked.layout.shards
-    shards = write_shards(plan.tables(), layout, job.directory) if layout else []
-    return ConfigWritten(job.config, shards, plan.checked.counts.compact(), plan.checked.exclusions,
+    if isinstance(job.rows, RowsFiles):  # the build's path: checked and written in one pass over the rows files
+        shards, checked = write_files(job.rows, job.directory, *limits)
+    else:
+        plan = plan_release(job.rows, *limits)
+        checked = plan.checked
+        shards = write_shards(plan.tables(), checked.layout.shards, job.directory) if checked.layout.shards else []
+    return ConfigWritten(job.config, shards, checked.counts.compact(), checked.exclusions,
                          {p: file_sha256(p) for p in shards})
 
 

@@ -112,3 +112,51 @@ def test_streamed_exclusions_and_duplicate_drops_are_those_of_the_rows_written_a
     assert len(streamed.exclusions) == 3 and streamed.rows == at_once.rows
     assert ((tmp_path / "streamed" / SUMS_NAME).read_text(encoding="utf-8")
             == (tmp_path / "at-once" / SUMS_NAME).read_text(encoding="utf-8"))
+
+
+def test_a_config_that_fails_while_written_leaves_no_shard_behind(built, tmp_path, monkeypatch):
+    """Row groups are written as the check closes them, under provisional names: a failure in a later shard leaves
+    neither the earlier shard (written whole under its provisional name) nor the failing one in the config's folder,
+    and the error reaches the caller."""
+    files = rows_files(built, tmp_path / "rows")["ungrounded_classification"]
+    made = []
+
+    def failing_in_the_third_shard(rows, scratch):  # the first shard is then complete, the second open
+        if len(made) == 2:
+            raise OSError("disk full")
+        made.append(rows.num_rows)
+        return release_table(rows, scratch)
+
+    release_table = stream.release_table
+    monkeypatch.setattr(stream, "release_table", failing_in_the_third_shard)
+    config_dir = tmp_path / "config"
+    with pytest.raises(OSError, match="disk full"):
+        stream.write_files(files, config_dir, max_shard_bytes=2_000)  # one row group per shard
+    assert len(made) == 2 and sorted(p.name for p in config_dir.iterdir()) == []
+
+
+def test_row_groups_are_written_before_the_last_row_is_checked(built, tmp_path, monkeypatch):
+    """One pass: the first row group reaches its shard while later rows are still unread (the check of all rows first
+    would have read every batch before writing any), and the shards get their final names only at the end."""
+    monkeypatch.setattr(stream, "ROWS_PER_CHUNK", 3)
+    monkeypatch.setattr(sorted_runs, "MERGE_BATCH_ROWS", 2)
+    files = rows_files(built, tmp_path / "rows")["ungrounded_classification"]
+    events = []
+    checking, writing = stream._check, stream.release_table
+    monkeypatch.setattr(stream, "_check", lambda table, checked: events.append("check") or checking(table, checked))
+    monkeypatch.setattr(stream, "release_table", lambda rows, scratch: events.append("write") or writing(rows, scratch))
+    shards, checked = stream.write_files(files, tmp_path / "config", max_shard_bytes=6_000, max_row_group_bytes=1_500)
+    assert events.index("write") < len(events) - 1 - events[::-1].index("check")
+    assert events.count("write") == sum(len(groups) for groups in checked.layout.shards) > 2
+    assert [p.name for p in shards] == [f"test-{k:05d}-of-{len(shards):05d}.parquet" for k in range(len(shards))]
+    assert sorted(p.name for p in (tmp_path / "config").iterdir()) == [p.name for p in shards]
+
+
+def test_row_groups_share_one_png_buffer():
+    """Each row group's PNGs are read into the memory the previous group's used (grown when a group needs more, with
+    room to spare), not into fresh pages."""
+    scratch = stream.Scratch()
+    first = scratch.get(1_000)
+    assert np.shares_memory(first, scratch.get(800)) and len(scratch.get(800)) == 800
+    grown = scratch.get(1_100)
+    assert not np.shares_memory(first, grown) and np.shares_memory(grown, scratch.get(1_250))
