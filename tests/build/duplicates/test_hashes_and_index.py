@@ -109,3 +109,19 @@ def test_probe_masks_and_bad_widths():
     empty_i, _, _ = pairs_within(np.zeros((0, 32), np.uint8), 10)
     assert len(empty_i) == 0
 
+
+
+def test_hamming_rows_counts_every_differing_bit_up_to_the_whole_code():
+    """Distances of 0 to 256 bits (a code against its complement included), as a bit-by-bit count gives them."""
+    from mmbu.build.duplicates.index import hamming_rows
+
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 256, (40, 32), dtype=np.uint8)
+    codes[1] = ~codes[0]
+    left, right = rng.integers(0, 40, 500), rng.integers(0, 40, 500)
+    left[:2], right[:2] = [0, 0], [1, 0]
+    expected = np.unpackbits(codes[left] ^ codes[right], axis=1).sum(axis=1)
+    distances = hamming_rows(codes.view(np.uint64), left, right)
+    assert distances.dtype == np.int64 and distances.tolist() == expected.tolist()
+    assert distances[:2].tolist() == [256, 0]
+    assert hamming_rows(codes.view(np.uint64), left[:0], right[:0]).tolist() == []
