@@ -175,7 +175,7 @@ def run_sharded(config: RunConfig, recipe: OpenAIBackendRecipe, workers: int,
             finally:
                 if state.failure is not None or not all(w.finished for w in team):  # a failure or an interrupt
                     _stop(team)  # first: a worker still reading the run file must not see it grow
-                writer.write_lines(b"".join(state.held))  # answers that arrived are kept in every case
+                _append_held(writer, state)  # answers that arrived and are not appended yet are kept
     finally:
         if not all(w.finished for w in team):  # the writer itself failed
             _stop(team)
@@ -215,9 +215,21 @@ def _collect(team: list[_Worker], state: _Collected, progress: Progress, expecte
             state.failure = _handle(message, worker, progress, state.held, expected) or state.failure
         all_ready = all(w.ready or w.finished for w in team)
         if state.failure is None and all_ready and state.held and time.monotonic() - last_write >= WRITE_INTERVAL_S:
-            writer.write_lines(b"".join(state.held))
-            state.held.clear()
+            _append_held(writer, state)
             last_write = time.monotonic()
+
+
+def _append_held(writer: RecordWriter, state: _Collected) -> None:
+    """Append the held records, taken out of `state.held` before the append starts.
+
+    Ctrl-C raises KeyboardInterrupt wherever the parent is, most often just after the fsync (its longest step). A group
+    still held then was appended a second time by the stop in :func:`run_sharded`: two ok records for each of its keys.
+    Taken out first, it is appended at most once; a Ctrl-C between the taking and the append (a few bytecodes) costs
+    that group, which the resume asks again.
+    """
+    payload = b"".join(state.held)
+    state.held.clear()
+    writer.write_lines(payload)
 
 
 def _handle(message: tuple, worker: _Worker, progress: Progress, held: list[bytes],

@@ -14,7 +14,7 @@ from mmbu.benchmark_eval.records import latest_by_key, read_records
 from mmbu.benchmark_eval.runner.cli import run
 from mmbu.benchmark_eval.runner.workers import split_concurrency
 from support.eval_release import write_release
-from support.eval_subprocess import eval_run_command, wait_for_records
+from support.eval_subprocess import CTRL_C_AFTER_FIRST_APPEND, eval_run_command, wait_for_records
 from support.openai_server import OpenAIServer
 
 SLUG = "Qwen__Qwen3-VL-8B-Instruct"
@@ -188,6 +188,28 @@ def test_ctrl_c_stops_every_process_keeps_whole_answers_and_the_run_resumes(tmp_
     # machine, say) is asked again, and its new record follows the error record (append-only)
     ok_keys = Counter(r.key for r in records if r.status == "ok")
     assert max(ok_keys.values()) == 1 and len(ok_keys) == 72
+
+
+def test_ctrl_c_right_after_an_append_keeps_each_answer_once_and_the_resume_asks_only_the_rest(tmp_path):
+    # The parent appends a group of answers and fsyncs; a Ctrl-C that lands during the fsync used to raise after the
+    # append but before the group left the parent's held list, and the stop appended it a second time (the flaky
+    # "two ok records per key" of the Ctrl-C test above). Here the signal is sent from inside that fsync, every time.
+    release = write_release(tmp_path / "release", count=12, tasks=("ungrounded_classification",))
+    predictions = tmp_path / "runs" / SLUG / "predictions.jsonl"
+    with OpenAIServer(latency_s=0.05) as server:
+        args = (release, server.url, tmp_path / "runs", "--concurrency", "4", "--workers", "2", *FAST)
+        interrupted = subprocess.run(eval_run_command(*args, prelude=CTRL_C_AFTER_FIRST_APPEND), capture_output=True,
+                                     timeout=120, start_new_session=True, preexec_fn=_default_sigint)
+        stderr = interrupted.stderr.decode()
+        assert interrupted.returncode == 1 and "Aborted" in stderr and "Traceback" not in stderr, stderr[-2000:]
+        kept = read_records(predictions)
+        assert kept and max(Counter(r.key for r in kept).values()) == 1
+        finished = subprocess.run(eval_run_command(*args), capture_output=True, timeout=120)
+        assert finished.returncode == 0, finished.stderr.decode()[-2000:]
+    records = read_records(predictions)
+    ok_keys = Counter(r.key for r in records if r.status == "ok")
+    assert len(ok_keys) == 72 and max(ok_keys.values()) == 1
+    assert records[:len(kept)] == kept          # append-only: the kept answers are where they were, unchanged
 
 
 def test_a_run_resumes_with_another_number_of_workers(tmp_path):
