@@ -33,6 +33,7 @@ NOT_BENCHMARKS = {"__init__", "run", "latency_server"}  # latency_server: a serv
 # Quick options per benchmark: small inputs and one run, for a check that each one still works.
 QUICK_OPTIONS: dict[str, list[str]] = {
     "build_scale": ["--quick"],
+    "build_tail": ["--baseline-ref", "HEAD", "--samples", "4000", "--datasets", "10", "--rounds", "2"],
     "convert_dicom": ["--runs", "1"],
     "convert_formats": ["--runs", "1"],
     "convert_wsi": ["--runs", "1"],
