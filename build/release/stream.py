@@ -261,8 +261,8 @@ class Scratch:
 
     A new 100 MB buffer per row group is 100 MB of fresh pages, each zeroed by the kernel on first touch; on a VM
     that hands free memory back to its host (virtio-balloon free page reporting, as on this benchmark machine),
-    each first touch is also a fault in the host: writing 800 MB into fresh memory took 1.3-2.7 s there against
-    0.13-0.2 s into memory just freed (benchmarks/RESULTS.md)."""
+    each first touch is also a fault in the host: writing 400-800 MB into fresh page cache took 1.3-2.7 s there
+    against 0.13-0.22 s into memory just freed (benchmarks/RESULTS.md, sixth round)."""
 
     def __init__(self) -> None:
         self._memory = np.empty(0, np.uint8)
