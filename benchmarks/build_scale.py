@@ -329,15 +329,22 @@ def _read_through(folders: list[Path]) -> int:
     return count
 
 
+def drop_clean_cache() -> bool:
+    """Write everything out and drop the clean page cache; False without root (nothing dropped)."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("1\n", encoding="ascii")
+    except OSError:
+        return False
+    return True
+
+
 def settle_deletions(corpus: Path) -> str:
     """After a large deletion: sync and drop the clean page cache (root only), then read back the corpus, the
     Python environments and the toolkits (current and baseline) so that every build starts equally warm; without
     root, wait until no deleted inode counts as recent."""
     started = time.perf_counter()
-    os.sync()
-    try:
-        Path("/proc/sys/vm/drop_caches").write_text("1\n", encoding="ascii")
-    except OSError:
+    if not drop_clean_cache():
         time.sleep(RECENTLY_DELETED_DIRTY_S)
         return f"waited {time.perf_counter() - started:.0f} s"
     files = _read_through([corpus, Path(sys.prefix), Path(sys.base_prefix), ROOT,

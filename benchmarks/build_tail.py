@@ -12,7 +12,6 @@ column moves with everything the datasets left behind; this isolates the tail, o
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import sys
@@ -20,15 +19,20 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_scale import BASELINE_MMBU, WORK, _read_through, baseline_env, build_command, generate_corpus, timed  # noqa: E402
+from build_scale import (  # noqa: E402
+    BASELINE_MMBU,
+    WORK,
+    _read_through,
+    baseline_env,
+    build_command,
+    drop_clean_cache,
+    generate_corpus,
+    timed,
+)
 
 
 def settle(data: Path) -> None:
-    os.sync()
-    try:
-        Path("/proc/sys/vm/drop_caches").write_text("1\n", encoding="ascii")
-    except OSError:
-        pass  # without root the files are only read back
+    drop_clean_cache()  # without root the files are only read back
     _read_through([data / "work"])
 
 

@@ -1,7 +1,9 @@
 """Parquet shards with embedded PNG bytes, at most `max_shard_bytes` each (HF's 500 MB default)."""
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
+from contextlib import ExitStack
 from functools import lru_cache
 from pathlib import Path
 
@@ -67,26 +69,66 @@ def shard_name(index: int, count: int) -> str:
     return f"{SPLIT}-{index:05d}-of-{count:05d}.parquet"
 
 
+class ShardFiles:
+    """A config's shards, written one after the other under provisional names (`.shard-00000`) and renamed to
+    `test-00000-of-0000N.parquet` once the last is written and N is known (the one-pass writer learns N only then).
+    Each is written temp + replace; when the config fails nothing is renamed and the provisional files are removed."""
+
+    def __init__(self, config_dir: Path) -> None:
+        self.config_dir = config_dir
+        self.provisional: list[Path] = []
+        self._open: ExitStack | None = None  # the current shard's writer inside its atomic_path
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, shard: int, table: pa.Table) -> None:
+        """Append `table` as one row group to shard `shard` (the current one, or the next)."""
+        if shard == len(self.provisional):
+            self._close_current()
+            self.config_dir.mkdir(parents=True, exist_ok=True)
+            self.provisional.append(self.config_dir / f".shard-{shard:05d}")
+            self._open = ExitStack()
+            temporary = self._open.enter_context(atomic_path(self.provisional[-1]))
+            self._writer = self._open.enter_context(
+                pq.ParquetWriter(temporary, release_features().arrow_schema, **writer_options()))
+        self._writer.write_table(table, row_group_size=table.num_rows)
+
+    def _close_current(self, error: BaseException | None = None) -> None:
+        stack, self._open, self._writer = self._open, None, None
+        if stack is not None:
+            stack.__exit__(type(error) if error else None, error, error.__traceback__ if error else None)
+
+    def finish(self) -> list[Path]:
+        self._close_current()
+        paths = [self.config_dir / shard_name(index, len(self.provisional)) for index in range(len(self.provisional))]
+        for provisional, path in zip(self.provisional, paths):
+            os.replace(provisional, path)
+        return paths
+
+    def abandon(self, error: BaseException) -> None:
+        self._close_current(error)
+        for provisional in self.provisional:
+            provisional.unlink(missing_ok=True)
+
+
 def write_shards(tables: Iterable[pa.Table], layout: Sequence[Sequence[int]], config_dir: Path) -> list[Path]:
     """Write one config's rows as shards: `tables` holds one table per row group of `layout` (each shard's
-    row-group lengths), in order; each file is written temp + replace.
+    row-group lengths), in order (`ShardFiles`).
 
     `tables` is consumed one row group (≤ MAX_ROW_GROUP_BYTES) at a time and only that group's images are read,
     so memory stays near one row group's PNGs however many rows there are.
     """
-    schema = release_features().arrow_schema
-    options = writer_options()
     tables = iter(tables)
-    config_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for index, groups in enumerate(layout):
-        path = config_dir / shard_name(index, len(layout))
-        with atomic_path(path) as temporary, pq.ParquetWriter(temporary, schema, **options) as writer:
+    shards = ShardFiles(config_dir)
+    try:
+        for index, groups in enumerate(layout):
             for length in groups:
                 table = next(tables)
                 if table.num_rows != length:
-                    raise RuntimeError(f"{path.name}: a row group of {table.num_rows} rows where {length} were planned")
-                writer.write_table(table, row_group_size=length)
+                    raise RuntimeError(f"{shard_name(index, len(layout))}: a row group of {table.num_rows} rows where "
+                                       f"{length} were planned")
+                shards.write(index, table)
                 del table  # before the next group is read
-        paths.append(path)
-    return paths
+        return shards.finish()
+    except BaseException as exc:
+        shards.abandon(exc)
+        raise

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -36,9 +35,8 @@ from mmbu.build.release.rows import (
     check_columns,
     png_file_size,
 )
-from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, ShardLayout, shard_name, writer_options
+from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, ShardFiles, ShardLayout
 from mmbu.build.sorted_runs import merge_sorted, sorted_by
-from mmbu.core.files import atomic_path
 from mmbu.core.release import RELEASE_COLUMNS, release_features
 
 PATH_COLUMNS = ("image", "mask")  # PNG paths in a rows file, PNG structs in the release
@@ -343,45 +341,6 @@ class _PendingRows:
         return whole.slice(0, length)
 
 
-class _ShardFiles:
-    """A config's shards, written one after the other under provisional names (`.shard-00000`) and renamed to
-    `test-00000-of-0000N.parquet` once the last is written and N is known. Each is written temp + replace; when the
-    config fails nothing is renamed and the provisional files are removed."""
-
-    def __init__(self, config_dir: Path) -> None:
-        self.config_dir = config_dir
-        self.provisional: list[Path] = []
-        self._open: ExitStack | None = None  # the current shard's writer inside its atomic_path
-        self._writer: pq.ParquetWriter | None = None
-
-    def write(self, shard: int, table: pa.Table) -> None:
-        if shard == len(self.provisional):
-            self._close_current()
-            self.config_dir.mkdir(parents=True, exist_ok=True)
-            self.provisional.append(self.config_dir / f".shard-{shard:05d}")
-            self._open = ExitStack()
-            temporary = self._open.enter_context(atomic_path(self.provisional[-1]))
-            self._writer = self._open.enter_context(pq.ParquetWriter(temporary, release_schema(), **writer_options()))
-        self._writer.write_table(table, row_group_size=table.num_rows)
-
-    def _close_current(self, error: BaseException | None = None) -> None:
-        stack, self._open, self._writer = self._open, None, None
-        if stack is not None:
-            stack.__exit__(type(error) if error else None, error, error.__traceback__ if error else None)
-
-    def finish(self) -> list[Path]:
-        self._close_current()
-        paths = [self.config_dir / shard_name(index, len(self.provisional)) for index in range(len(self.provisional))]
-        for provisional, path in zip(self.provisional, paths):
-            os.replace(provisional, path)
-        return paths
-
-    def abandon(self, error: BaseException) -> None:
-        self._close_current(error)
-        for provisional in self.provisional:
-            provisional.unlink(missing_ok=True)
-
-
 def _closed_groups(layout: ShardLayout, written: int) -> Iterator[tuple[int, int]]:
     """(shard, rows) of the layout's row groups after the first `written`, less the last one (which later rows may
     still join): those are complete."""
@@ -400,7 +359,7 @@ def write_files(files: RowsFiles, config_dir: Path, max_shard_bytes: int = MAX_S
     if parts:
         check_columns(pq.ParquetFile(parts[0].path).schema_arrow.names)
     checked = CheckedRows(ShardLayout(max_shard_bytes, max_row_group_bytes))
-    pending, shards, written = _PendingRows(), _ShardFiles(config_dir), 0
+    pending, shards, written = _PendingRows(), ShardFiles(config_dir), 0
     scratch = (Scratch(), Scratch())  # each table below is written and dropped before the next one is made
     merged = merge_sorted([part.tables(files.task) for part in parts], ["sample_id"],
                           [None if part.first_id is None else (part.first_id,) for part in parts])
