@@ -226,9 +226,9 @@ def _png_size(path: str | None, what: str) -> int:
     return png_file_size(path or ".", what, path)
 
 
-def _check(table: pa.Table, checked: CheckedRows) -> list[int]:
+def _check(table: pa.Table, checked: CheckedRows) -> pa.Array:
     """Check the next rows in release order: PNG headers (a file read and a stat each), weights and counts; returns
-    the positions in `table` of the usable rows."""
+    the positions in `table` of the usable rows (int64 even when empty: `take` refuses a null-typed array)."""
     images, masks = table.column("image").to_pylist(), table.column("mask").to_pylist()
     names = _image_names(table).to_pylist()
     weights = _text_weights(table)
@@ -248,10 +248,11 @@ def _check(table: pa.Table, checked: CheckedRows) -> list[int]:
         checked.checked += 1
         checked.layout.add(weight + size + (8 if box is None else sum(len(str(b)) for b in box)))
         usable.append(row)
-    kept = table.take(usable).select(["dataset_id", "modality", "sub_modality"]) if len(usable) < len(names) \
+    positions = pa.array(usable, pa.int64())
+    kept = table.take(positions).select(["dataset_id", "modality", "sub_modality"]) if len(usable) < len(names) \
         else table.select(["dataset_id", "modality", "sub_modality"])
     checked.counts.add(*(kept.column(c).to_pylist() for c in kept.column_names), (names[k] for k in usable))
-    return usable
+    return positions
 
 
 class Scratch:

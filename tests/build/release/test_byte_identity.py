@@ -114,6 +114,28 @@ def test_streamed_exclusions_and_duplicate_drops_are_those_of_the_rows_written_a
             == (tmp_path / "at-once" / SUMS_NAME).read_text(encoding="utf-8"))
 
 
+@pytest.mark.parametrize("small_batches", [False, True])
+def test_a_config_whose_every_image_is_unusable_is_excluded_row_by_row_and_the_others_are_written(
+        built, tmp_path, monkeypatch, small_batches):
+    """A batch of rows none of whose PNGs can be used (all gone: a data folder whose files were replaced) is
+    excluded row by row, as the per-row writer does, instead of failing the config (an empty list of positions is a
+    null-typed Arrow array, which `take` refuses)."""
+    if small_batches:
+        monkeypatch.setattr(stream, "ROWS_PER_CHUNK", 3)
+    rows = {task: frame.copy() for task, frame in built["rows_by_task"].items()}
+    ungrounded = rows["ungrounded_classification"]
+    ungrounded["image"] = [str(tmp_path / "gone" / f"{k}.png") for k in range(len(ungrounded))]
+    streamed = write_release(rows_files({"rows_by_task": rows}, tmp_path / "rows"), tmp_path / "streamed",
+                             built["manifests"], BUILD_INFO)
+    at_once = write_release(rows, tmp_path / "at-once", built["manifests"], BUILD_INFO)
+    assert len(streamed.exclusions) == len(ungrounded) > 0
+    assert [e.reason for e in streamed.exclusions] == [e.reason for e in at_once.exclusions]
+    assert streamed.rows == at_once.rows and "ungrounded_classification" not in {
+        task for task, count in streamed.rows.items() if count}
+    assert ((tmp_path / "streamed" / SUMS_NAME).read_text(encoding="utf-8")
+            == (tmp_path / "at-once" / SUMS_NAME).read_text(encoding="utf-8"))
+
+
 def test_a_config_that_fails_while_written_leaves_no_shard_behind(built, tmp_path, monkeypatch):
     """Row groups are written as the check closes them, under provisional names: a failure in a later shard leaves
     neither the earlier shard (written whole under its provisional name) nor the failing one in the config's folder,
