@@ -55,8 +55,9 @@ from mmbu.taxonomy import Taxonomy, load_taxonomy
 # PNGs are keyed by the package version only, so a bump re-runs the steps but reuses the images.
 ROWS_PER_GROUP = 8192  # rows.parquet row groups (~13 MB of rows in pandas)
 # 3: a DICOM whole-slide series is one sample (with its companion files); 4: Sample.provenance;
-# 5: samples.jsonl and converted.jsonl, a line per sample, written and read a chunk at a time
-STEPS_FORMAT = 5
+# 5: samples.jsonl and converted.jsonl, a line per sample, written and read a chunk at a time; 6: the data folder
+# in the layout key
+STEPS_FORMAT = 6
 SAMPLES_FILE, CONVERTED_FILE = "samples.jsonl", "converted.jsonl"
 # A worker holds a chunk of samples at a time, not its dataset: SAMPLES_PER_CHUNK samples are converted, and have
 # their task rows made, at a time; METADATA_PER_CHUNK have their metadata validated at a time (pandera costs
@@ -131,7 +132,9 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
 
     # layout: which samples the fetched files hold
     layout_spec = manifest.model_dump(include={"id", "layout", "labels", "tasks", "convert"})
-    layout_key = hash_json([code, STEPS_FORMAT, layout_spec, raw_identity])
+    # The steps' files name their inputs and outputs by absolute path: a data folder copied or moved elsewhere would
+    # otherwise find its steps fresh while every path in them still points into the folder it came from.
+    layout_key = hash_json([code, STEPS_FORMAT, layout_spec, raw_identity, str(data_dir.resolve())])
     samples_path, layout_exclusions_path = work / SAMPLES_FILE, work / "layout-exclusions.json"
     # a file torn after the step recorded it (cut short by a copy, a full disk) is made again, never read short
     if state.is_fresh("layout", layout_key) and is_complete(samples_path):

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -164,3 +165,28 @@ def test_the_release_is_swapped_in_whole_and_a_half_done_swap_is_undone(tmp_path
     os.replace(old, tmp_path / ".release.old-4242")
     remove_stale_temporaries(tmp_path)
     assert (old / "SHA256SUMS").read_text() == "new" and not (tmp_path / ".release.old-4242").exists()
+
+
+def test_a_copied_data_folder_builds_from_its_own_files_never_from_the_folder_it_was_copied_from(tmp_path):
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    make_repo(tmp_path)
+    original = tmp_path / "data"
+    first = run_build(config_for(tmp_path))
+    copy = tmp_path / "moved" / "data"
+    shutil.copytree(original, copy)  # copy2: sizes and mtimes kept, as `cp -a` or rsync -a would
+    for png in (original / "work").rglob("*.png"):  # the old folder changes after the copy (another build)
+        png.write_bytes(b"not the image the copy was made from")
+    shutil.rmtree(copy / "release")
+
+    report = run_build(config_for(tmp_path, data_dir=copy))
+
+    assert report.failed == [] and report.exit_code == 0
+    for rows in (copy / "work").glob("*/rows.parquet"):
+        table = pq.read_table(rows, columns=["image", "mask", "image_path", "mask_path"])
+        paths = [p for column in table.columns for p in column.to_pylist() if p is not None]
+        assert paths and all(Path(p).is_relative_to(copy) for p in paths), rows
+    assert verify_sha256sums(copy / "release") == []
+    assert report.release_rows == first.release_rows

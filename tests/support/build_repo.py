@@ -79,8 +79,8 @@ def make_repo(root: Path, *, broken: bool = False) -> Path:
 
 
 def config_for(root: Path, **overrides) -> BuildConfig:
-    return BuildConfig(manifests_dir=root / "manifests" / "datasets", data_dir=root / "data", repo_root=root,
-                       **overrides)
+    return BuildConfig(**{"manifests_dir": root / "manifests" / "datasets", "data_dir": root / "data",
+                          "repo_root": root, **overrides})
 
 
 def built_release(root: Path) -> tuple[str, str]:
