@@ -64,10 +64,18 @@ _JOINED_LABEL = re.compile(
 _LONE_LABEL = re.compile(r"^\s*[(\[]?([A-Z])[)\]]?\s*[.。]?\s*$")
 # After an option's label and text, a verdict against it: the reply is going through the options.
 _VERDICT_AGAINST = re.compile(
-    r"^\W*(?:(?:is\s+|seems\s+|appears\s+)?(?:incorrect|wrong|false|unlikely|less\s+likely|not\b|no\b|excluded|ruled\s+out)"
-    r"|falsch|unwahrscheinlich|nicht\b|错误|不正确|不对|排除)",
+    r"^\W*(?:(?:is\s+|seems\s+|appears\s+|would\s+be\s+|was\s+)?"
+    r"(?:incorrect|wrong|false|unlikely|less\s+likely|not\b|no\b(?!\s+doubt)|excluded|ruled\s+out)"
+    r"|isn't\b|falsch|unwahrscheinlich|nicht\b|错误|不正确|不对|排除)",
     re.IGNORECASE,
 )
+# "A, not B", "A (not C)": a contrast that keeps the first label, not a verdict against it.
+_NOT_ANOTHER = re.compile(r"^\W*(?:is\s+)?not\s+(?:(?i:option|choice)\s+)?[(\[]?[A-Z](?![A-Za-z])")
+
+
+def _verdict_against(rest: str) -> bool:
+    """Whether what follows a reply's opening label rejects it ("A is wrong.", "A (unlikely)", "A, incorrect")."""
+    return bool(_VERDICT_AGAINST.match(rest)) and not _NOT_ANOTHER.match(rest)
 _ARTICLE = re.compile(r"^(?:a|an|the)\s+", re.IGNORECASE)
 # Inside an answer field only: "I think it is C", "the nucleus (C)", "probably C".
 _INNER_LABEL = re.compile(
@@ -163,6 +171,8 @@ def resolve_candidate(candidate: str, options: Sequence[str], *, field: bool = F
         if _connected(letter, rest) or _starts_with_text(letter, rest, options, labels):
             if letter not in labels:
                 return Resolution(None, "invalid_label")
+            if _verdict_against(rest):
+                return Resolution(None, "verdict_against")  # "A is wrong.", "A (unlikely)"
             if (named := option_by_text(rest, options)) is not None and named != letter:
                 return Resolution(None, "conflicting_text")
             return Resolution(letter, "label")
@@ -191,6 +201,8 @@ def _leading(letter: str, rest: str, labels: Sequence[str]) -> Resolution:
         return Resolution(None, "invalid_label")
     if _joined_label(rest, letter, labels):
         return Resolution(None, "multiple_labels")
+    if _verdict_against(rest):
+        return Resolution(None, "verdict_against")  # "A, incorrect": the reply rejects the label it opens with
     return Resolution(letter, "label")
 
 

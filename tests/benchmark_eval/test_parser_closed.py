@@ -194,6 +194,36 @@ def test_hedges_reviews_and_non_answers_stay_unparseable(output):
     assert parse_closed_answer(output, OPTIONS).label is None
 
 
+@pytest.mark.parametrize(
+    ("output", "label"),
+    [
+        ("A is wrong.", None),
+        ("B is incorrect.", None),
+        ("C is not correct.", None),
+        ("D is unlikely.", None),
+        ("B would be wrong", None),
+        ("C (unlikely)", None),
+        ("A, incorrect", None),
+        ("B is not the answer", None),
+        ("Answer: A is wrong", None),
+        ("A is correct.", "A"),  # the verdict for it
+        ("B is no doubt the answer", "B"),
+        ("A, not B", "A"),  # a contrast keeps the first label
+        ("C (not D)", "C"),
+        ("B, not option C.", "B"),
+        ("D since B is wrong", "D"),
+        ("The answer is A, not B.", "A"),
+    ],
+)
+def test_a_reply_that_opens_with_a_label_and_rejects_it_is_not_read_as_choosing_it(output, label):
+    """A reply's opening label followed by a verdict against it is no answer (lenient parsers read "A is wrong." as A,
+    scoring a model that rejects the right option as if it chose it); a contrast with another label is an answer."""
+    parsed = parse_closed_answer(output, OPTIONS)
+    assert parsed.label == label, parsed.path
+    if label is None:
+        assert parsed.path.endswith(":verdict_against"), parsed.path
+
+
 def test_single_letter_and_number_option_texts():
     letters = ["D", "C", "A", "B"]  # MMMU-Pro "which view" questions: the images are labelled in shuffled order
     assert parse_closed_answer("Option (A) aligns with the top view.\n\nAnswer: C", letters).label == "C"
