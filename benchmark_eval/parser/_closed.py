@@ -19,7 +19,8 @@ what they wrap. The reply's *commitments* are then collected, each read by one r
 The **last** commitment wins (a model that corrects itself means its correction). A commitment
 that names two options is a hedge and is unparseable; an explicit answer field or tag that names
 nothing (``Answer: I am not sure``) withdraws what came before it, though later commitments still
-count. Only when a reply commits nowhere are two fallbacks tried: its first line as a whole
+count. A phrase, label-first verdict or copula whose clause denies it ("I don't think the answer is A",
+"I doubt that A is correct") is no commitment. Only when a reply commits nowhere are two fallbacks tried: its first line as a whole
 (``response``: "B", "B. Monocyte", an option's exact text) and the first item of an ordered list
 (``ordered_list``). The parse path is ``rule:form`` or ``unparseable:rule:reason``.
 """
@@ -34,8 +35,8 @@ from functools import lru_cache
 
 from ._labels import Resolution, bare_answer, clean_candidate, option_labels, resolve_candidate
 from ._stated import first_sentence, stated_text
-from ._markers import (COPULAS, FIELD_KEYS, FILLERS, JOINED_VERDICT_TAILS, LABEL_FIRST_TAILS, NOT_ANSWER_SUBJECTS,
-                       PHRASES, STEMS)
+from ._markers import (COPULAS, DENIALS, FIELD_KEYS, FILLERS, JOINED_VERDICT_TAILS, LABEL_FIRST_TAILS,
+                       NOT_ANSWER_SUBJECTS, PHRASES, STEMS)
 from ._text import DEFAULT_REASONING, ReasoningMarkers, plain_markup, strip_reasoning
 
 UNPARSEABLE = "unparseable"
@@ -92,6 +93,8 @@ _COPULA = re.compile(
     re.MULTILINE,
 )
 _NOT_ANSWER_SUBJECT = re.compile(NOT_ANSWER_SUBJECTS, re.IGNORECASE)
+_CLAUSE_START = re.compile(r"[.!?;\n。！？；][^.!?;\n。！？；]*$")
+_DENIAL = re.compile(DENIALS, re.IGNORECASE)
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
 _ANSWER_TAG_MARKUP = re.compile(r"</?answer>", re.IGNORECASE)
 _FIELD_PREFIX = re.compile(r"^\s*(?:" + _KEYS + r")s?\s*[:=]\s*", re.IGNORECASE)
@@ -207,9 +210,18 @@ def _tags(text: str) -> list[_Commitment]:
     return found
 
 
+def _denied(text: str, start: int) -> bool:
+    """Whether the clause that leads to `start` denies what follows ("I don't think the answer is A")."""
+    before = text[max(0, start - 120): start]
+    boundary = _CLAUSE_START.search(before)
+    return bool(_DENIAL.search(before[boundary.start() + 1:] if boundary else before))
+
+
 def _phrases(text: str, spans: list[tuple[int, int]]) -> list[_Commitment]:
     found = []
     for match in _in_spans(_PHRASE, text, spans):
+        if _denied(text, match.start()):
+            continue
         position, value = _value(text, match)
         found.append(_Commitment(position, "final_phrase", value))
     return found
@@ -218,6 +230,8 @@ def _phrases(text: str, spans: list[tuple[int, int]]) -> list[_Commitment]:
 def _labels_first(text: str, spans: list[tuple[int, int]]) -> list[_Commitment]:
     found = []
     for match in (*_in_spans(_LABEL_FIRST, text, spans), *_in_spans(_MARKED_CORRECT, text, spans)):
+        if _denied(text, match.start()):
+            continue
         label = next(g for g in match.groups()[:3] if g)
         found.append(_Commitment(match.start(), "label_first", label))
     return found
@@ -231,7 +245,7 @@ def _copulas(text: str) -> list[_Commitment]:
     found = []
     for match in _COPULA.finditer(text):
         before = text[max(0, match.start() - 40): match.start()]
-        if _NOT_ANSWER_SUBJECT.search(before):
+        if _NOT_ANSWER_SUBJECT.search(before) or _denied(text, match.start()):
             continue
         found.append(_Commitment(match.start(1), "copula", match.group(1)))
     return found

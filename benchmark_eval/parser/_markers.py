@@ -59,6 +59,12 @@ JOINED_VERDICT_TAILS = (
     r"(?:都|均)?(?:是)?正确",
 )
 
+# Belief denied in the clause that leads to a phrase, label or copula: "I don't think the answer is A",
+# "I doubt that A is correct", "I'm not sure whether it is B" (a bare "I'm not sure, but the answer is C" commits).
+DENIALS = (r"\b(?:do|does|did|would|could)\s*(?:n't|not)\s+(?:think|believe|say|agree)\b"
+           r"|\b(?:doubt|not\s+sure|unsure|uncertain)\s+(?:that|if|whether)\b"
+           r"|\bich\s+glaube\s+nicht\b|\bje\s+ne\s+pense\s+pas\b|\bno\s+creo\s+que\b|不认为|不觉得")
+
 # Words that only announce the answer on the next line ("Die Antwort ist also:", "the answer is therefore:").
 FILLERS = r"(?:also|thus|therefore|hence|then|as\s+follows|daher|somit|folglich|donc|ainsi|por\s+lo\s+tanto|如下|是)"
 

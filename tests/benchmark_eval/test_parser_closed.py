@@ -224,6 +224,26 @@ def test_a_reply_that_opens_with_a_label_and_rejects_it_is_not_read_as_choosing_
         assert parsed.path.endswith(":verdict_against"), parsed.path
 
 
+@pytest.mark.parametrize(
+    ("output", "label"),
+    [
+        ("I don't think the answer is A.", None),
+        ("I do not believe that B is correct.", None),
+        ("I doubt that the answer is C.", None),
+        ("I'm not sure whether the answer is D.", None),
+        ("I don't think it is A.", None),
+        ("I don't think the most likely diagnosis is B.", None),
+        ("I don't think A is correct; the answer is C.", "C"),  # the denial covers its own clause only
+        ("I'm not sure, but the answer is C.", "C"),  # a hedge that still commits
+        ("I don't know. The answer is B.", "B"),
+        ("I think the answer is A.", "A"),
+    ],
+)
+def test_a_commitment_its_own_clause_denies_is_none(output, label):
+    parsed = parse_closed_answer(output, OPTIONS)
+    assert parsed.label == label, parsed.path
+
+
 def test_single_letter_and_number_option_texts():
     letters = ["D", "C", "A", "B"]  # MMMU-Pro "which view" questions: the images are labelled in shuffled order
     assert parse_closed_answer("Option (A) aligns with the top view.\n\nAnswer: C", letters).label == "C"
