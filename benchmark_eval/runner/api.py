@@ -33,6 +33,7 @@ from ..backends.openai_compat import DEFAULT_API_KEY_ENV, OpenAICompatBackend, O
 from ..models.box_format import BoxFormat
 from ..models.registry import ModelEntry, ad_hoc_entry, load_registry
 from ..release import ReleaseError, list_tasks
+from ..tasks.image_cache import remove_stale_temporaries
 from ..tasks.prompts import PROMPT_VERSION
 from ..tasks.spec import FORMS, TEMPLATES, parse_choice
 from .core import Progress, RunConfig, Runner, completeness, run_lock
@@ -219,6 +220,8 @@ def run_eval(config: EvalConfig, on_progress: Callable[[Progress], None] | None 
         write_json_atomic(run_file, build_manifest(**manifest_args, finished_at=None, previous=previous))
         outcome = _execute(run_config, backend, progress, recipe, config.workers)
         write_json_atomic(run_file, build_manifest(**manifest_args, finished_at=time.time(), previous=previous))
+    if config.image_cache is not None:  # after the run: the listing costs nothing while requests wait
+        remove_stale_temporaries(config.image_cache)
     rows = completeness(run_config.predictions, outcome.expected)
     write_json_atomic(run_config.run_dir / COMPLETENESS_FILE, {"model": entry.name, "prompt_version": PROMPT_VERSION,
                                                               "configs": rows})

@@ -9,13 +9,16 @@ preparation code and the versions of the libraries that compute the pixels. An e
 :mod:`.images` or :mod:`..models.box_format`, or another Pillow, invalidates every entry by construction.
 
 Entries are written whole to a temporary name and renamed (two runs may share a directory), and carry
-the sha256 of their data: a damaged or truncated entry is a miss, prepared again and rewritten. The
-directory is never pruned by the runner: delete it (or any part) at any time.
+the sha256 of their data: a damaged or truncated entry is a miss, prepared again and rewritten. Entries are
+never pruned by the runner: delete the directory (or any part) at any time. The temporaries of writes a killed run
+left behind are removed by the next run once a day old (younger ones may be another run's writes in progress).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import time
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -31,6 +34,8 @@ from .images import Frames, PreparedImage
 # Libraries whose output is in the bytes: Pillow (decode, resize, boxes), NumPy and SciPy (mask
 # outline), imagecodecs (libpng, zlib).
 LIBRARIES = ("pillow", "numpy", "scipy", "imagecodecs")
+# A write takes milliseconds: a temporary this old belongs to a run that was killed, not to one still writing.
+STALE_TEMPORARY_S = 24 * 3600
 
 
 @cache
@@ -128,3 +133,24 @@ def prepare_cached(cache: ImageCache | None, png: bytes, entry: ModelEntry, *, i
     if prepared.data is not png:
         cache.put(key, prepared)
     return prepared
+
+
+def remove_stale_temporaries(root: str | Path, older_than_s: float = STALE_TEMPORARY_S) -> int:
+    """Remove the temporaries (`.<key>.bin.<random>.tmp`) left by writes of killed runs, once `older_than_s`
+    old; returns how many. Entries themselves are never touched."""
+    cutoff, removed = time.time() - older_than_s, 0
+    try:
+        folders = [entry for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)]
+    except OSError:
+        return 0
+    for folder in folders:
+        for entry in os.scandir(folder.path):
+            if not (entry.name.startswith(".") and entry.name.endswith(".tmp")):
+                continue
+            try:
+                if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+            except FileNotFoundError:  # renamed or removed by its writer or another run meanwhile
+                continue
+    return removed

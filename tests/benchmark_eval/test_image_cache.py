@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -154,3 +156,23 @@ def test_the_command_says_how_many_images_it_reused_and_stored(tmp_path, workers
     assert first.exit_code == again.exit_code == 0, first.output
     assert "0 images reused, 4 prepared and stored" in " ".join(first.output.split())
     assert "4 images reused, 0 prepared and stored" in " ".join(again.output.split())
+
+
+def test_a_killed_writes_temporaries_are_removed_by_a_later_run_once_a_day_old(tmp_path):
+    """A run killed while it stored an entry leaves `.<key>.bin.<random>.tmp`; the next run removes those a day old
+    and leaves younger ones, which may be another run's writes in progress, and every entry."""
+    release = write_release(tmp_path / "release", tasks=TASKS, count=2, size=(400, 300))
+    cache = tmp_path / "cache"
+    with OpenAIServer() as server:
+        assert run(release, tmp_path / "runs", QWEN_7B, server, cache).exit_code == ExitCode.OK
+    stored = entries(cache)
+    folder = next(iter(stored)).parent
+    old, young = folder / ".0123.bin.aaaa0000.tmp", folder / ".4567.bin.bbbb1111.tmp"
+    for path in (old, young):
+        path.write_bytes(b"half an entry")
+    day_and_a_minute_ago = time.time() - 24 * 3600 - 60
+    os.utime(old, (day_and_a_minute_ago, day_and_a_minute_ago))
+    with OpenAIServer() as server:
+        assert run(release, tmp_path / "runs-again", QWEN_7B, server, cache).exit_code == ExitCode.OK
+    assert not old.exists() and young.exists()
+    assert entries(cache).keys() == stored.keys()
