@@ -100,9 +100,13 @@ class LockFile:
 
     def record(self, dataset_id: str, source: dict[str, Any], files: dict[str, PinnedFile],
                resolved: dict[str, Any] | None = None) -> None:
-        """Replace the dataset's pins and write the lock file atomically."""
+        """Replace the dataset's pins and write the lock file atomically (not at all when they are the same: the lock
+        usually lives in the repository, where every rewrite is churn and a kill mid-write leaves a temporary)."""
+        pinned = PinnedDataset(source=source, files=files, resolved=resolved or {})
         with self._mutex:
-            self.document.datasets[dataset_id] = PinnedDataset(source=source, files=files, resolved=resolved or {})
+            if self.document.datasets.get(dataset_id) == pinned and self.path.exists():
+                return
+            self.document.datasets[dataset_id] = pinned
             self.document.datasets = dict(sorted(self.document.datasets.items()))
             self._entry_texts.pop(dataset_id, None)
             write_text_atomic(self.path, HEADER + self._body())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,8 +25,12 @@ MOMENTS = {
 
 
 def _build(data: Path) -> subprocess.Popen:
+    # its own copy of the lock: a build killed while it pins must not leave anything in the repository
+    lock = data.with_name(data.name + ".lock")
+    if not lock.exists():
+        shutil.copyfile(ROOT / "manifests" / "manifests.lock", lock)
     command = [sys.executable, "-m", "mmbu", "build", "--manifests", str(ROOT / "manifests" / "demo"),
-               "--mirror", str(ROOT / "manifests" / "mirror"), "--data", str(data), "--jobs", "2"]
+               "--mirror", str(ROOT / "manifests" / "mirror"), "--data", str(data), "--lock", str(lock), "--jobs", "2"]
     data.mkdir(parents=True, exist_ok=True)
     with open(data.with_name(data.name + ".log"), "ab") as log:  # a file, not a pipe nobody reads
         return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, cwd=ROOT)

@@ -99,6 +99,21 @@ def test_second_fetch_of_a_complete_dataset_sends_no_request(loopback, write_man
     assert (data_dir / "raw" / "twice" / "a" / "1.png").read_bytes() == b"one"
 
 
+def test_a_fetch_that_pins_what_the_lock_already_holds_leaves_the_file_alone(loopback, write_manifest, data_dir,
+                                                                            session, lock):
+    """The lock usually lives in the repository: a fetch into a new data folder that finds the same pins does not
+    rewrite it (no churn, and no temporary beside it for a kill to leave)."""
+    loopback.add("GET", "/files/a.bin", file_with_range(PAYLOAD))
+    manifest = write_manifest("same", url_source(loopback, "a.bin"))
+    assert fetch_dataset(manifest, data_dir, session=session, lock=lock).status == "fetched"
+    written = lock.path.stat().st_mtime_ns, lock.path.read_bytes()
+    os.utime(lock.path, ns=(written[0] - 10**9, written[0] - 10**9))  # a second back: a rewrite would move it
+    before = lock.path.stat().st_mtime_ns
+    again = fetch_dataset(manifest, data_dir.parent / "other-data", session=session, lock=LockFile(lock.path))
+    assert again.status == "fetched" and again.pinned == []
+    assert lock.path.stat().st_mtime_ns == before and lock.path.read_bytes() == written[1]
+
+
 def test_changed_source_refetches_and_repins(loopback, write_manifest, data_dir, session, lock):
     loopback.add("GET", "/files/v1.bin", Reply(200, b"version one"))
     loopback.add("GET", "/files/v2.bin", Reply(200, b"version two"))
