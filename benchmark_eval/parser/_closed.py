@@ -13,7 +13,7 @@ what they wrap. The reply's *commitments* are then collected, each read by one r
   a heading with the answer on the next line;
 * ``final_phrase`` "the answer is (C)", "I'd go with C", "答案是 C", "정답은 C", "La respuesta es C" …;
 * ``label_first``  "C is the most likely answer", "(C) ist richtig";
-* ``copula``       "the most likely diagnosis is (C)", "… is **C) nucleus**";
+* ``copula``       "the most likely diagnosis is (C)", "… is **C) nucleus**", "actually it's C";
 * ``last_line``    a label alone on the last line after prose.
 
 The **last** commitment wins (a model that corrects itself means its correction). A commitment
@@ -87,8 +87,9 @@ _JOINED_VERDICT = re.compile(
 )
 _FILLER_ONLY = re.compile(r"^\W*(?:" + FILLERS + r"\W*)*$", re.IGNORECASE)
 _SEPARATOR = re.compile(r"^[\s\-–—_*=~#.:|]*$")
+# "it's (C)" / "that's C" too: the contraction is what a model that corrects itself writes ("Wait, actually it's B.")
 _COPULA = re.compile(
-    r"(?<![A-Za-z])" + COPULAS + r"[ \t]*[:：]?(?:[ \t]*\n){0,2}[ \t]*"
+    r"(?:(?<![A-Za-z])" + COPULAS + r"|(?:(?<=\b[Ii]t)|(?<=\b[Tt]hat))['’]s)[ \t]*[:：]?(?:[ \t]*\n){0,2}[ \t]*"
     r"(?=((?:(?i:option|choice)\s+)?(?:[(\[][A-Z][)\]]|[A-Z](?:[).:](?=\s|$)|(?=[ \t]*(?:[,;。!]|\.(?!\w)|$))))[^\n]*))",
     re.MULTILINE,
 )

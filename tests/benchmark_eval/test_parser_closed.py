@@ -244,6 +244,23 @@ def test_a_commitment_its_own_clause_denies_is_none(output, label):
     assert parsed.label == label, parsed.path
 
 
+@pytest.mark.parametrize(
+    ("output", "label"),
+    [
+        ("The answer is A. Wait, actually it's B.", "B"),  # the correction is the last commitment
+        ("It's not B, it's C.", "C"),
+        ("That's D.", "D"),
+        ("it’s C.", "C"),
+        ("It's B or C.", None),
+        ("It's A cell.", None),  # an article, not a label
+        ("Let's B.", None),
+    ],
+)
+def test_a_contracted_copula_commits_like_is(output, label):
+    parsed = parse_closed_answer(output, OPTIONS)
+    assert parsed.label == label, parsed.path
+
+
 def test_single_letter_and_number_option_texts():
     letters = ["D", "C", "A", "B"]  # MMMU-Pro "which view" questions: the images are labelled in shuffled order
     assert parse_closed_answer("Option (A) aligns with the top view.\n\nAnswer: C", letters).label == "C"
