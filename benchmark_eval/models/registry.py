@@ -123,8 +123,12 @@ class ModelEntry(BaseModel):
 
 
 def model_slug(name: str) -> str:
-    """A folder name for a model: ``Qwen/Qwen2.5-VL-7B-Instruct`` -> ``Qwen__Qwen2.5-VL-7B-Instruct``."""
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name.replace("/", "__"))
+    """A folder name for a model: ``Qwen/Qwen2.5-VL-7B-Instruct`` -> ``Qwen__Qwen2.5-VL-7B-Instruct``.
+
+    Always one plain folder inside the runs folder: ASCII letters, digits and ``._-``, never hidden, ``.`` or ``..``
+    (an ad-hoc `--model ..` would otherwise write its run into the runs folder's parent)."""
+    slug = "".join(c if (c.isascii() and c.isalnum()) or c in "._-" else "_" for c in name.replace("/", "__"))
+    return "_" + slug if not slug or slug.startswith(".") else slug
 
 
 class Registry(BaseModel):

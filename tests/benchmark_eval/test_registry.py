@@ -44,6 +44,13 @@ def test_quirks_and_served_names():
     assert model_slug("Qwen/Qwen2.5-VL-7B-Instruct") == "Qwen__Qwen2.5-VL-7B-Instruct"
 
 
+@pytest.mark.parametrize("name", ["..", ".", "", ".hidden", "../../etc", "a/../..", "ｍｏｄｅｌ", "mod\x00el", "C:\\x"])
+def test_a_model_name_becomes_one_plain_folder_inside_the_runs_folder(tmp_path, name):
+    slug = model_slug(name)
+    assert slug and not slug.startswith(".") and "/" not in slug and slug.isascii()
+    assert (tmp_path / slug).resolve().parent == tmp_path.resolve()
+
+
 def test_unknown_model_and_invalid_registry(tmp_path):
     with pytest.raises(RegistryError, match="'my-vlm' is not in the registry"):
         default_registry().get("my-vlm")
