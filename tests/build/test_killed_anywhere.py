@@ -1,6 +1,6 @@
 """`mmbu build` killed (SIGKILL, the whole process group: what an OOM killer or a lost node does) while it converts,
-makes rows or writes the release, and its resume killed too, resumes to the release a build never interrupted writes, byte for byte; and whatever
-release folder a killed build leaves is whole (its SHA256SUMS hold)."""
+makes rows or writes the release, and its resume killed too, resumes to the release a build never interrupted
+writes, file for file; and whatever release folder a killed build leaves is whole (its SHA256SUMS hold)."""
 from __future__ import annotations
 
 import json
