@@ -30,7 +30,8 @@ class ReasoningMarkers:
 
 DEFAULT_REASONING = ReasoningMarkers()
 _FENCE = re.compile(r"```[ \t]*[A-Za-z0-9_+-]*[ \t]*\n?(.*?)```", re.DOTALL)
-_PUNCTUATION = re.compile(r"[\s\W_]+", re.UNICODE)
+# a word with the sign that closes it ("her2-", not the hyphen of "her2-neu"), or a lone "+"
+_LABEL_WORD = re.compile(r"[^\W_]+(?:[+\-](?![^\W_]))?|\+")
 _ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
 
 
@@ -124,10 +125,13 @@ def plain_markup(text: str) -> str:
 
 @lru_cache(maxsize=1 << 16)  # option texts and gold labels repeat across thousands of records
 def normalise_label_text(text: str) -> str:
-    """Casefolded NFKC text with punctuation and whitespace runs collapsed to single spaces.
+    """Casefolded NFKC text as its words (letters and digits) joined by single spaces; punctuation and whitespace
+    only separate them, except the signs that carry meaning in biomedical labels: a ``+`` or ``-`` closing a word
+    stays on it ("ER+", "HER2-", "CD4+": receptor status, Gram stain, markers) and a ``+`` between words stays a
+    word ("T1+C"), so "HER2-" is never the same text as "HER2+" ("non-tumor" is still "non tumor").
 
     Two answers are "the same text" when their normalised forms are equal; this is the
     deterministic part of label matching (no stemming, no synonyms).
     """
-    text = unicodedata.normalize("NFKC", str(text)).casefold()
-    return _PUNCTUATION.sub(" ", text).strip()
+    text = unicodedata.normalize("NFKC", str(text)).casefold().replace("\u2212", "-")  # the minus sign
+    return " ".join(_LABEL_WORD.findall(text))

@@ -80,6 +80,22 @@ def test_precheck():
     assert not precheck_equivalent("", "platelet")
 
 
+@pytest.mark.parametrize(("answer", "gold", "same"), [
+    ("HER2-", "HER2+", False),  # receptor status: the sign is the answer
+    ("ER−", "ER+", False),  # U+2212 MINUS SIGN
+    ("CD4+", "CD4", False),
+    ("Gram-negative", "Gram negative", True),
+    ("ER+", "er+", True),
+    ("Answer: HER2+", "HER2+", True),
+    ("ＨＥＲ２＋", "HER2+", True),  # full-width, NFKC
+    ("T1+C", "T1 + C", True),
+    ("T1-C", "T1+C", False),
+])
+def test_precheck_keeps_the_signs_that_carry_meaning(answer, gold, same):
+    """Only "equivalent" is ever said without the judge: a negative read as the positive would count as right."""
+    assert precheck_equivalent(answer, gold) is same
+
+
 def _judge(server, cache, items, model="judge-a", attempts=3):
     async def go():
         async with OpenAICompatClient(server.url, model, api_key_env=None, concurrency=4, max_attempts=2,

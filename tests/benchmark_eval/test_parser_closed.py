@@ -261,6 +261,16 @@ def test_a_contracted_copula_commits_like_is(output, label):
     assert parsed.label == label, parsed.path
 
 
+def test_an_option_text_with_a_sign_is_read_only_with_that_sign():
+    status = ["HER2+", "Triple negative", "Luminal A"]
+    assert parse_closed_answer("HER2+", status).label == "A"
+    assert parse_closed_answer("The answer is HER2-.", status).label is None  # not option A
+    assert parse_closed_answer("HER2-", status).label is None
+    signs = ["ER+", "ER-"]
+    assert parse_closed_answer("ER-", signs).label == "B" and parse_closed_answer("er+", signs).label == "A"
+    assert parse_closed_answer("B) ER−", signs).label == "B"  # U+2212 MINUS SIGN
+
+
 def test_single_letter_and_number_option_texts():
     letters = ["D", "C", "A", "B"]  # MMMU-Pro "which view" questions: the images are labelled in shuffled order
     assert parse_closed_answer("Option (A) aligns with the top view.\n\nAnswer: C", letters).label == "C"
