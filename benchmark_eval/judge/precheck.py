@@ -1,9 +1,9 @@
 """The deterministic pre-check: an open answer that *is* the gold label needs no judge call.
 
 Equivalent when the answer — the whole reply, or the value of its last ``Answer:`` line —
-equals the gold answer or one of the row's ``answer_aliases`` after normalisation (NFKC,
-casefold, punctuation and whitespace collapsed but a sign closing a word kept, a leading article dropped). The pre-check only
-ever says "equivalent"; anything else goes to the LLM judge.
+equals the gold answer or one of the row's ``answer_aliases`` after normalisation (NFKC, casefold,
+punctuation and whitespace collapsed but a sign closing a word kept, a leading article dropped). The pre-check
+only ever says "equivalent"; anything else goes to the LLM judge.
 """
 from __future__ import annotations
 
