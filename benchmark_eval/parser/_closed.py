@@ -20,7 +20,8 @@ The **last** commitment wins (a model that corrects itself means its correction)
 that names two options is a hedge and is unparseable; an explicit answer field or tag that names
 nothing (``Answer: I am not sure``) withdraws what came before it, though later commitments still
 count. A phrase, label-first verdict or copula whose clause denies it ("I don't think the answer is A",
-"I doubt that A is correct") is no commitment. Only when a reply commits nowhere are two fallbacks tried: its first line as a whole
+"I doubt that A is correct") is no commitment, and "it is not A" said of the label last committed to takes that
+answer back (``retracted``). Only when a reply commits nowhere are two fallbacks tried: its first line as a whole
 (``response``: "B", "B. Monocyte", an option's exact text) and the first item of an ordered list
 (``ordered_list``). The parse path is ``rule:form`` or ``unparseable:rule:reason``.
 """
@@ -106,8 +107,11 @@ _LONE_LABEL_ITEM = re.compile(r"^[\s*_]*[(\[]?[A-Z][)\].:]?[\s*_]*$")
 _BULLET = re.compile(r"^[ \t]*(?:[-*•+]|\d+[.)])[ \t]")
 
 # rules reading the same place: the more explicit one (higher here) is taken as the later and names the path
-_EXPLICITNESS = {"last_line": 0, "copula": 1, "label_first": 2, "final_phrase": 3, "json_answer": 4,
+_EXPLICITNESS = {"retraction": -1, "last_line": 0, "copula": 1, "label_first": 2, "final_phrase": 3, "json_answer": 4,
                  "answer_tag": 5, "answer_field": 6}
+# "it is not A", "it's not (A)": said of the label the reply last committed to, it takes that answer back
+_RETRACTION = re.compile(r"\b(?:[Ii]t|[Tt]hat)(?:\s+is|['’]s)\s+not\s+(?:(?i:option|choice)\s+)?[(\[]?([A-Z])[)\]]?"
+                         r"(?![A-Za-z0-9])")
 _FIELD_RULES = ("answer_field", "answer_tag", "json_answer")
 
 
@@ -273,7 +277,8 @@ def _scan(output: str, markers: ReasoningMarkers) -> _Scan:
     hot = _hot_lines(text)
     commitments = (_json_answers(text) + _fields(text, hot) + _tags(text) + _phrases(text, hot)
                    + _labels_first(text, hot) + _joined_verdicts(text, hot) + _copulas(text)
-                   + _last_line(lines, other_labels))
+                   + _last_line(lines, other_labels)
+                   + [_Commitment(m.start(1), "retraction", m.group(1)) for m in _RETRACTION.finditer(text)])
     commitments.sort(key=lambda c: (c.position, _EXPLICITNESS[c.rule]))
     first = lines[0][1] if lines and not _LIST_ITEM.match(lines[0][1]) else None
     return _Scan(
@@ -314,12 +319,18 @@ def _committed(scan: _Scan, options: tuple[str, ...]) -> ClosedParse | None:
     if reviews and not any(r.names_something for _, r in readings):
         # "(A) is correct. (C) is correct.": a verdict on each option, and no answer after it
         return _finish(sorted(reviews)[0], Resolution(None, "option_review"))
-    withdrawn = None
+    withdrawn, last_label = None, None
     for commitment, reading in readings:
-        if commitment.withdraws and not reading.names_something:
-            withdrawn = (commitment, reading)
+        if commitment.rule == "retraction":
+            if reading.label is not None and reading.label == last_label:  # "Answer: A … it is not A."
+                withdrawn, last_label = (commitment, Resolution(None, "retracted")), None
+        elif commitment.withdraws and not reading.names_something:
+            withdrawn, last_label = (commitment, reading), None
+        elif reading.names_something:
+            last_label = reading.label
     start = withdrawn[0].position if withdrawn else -1
-    standing = [(c, r) for c, r in readings if c.position > start and r.names_something]
+    standing = [(c, r) for c, r in readings
+                if c.position > start and r.names_something and c.rule != "retraction"]
     if not standing:
         return _finish(withdrawn[0].rule, withdrawn[1]) if withdrawn else None
     commitment, reading = standing[-1]
@@ -377,9 +388,12 @@ def parse_closed_answer(output: str | None, options: Sequence[str],
         return committed
     readers = (("response", _whole_response), ("response", lambda s, o: first_sentence(s.text, o)),
                ("stated_text", lambda s, o: stated_text(s.text, o)), ("ordered_list", _ordered_list))
+    retracted = {c.candidate for c in scan.commitments if c.rule == "retraction"}
     for rule, reader in readers:
         resolution = reader(scan, options)
         if resolution is not None:
+            if resolution.label in retracted:  # "A\nIt is not A": the reply takes back what its first line says
+                return _finish(rule, Resolution(None, "retracted"))
             return _finish(rule, resolution)
     return ClosedParse(None, f"{UNPARSEABLE}:no_answer")
 

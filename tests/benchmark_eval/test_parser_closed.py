@@ -271,6 +271,25 @@ def test_an_option_text_with_a_sign_is_read_only_with_that_sign():
     assert parse_closed_answer("B) ER−", signs).label == "B"  # U+2212 MINUS SIGN
 
 
+@pytest.mark.parametrize(
+    ("output", "label"),
+    [
+        ("Answer: A\n\nActually no, it is not A.", None),  # the answer taken back
+        ("(A) is correct. It is not A.", None),
+        ("The answer is B, Promyelocyte. It's not (B).", None),
+        ("A\nIt is not A", None),  # the first-line fallback too
+        ("Answer: A\nIt is not A. The answer is C.", "C"),  # a later answer stands
+        ("The answer is A. It is not B.", "A"),  # another label ruled out: the answer stays
+        ("It is not D.", None),  # nothing to take back, and no answer
+    ],
+)
+def test_it_is_not_the_label_just_committed_to_takes_that_answer_back(output, label):
+    parsed = parse_closed_answer(output, OPTIONS)
+    assert parsed.label == label, parsed.path
+    if label is None and "D." not in output:
+        assert parsed.path.endswith(":retracted"), parsed.path
+
+
 def test_single_letter_and_number_option_texts():
     letters = ["D", "C", "A", "B"]  # MMMU-Pro "which view" questions: the images are labelled in shuffled order
     assert parse_closed_answer("Option (A) aligns with the top view.\n\nAnswer: C", letters).label == "C"
