@@ -8,6 +8,7 @@ Nothing here raises for bad data: bad items become exclusions, a broken dataset 
 from __future__ import annotations
 
 import json
+import os
 import time
 import traceback
 from collections import Counter
@@ -132,9 +133,10 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
 
     # layout: which samples the fetched files hold
     layout_spec = manifest.model_dump(include={"id", "layout", "labels", "tasks", "convert"})
-    # The steps' files name their inputs and outputs by absolute path: a data folder copied or moved elsewhere would
-    # otherwise find its steps fresh while every path in them still points into the folder it came from.
-    layout_key = hash_json([code, STEPS_FORMAT, layout_spec, raw_identity, str(data_dir.resolve())])
+    # The steps' files name their inputs and outputs by paths made from the data folder's: a data folder copied or
+    # moved elsewhere would otherwise find its steps fresh while every path in them still points into the folder it
+    # came from. The path as given (made absolute, links not followed) is what those paths are built from.
+    layout_key = hash_json([code, STEPS_FORMAT, layout_spec, raw_identity, os.path.abspath(data_dir)])
     samples_path, layout_exclusions_path = work / SAMPLES_FILE, work / "layout-exclusions.json"
     # a file torn after the step recorded it (cut short by a copy, a full disk) is made again, never read short
     if state.is_fresh("layout", layout_key) and is_complete(samples_path):
