@@ -24,9 +24,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from mmbu.core.files import TEMPORARY_PATTERN
+
 LOCK_NAME = ".mmbu.lock"
 # hidden names our atomic writers and folder swaps give their temporaries (see writer.py, release/, fetch/)
-TEMPORARY_PATTERNS = (".*.tmp", ".*.tmp.png", ".*.tmp-*", ".*.old-*", ".*.staging-*")
+TEMPORARY_PATTERNS = (TEMPORARY_PATTERN, ".*.tmp.png", ".*.tmp-*", ".*.old-*", ".*.staging-*")
 # folders of the data folder holding such temporaries (raw/<id>/ trees are never walked: they are large and
 # written only through staging folders one level up). Not work/*/images or masks: the convert step writes its PNGs
 # in place, vouched for by its resume records (build/convert_resume.py), so no temporary is ever made there, and

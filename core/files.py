@@ -44,8 +44,13 @@ FILE_MODE = 0o666 & ~_UMASK  # what open() gives
 DIR_MODE = 0o777 & ~_UMASK  # what mkdir() gives; mkdtemp's private 0700 is wrong for shared data
 
 
+# what the temporaries below are named (`.<target name>.<random>.tmp`), as an fnmatch pattern: the sweeps of what
+# killed runs left (build/data_lock.py, the eval image cache) match this, not a copy of it
+TEMPORARY_PATTERN = ".*.tmp"
+
+
 def _create_temporary(target: Path) -> tuple[Path, int]:
-    """A new hidden file beside `target` (never one that exists), opened for writing."""
+    """A new hidden file beside `target` (never one that exists), opened for writing (named by TEMPORARY_PATTERN)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     while True:
         temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")

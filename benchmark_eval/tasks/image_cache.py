@@ -15,6 +15,7 @@ left behind are removed by the next run once a day old (younger ones may be anot
 """
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -24,7 +25,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from mmbu.core.files import write_bytes_atomic
+from mmbu.core.files import TEMPORARY_PATTERN, write_bytes_atomic
 
 from ..models import box_format
 from ..models.registry import ModelEntry
@@ -145,7 +146,7 @@ def remove_stale_temporaries(root: str | Path, older_than_s: float = STALE_TEMPO
         return 0
     for folder in folders:
         for entry in os.scandir(folder.path):
-            if not (entry.name.startswith(".") and entry.name.endswith(".tmp")):
+            if not fnmatch.fnmatchcase(entry.name, TEMPORARY_PATTERN):
                 continue
             try:
                 if entry.stat(follow_symlinks=False).st_mtime < cutoff:
