@@ -71,11 +71,6 @@ _VERDICT_AGAINST = re.compile(
 )
 # "A, not B", "A (not C)": a contrast that keeps the first label, not a verdict against it.
 _NOT_ANOTHER = re.compile(r"^\W*(?:is\s+)?not\s+(?:(?i:option|choice)\s+)?[(\[]?[A-Z](?![A-Za-z])")
-
-
-def _verdict_against(rest: str) -> bool:
-    """Whether what follows a reply's opening label rejects it ("A is wrong.", "A (unlikely)", "A, incorrect")."""
-    return bool(_VERDICT_AGAINST.match(rest)) and not _NOT_ANOTHER.match(rest)
 _ARTICLE = re.compile(r"^(?:a|an|the)\s+", re.IGNORECASE)
 # Inside an answer field only: "I think it is C", "the nucleus (C)", "probably C".
 _INNER_LABEL = re.compile(
@@ -194,6 +189,11 @@ def _starts_with_text(letter: str, rest: str, options: Sequence[str], labels: Se
         return False
     own = normalise_label_text(options[labels.index(letter)])
     return bool(own) and (normalise_label_text(rest) + " ").startswith(own + " ")
+
+
+def _verdict_against(rest: str) -> bool:
+    """Whether what follows a reply's opening label rejects it ("A is wrong.", "A (unlikely)", "A, incorrect")."""
+    return bool(_VERDICT_AGAINST.match(rest)) and not _NOT_ANOTHER.match(rest)
 
 
 def _leading(letter: str, rest: str, labels: Sequence[str]) -> Resolution:

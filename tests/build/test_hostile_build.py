@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 from PIL import Image
 from support.build_repo import config_for, make_repo
 from support.faulty_disk import full_disk, grow, read_only
@@ -168,10 +170,6 @@ def test_the_release_is_swapped_in_whole_and_a_half_done_swap_is_undone(tmp_path
 
 
 def test_a_copied_data_folder_builds_from_its_own_files_never_from_the_folder_it_was_copied_from(tmp_path):
-    import shutil
-
-    import pyarrow.parquet as pq
-
     make_repo(tmp_path)
     original = tmp_path / "data"
     first = run_build(config_for(tmp_path))
