@@ -21,7 +21,7 @@ from mmbu.core.release import Task
 
 from ..backends.base import BackendError
 from ..scoring.output import write_json
-from ..scoring.rundir import JUDGE_FILE, RunDir, load_gold
+from ..scoring.rundir import JUDGE_FILE, OPEN_ANSWER, RunDir, load_gold
 from .cache import JUDGEMENTS_FILE, Judgement, VerdictCache, now, verdict_key
 from .precheck import final_answer_text, precheck_equivalent
 from .prompt import JUDGE_PROMPT_VERSION, judge_messages, parse_verdict, prompt_sha256
@@ -65,7 +65,7 @@ def open_items(run: RunDir, gold: dict[str, pd.DataFrame] | None = None) -> list
                 continue
             row = table.loc[sample_id]
             aliases = row.get("answer_aliases")
-            items.append(JudgeItem(final_answer_text(output, run.reasoning), str(row["answer"]),
+            items.append(JudgeItem(final_answer_text(output, run.reasoning), str(row[OPEN_ANSWER]),
                                    tuple(aliases) if aliases is not None else ()))
     return items
 

@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..parser import normalise_label_text
 from .metrics import IOU_THRESHOLD, iou_matrix
+from .rundir import OPEN_ANSWER
 
 BOX_DRAWS = 512
 
@@ -36,8 +37,8 @@ def expected_f1(p: np.ndarray, n_gold: np.ndarray) -> float:
 
 
 def open_label_odds(table: pd.DataFrame) -> dict[str, float]:
-    """Per dataset: 1 / the number of distinct (normalised) gold answers in this task."""
-    labels = table["answer"].astype(str).map(normalise_label_text)
+    """Per dataset: 1 / the number of distinct (normalised) open gold answers in this task (a `load_gold` table)."""
+    labels = table[OPEN_ANSWER].astype(str).map(normalise_label_text)
     sizes = labels.groupby(table["dataset_id"]).nunique()
     return {dataset: 1.0 / size for dataset, size in sizes.items() if size}
 

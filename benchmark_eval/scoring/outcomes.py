@@ -42,7 +42,7 @@ from ..parser import (
 from ..release import iter_images
 from .baselines import open_label_odds, random_box_hit_odds
 from .metrics import detection_counts
-from .rundir import RunDir, RunInputError
+from .rundir import OPEN_ANSWER, RunDir, RunInputError
 
 DETECTION = Task.DETECTION.value
 
@@ -106,9 +106,9 @@ def release_image_sizes(release_dir: Path, task: str, sample_ids: list[str]) -> 
     return sizes
 
 
-GOLD_COLUMNS = ("answer", "options", "boxes", "answer_aliases", "dataset_id")
+GOLD_COLUMNS = ("answer", OPEN_ANSWER, "options", "boxes", "answer_aliases", "dataset_id")
 GEOMETRY = ("image_size", "sent_size", "content_size", "content_offset", "box_format")
-SCORING_COLUMNS = ("sample_id", "form", "status", "output", "answer", "options", "boxes", "answer_aliases",
+SCORING_COLUMNS = ("sample_id", "form", "status", "output", "answer", OPEN_ANSWER, "options", "boxes", "answer_aliases",
                    "dataset_id", "image_size", "sent_size", "content_size", "content_offset", "box_format")
 _RUN_ERROR = Outcome(False, 0, 0, 0, False, "run_error", "n/a", 0.0, 1)
 
@@ -217,8 +217,8 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
         sizes = _detection_sizes(run, task, joined) if task == DETECTION else {}
         label_odds = open_label_odds(table)
         rows = []
-        for (sample_id, form, status, output, answer, options, boxes, aliases, dataset, _, sent, content, offset,
-             declared) in zip(*(joined[c].tolist() for c in SCORING_COLUMNS)):
+        for (sample_id, form, status, output, answer, open_answer, options, boxes, aliases, dataset, _, sent, content,
+             offset, declared) in zip(*(joined[c].tolist() for c in SCORING_COLUMNS)):
             if status != "ok":
                 rows.append(_RUN_ERROR)
             elif form == "closed":
@@ -227,7 +227,7 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
                 rows.append(scorer.open_detection(sample_id, output, gold_boxes(boxes, answer), sizes[sample_id],
                                                   sent, content, offset, declared, f"{sample_id}/{form}"))
             else:
-                rows.append(scorer.open_classification(output, answer, aliases, label_odds.get(dataset, 0.0)))
+                rows.append(scorer.open_classification(output, open_answer, aliases, label_odds.get(dataset, 0.0)))
         outcome = pd.DataFrame(rows, columns=list(OUTCOME_COLUMNS), index=records.index)
         inconsistent = records.loc[outcome["parse_path"] == "gold_not_in_options", "sample_id"]
         if len(inconsistent):

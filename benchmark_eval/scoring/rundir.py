@@ -33,6 +33,7 @@ GEOMETRY_COLUMNS = RECORD_COLUMNS[9:]  # needed for detection records only
 REQUIRED = ("sample_id", "task", "form", "template", "model", "prompt_version", "status", "request_hash")
 ALLOWED = {"form": get_args(Form), "template": get_args(Template), "status": get_args(Status)}
 DETECTION = Task.DETECTION.value
+OPEN_ANSWER = "open_answer"  # the gold answer of the open form (see `open_answers`), added by `load_gold`
 
 
 class RunInputError(Exception):
@@ -207,14 +208,27 @@ def coverage(run: RunDir, gold: dict[str, pd.DataFrame]) -> list[dict]:
     return rows
 
 
+def open_answers(table: pd.DataFrame) -> pd.Series:
+    """The open form's gold answer per row: the class (``label``) where the release has it, else ``answer``.
+
+    They differ where the build left the class out of the options (``none_answer_rate``): the closed answer is
+    then "None of the above", which answers no open question (README: the ``label`` column keeps the true
+    class for the open form).
+    """
+    if "label" not in table:
+        return table["answer"]
+    return table["label"].where(table["label"].notna(), table["answer"])
+
+
 def load_gold(release_dir: str | Path, tasks: list[str] | None = None) -> dict[str, pd.DataFrame]:
-    """Per task: the release rows (no images), indexed by ``sample_id``."""
+    """Per task: the release rows (no images), indexed by ``sample_id``, with :data:`OPEN_ANSWER` added."""
     try:
         present = list_tasks(release_dir)
         wanted = [t for t in (tasks or present) if t in present]
         missing = sorted(set(tasks or ()) - set(present))
         if missing:
             raise RunInputError(f"{release_dir}: the release has no task {', '.join(missing)} (it has {', '.join(present)})")
-        return {task: load_samples(release_dir, task).set_index("sample_id", drop=False) for task in wanted}
+        tables = {task: load_samples(release_dir, task).set_index("sample_id", drop=False) for task in wanted}
+        return {task: table.assign(**{OPEN_ANSWER: open_answers(table)}) for task, table in tables.items()}
     except ReleaseError as exc:
         raise RunInputError(str(exc)) from None

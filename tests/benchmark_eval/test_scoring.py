@@ -288,3 +288,41 @@ def test_a_release_whose_answer_is_not_an_option_is_reported(tmp_path, release):
     report = score_runs([run_dir], options=ScoreOptions(resamples=20))
     assert report.scores[0]["n"] == 3
     assert any("not one of the options" in w and frame.loc[3, "sample_id"] in w for w in report.warnings)
+
+
+
+def gold_left_out(release):
+    """The build's `none_answer_rate`: the first row's closed answer is "None of the above", its `label` the class."""
+    shard = next((release / "data" / UNG).glob("*.parquet"))
+    frame = pd.read_parquet(shard).sort_values("sample_id", ignore_index=True)
+    frame["label"] = frame["answer"]
+    frame.at[0, "options"] = [o for o in frame.at[0, "options"] if o != frame.at[0, "label"]]
+    frame.at[0, "answer"] = "None of the above"
+    frame.at[0, "answer_aliases"] = ["nuclei"]  # the build's aliases: other names of the class, not the class
+    frame.to_parquet(shard, index=False)
+    return frame
+
+
+def test_open_gold_is_the_label_when_the_closed_answer_is_none_of_the_above(tmp_path):
+    from mmbu.benchmark_eval.judge.run import open_items
+    from mmbu.benchmark_eval.scoring.rundir import open_run
+
+    release = write_release(tmp_path / "release", tasks=(UNG,), count=8)  # labels cycle: each class twice
+    frame = gold_left_out(release)
+    assert frame.at[0, "label"] == "nucleus" and len(frame.at[0, "options"]) == 4
+    records = []
+    for _, row in frame.iterrows():
+        records.append(make_record(row["sample_id"], UNG, "closed", "no_context", letter(row), "model-x"))
+        records.append(make_record(row["sample_id"], UNG, "open", "no_context", row["label"].capitalize(), "model-x"))
+    run_dir = write_run(tmp_path / "runs", "model-x", release, records)
+    report = score_runs([run_dir], options=ScoreOptions(resamples=20))
+    closed, opened = report.scores
+    assert (closed["n"], closed["f1"]) == (8, 1.0)
+    assert closed["random_baseline"] == pytest.approx((1 / 4 + 7 / 5) / 8, abs=1e-6)  # 4 options once, else 5
+    # the open question has no options: its gold is the class, so "Nucleus" is right (pre-check), not pending
+    assert (opened["n"], opened["f1"], opened["judge_errors"]) == (8, 1.0, 0)
+    # the dataset's open label set is its four classes; "None of the above" is no label of the open form
+    assert opened["random_baseline"] == 0.25
+    # and the judge is shown the class as the gold answer
+    items = {item.answer: item.gold for item in open_items(open_run(run_dir))}
+    assert items["Nucleus"] == "nucleus"
