@@ -106,7 +106,8 @@ def release_image_sizes(release_dir: Path, task: str, sample_ids: list[str]) -> 
     return sizes
 
 
-GOLD_COLUMNS = ("answer", OPEN_ANSWER, "options", "boxes", "answer_aliases", "dataset_id")
+ANSWER_COLUMNS = ("answer", OPEN_ANSWER, "options", "boxes", "answer_aliases")  # what is scored, not metadata
+GOLD_COLUMNS = (*ANSWER_COLUMNS, "dataset_id")
 GEOMETRY = ("image_size", "sent_size", "content_size", "content_offset", "box_format")
 SCORING_COLUMNS = ("sample_id", "form", "status", "output", "answer", OPEN_ANSWER, "options", "boxes", "answer_aliases",
                    "dataset_id", "image_size", "sent_size", "content_size", "content_offset", "box_format")
@@ -248,7 +249,8 @@ def attach_metadata(outcomes: pd.DataFrame, gold: dict[str, pd.DataFrame]) -> pd
     for task, part in outcomes.groupby("task", sort=False):
         table = gold[task]
         # release columns the records already carry (sample_id, task, ...) must not collide in the join
-        metadata = table.drop(columns=[c for c in table if c in GOLD_COLUMNS or c in part.columns])
+        # (dataset_id stays: a release field like modality, for --by)
+        metadata = table.drop(columns=[c for c in table if c in ANSWER_COLUMNS or c in part.columns])
         frames.append(part.merge(metadata, left_on="sample_id", right_index=True, how="left"))
     return pd.concat(frames, ignore_index=True) if frames else outcomes
 

@@ -26,17 +26,19 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import is_string_dtype
 
 from mmbu.core.release import TASKS, TEMPLATES
 
 from .baselines import expected_f1
 from .bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap_f1, bootstrap_paired_delta, config_rng
-from .outcomes import attach_metadata, score_records
+from .outcomes import OUTCOME_COLUMNS, attach_metadata, score_records
 from .rundir import RunInputError, coverage, load_gold, open_run
 
 FORMS = ("closed", "open")
 CONFIG = ["model", "task", "form", "template"]
 CLUSTER_COLUMN = "image_sha256"
+OUTCOME_FIELDS = {*CONFIG, "sample_id", "prompt_version", "status", "error_reason", *OUTCOME_COLUMNS}  # not release fields
 
 
 @dataclass(frozen=True)
@@ -254,8 +256,8 @@ def score_outcomes(outcomes: pd.DataFrame, options: ScoreOptions, warnings: list
     """
     for name in options.by:
         if name not in outcomes.columns:
-            raise RunInputError(f"--by {name}: no such field in the release (fields: "
-                                f"{', '.join(c for c in outcomes.columns if outcomes[c].dtype == object)[:400]})")
+            fields = [c for c in outcomes.columns if c not in OUTCOME_FIELDS and is_string_dtype(outcomes[c])]
+            raise RunInputError(f"--by {name}: no such field in the release (fields: {', '.join(fields)[:400]})")
     if options.cluster_by_image and CLUSTER_COLUMN not in outcomes.columns:
         raise RunInputError(f"--cluster-by-image: the release has no '{CLUSTER_COLUMN}' column to group samples by image")
     frame = slim_outcomes(outcomes, options)

@@ -17,6 +17,7 @@ from mmbu.benchmark_eval.judge.prompt import JUDGE_PROMPT_VERSION
 from mmbu.benchmark_eval.judge.run import write_judge_file
 from mmbu.benchmark_eval.release import load_samples
 from mmbu.benchmark_eval.scoring.cli import score
+from mmbu.benchmark_eval.scoring.rundir import RunInputError
 from mmbu.benchmark_eval.scoring.scores import ScoreOptions, score_runs
 
 UNG, DET = "ungrounded_classification", "object_detection"
@@ -326,3 +327,17 @@ def test_open_gold_is_the_label_when_the_closed_answer_is_none_of_the_above(tmp_
     # and the judge is shown the class as the gold answer
     items = {item.answer: item.gold for item in open_items(open_run(run_dir))}
     assert items["Nucleus"] == "nucleus"
+
+
+def test_breakdown_by_dataset_id(tmp_path, release):
+    shard = next((release / "data" / UNG).glob("*.parquet"))
+    frame = pd.read_parquet(shard).sort_values("sample_id", ignore_index=True)
+    frame["dataset_id"] = ["set_a", "set_a", "set_b", "set_b"]
+    frame.to_parquet(shard, index=False)
+    run_dir = write_run(tmp_path / "runs", "model-x", release, closed_and_open_records(release, "model-x"))
+    report = score_runs([run_dir], options=ScoreOptions(resamples=20, by=("dataset_id",)))
+    closed = {b["value"]: b for b in report.breakdowns if b["form"] == "closed"}
+    # ids 0, 1 right (set_a); id 2 wrong, id 3 unparseable (set_b)
+    assert {v: (b["n"], b["f1"]) for v, b in closed.items()} == {"set_a": (2, 1.0), "set_b": (2, 0.0)}
+    with pytest.raises(RunInputError, match=r"--by colour: no such field.*sub_modality"):
+        score_runs([run_dir], options=ScoreOptions(resamples=20, by=("colour",)))
