@@ -81,7 +81,9 @@ def _order(frame: pd.DataFrame) -> pd.DataFrame:
     if models:
         ranked["_model"] = frame["model"].map(models)
     order = [c for c in ("_model", "_task", "_form", "_template") if c in ranked]
-    return ranked.sort_values(order, kind="stable").drop(columns=order)
+    ordered = ranked.sort_values(order, kind="stable").drop(columns=order)
+    # a withheld value is None (the contract's null), not the NaN a float column turns it into
+    return ordered.astype(object).where(ordered.notna(), None)
 
 
 def _rounded(value: float) -> float | None:

@@ -341,3 +341,20 @@ def test_breakdown_by_dataset_id(tmp_path, release):
     assert {v: (b["n"], b["f1"]) for v, b in closed.items()} == {"set_a": (2, 1.0), "set_b": (2, 0.0)}
     with pytest.raises(RunInputError, match=r"--by colour: no such field.*sub_modality"):
         score_runs([run_dir], options=ScoreOptions(resamples=20, by=("colour",)))
+
+
+def test_withheld_scores_are_none_in_python_and_a_dash_in_the_table(tmp_path, release):
+    ids = list(load_samples(release, UNG)["sample_id"])
+    records = [make_record(s, UNG, "closed", "no_context", "A", "model-x") for s in ids]
+    records += [make_record(s, UNG, "closed", "modality", "A", "model-x") for s in ids[:3]]  # one record missing
+    records += [make_record(s, UNG, "closed", "full_context", None, "model-x", status="error") for s in ids]
+    run_dir = write_run(tmp_path / "runs", "model-x", release, records)
+    scores = {s["template"]: s for s in score_runs([run_dir], options=ScoreOptions(resamples=20)).scores}
+    assert isinstance(scores["no_context"]["f1"], float)
+    # the contract's null, as in scores.json: not NaN beside the other configurations' numbers
+    assert (scores["modality"]["n"], scores["modality"]["missing"]) == (3, 1)
+    assert [scores["modality"][k] for k in ("f1", "ci_low", "ci_high")] == [None, None, None]
+    assert [scores["full_context"][k] for k in ("n", "f1", "random_baseline")] == [0, None, None]
+    result = CliRunner().invoke(score, [str(run_dir), "--out", str(tmp_path / "scores.json"), "--resamples", "20"])
+    modality = next(line for line in result.output.splitlines() if "modality" in line and "│" in line)
+    assert "nan" not in result.output and modality.count("—") == 2  # F1 and CI
