@@ -91,6 +91,21 @@ def _newest(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.drop_duplicates(["sample_id", "task", "form", "template"], keep="last").reset_index(drop=True)
 
 
+def _current_prompt_version(frame: pd.DataFrame, predictions: Path, warnings: list[str]) -> pd.DataFrame:
+    """Per configuration, only the records of the prompt version it was last asked with (newest-record frame).
+
+    The prompt version is part of a record's key and request hash: a new one re-asks every record. Until that
+    re-run is complete, the older records answer another prompt; mixed into one score they would make it the
+    score of neither, so they are left out (and `coverage` counts them missing, which withholds the F1).
+    """
+    keys = ["task", "form", "template"]
+    stale = frame["prompt_version"] != frame.groupby(keys, sort=False)["prompt_version"].transform("last")
+    for (task, form, template), count in frame[stale].groupby(keys, sort=False).size().items():
+        warnings.append(f"{predictions}: {count} records of an older prompt version in {task}/{form}/{template} "
+                        f"are not scored (re-run `mmbu eval run` to ask them with the current prompts)")
+    return frame[~stale].reset_index(drop=True)
+
+
 def _complete_lines(path: Path, warnings: list[str]) -> pa.BufferReader | Path:
     """The file, or its bytes up to the last newline when a killed writer left half a line."""
     with open(path, "rb") as handle:
@@ -167,9 +182,7 @@ def open_run(run_dir: str | Path, release_override: str | Path | None = None) ->
     models = sorted(frame["model"].unique())
     if len(models) > 1:
         raise RunInputError(f"{predictions}: records of several models ({', '.join(models)}); one run directory holds one model")
-    versions = frame.groupby(["task", "form"])["prompt_version"].nunique()
-    for (task, form), count in versions[versions > 1].items():
-        warnings.append(f"{predictions}: {task}/{form} mixes {count} prompt versions; the newest record per sample is scored")
+    frame = _current_prompt_version(frame, predictions, warnings)
     invocations = _run_json(path).get("invocations")
     selections = [item["selection"] for item in invocations if isinstance(item, dict)
                   and isinstance(item.get("selection"), dict)] if isinstance(invocations, list) else []

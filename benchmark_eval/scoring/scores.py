@@ -8,7 +8,7 @@
   ``judge_errors`` the open records left out of F1 because no verdict exists (judge failed, or
   ``mmbu eval judge`` has not run for them). Records whose model call failed are in neither.
   ``expected`` / ``missing``: records the run's selection (run.json) calls for from the release, and how
-  many of them the run file lacks; a configuration with missing records has no ``f1`` or CI (it would
+  many of them the run file lacks (or has only for an older prompt version than the configuration's newest); a configuration with missing records has no ``f1`` or CI (it would
   be the score of a smaller benchmark), and one with no record at all is still listed.
 * ``{"kind": "delta", "model", "task", "template", "delta", "ci_low", "ci_high"}`` —
   F1(closed) − F1(open) on the samples scored in both forms, paired bootstrap.

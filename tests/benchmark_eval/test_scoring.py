@@ -17,6 +17,7 @@ from mmbu.benchmark_eval.judge.prompt import JUDGE_PROMPT_VERSION
 from mmbu.benchmark_eval.judge.run import write_judge_file
 from mmbu.benchmark_eval.release import load_samples
 from mmbu.benchmark_eval.scoring.cli import score
+from mmbu.benchmark_eval.scoring.api import ScoreConfig, run_score
 from mmbu.benchmark_eval.scoring.rundir import RunInputError
 from mmbu.benchmark_eval.scoring.scores import ScoreOptions, score_runs
 
@@ -358,3 +359,22 @@ def test_withheld_scores_are_none_in_python_and_a_dash_in_the_table(tmp_path, re
     result = CliRunner().invoke(score, [str(run_dir), "--out", str(tmp_path / "scores.json"), "--resamples", "20"])
     modality = next(line for line in result.output.splitlines() if "modality" in line and "│" in line)
     assert "nan" not in result.output and modality.count("—") == 2  # F1 and CI
+
+
+def test_records_of_an_older_prompt_version_are_not_mixed_into_a_score(tmp_path, release):
+    gold = load_samples(release, UNG).set_index("sample_id")
+    ids = list(gold.index)
+    old = [make_record(s, UNG, "closed", t, wrong_letter(gold.loc[s]), "model-x").model_copy(update={"prompt_version": "v1"})
+           for t in ("no_context", "modality") for s in ids]
+    # a new prompt version asks everything again; this re-run was cut short after two no_context samples
+    new = [make_record(s, UNG, "closed", "no_context", letter(gold.loc[s]), "model-x").model_copy(update={"prompt_version": "v2"})
+           for s in ids[:2]]
+    run_dir = write_run(tmp_path / "runs", "model-x", release, old + new)
+    result = run_score(ScoreConfig(run_dirs=(run_dir,), out=tmp_path / "scores.json", resamples=20))
+    scores = {s["template"]: s for s in result.report.scores}
+    # 2 answers to the v2 prompt and 2 to the v1 prompt are no score of either: withheld, 2 of 4 missing
+    assert [scores["no_context"][k] for k in ("n", "f1", "expected", "missing")] == [2, None, 4, 2]
+    assert any("2 records of an older prompt version" in w for w in result.report.warnings)
+    assert any("2 of 4 records are missing" in m for m in result.incomplete) and result.exit_code == 1
+    # a configuration asked with one prompt version throughout is scored as it was: all v1 answers wrong
+    assert [scores["modality"][k] for k in ("n", "f1", "missing")] == [4, 0.0, 0]
