@@ -14,11 +14,11 @@ from support.eval_release import write_release  # noqa: E402
 
 from mmbu.benchmark_eval.judge.cache import Judgement, VerdictCache, verdict_key
 from mmbu.benchmark_eval.judge.prompt import JUDGE_PROMPT_VERSION
-from mmbu.benchmark_eval.judge.run import write_judge_file
+from mmbu.benchmark_eval.judge.run import open_items, write_judge_file
 from mmbu.benchmark_eval.release import load_samples
-from mmbu.benchmark_eval.scoring.cli import score
 from mmbu.benchmark_eval.scoring.api import ScoreConfig, run_score
-from mmbu.benchmark_eval.scoring.rundir import RunInputError
+from mmbu.benchmark_eval.scoring.cli import score
+from mmbu.benchmark_eval.scoring.rundir import RunInputError, open_run
 from mmbu.benchmark_eval.scoring.scores import ScoreOptions, score_runs
 
 UNG, DET = "ungrounded_classification", "object_detection"
@@ -306,9 +306,6 @@ def gold_left_out(release):
 
 
 def test_open_gold_is_the_label_when_the_closed_answer_is_none_of_the_above(tmp_path):
-    from mmbu.benchmark_eval.judge.run import open_items
-    from mmbu.benchmark_eval.scoring.rundir import open_run
-
     release = write_release(tmp_path / "release", tasks=(UNG,), count=8)  # labels cycle: each class twice
     frame = gold_left_out(release)
     assert frame.at[0, "label"] == "nucleus" and len(frame.at[0, "options"]) == 4
