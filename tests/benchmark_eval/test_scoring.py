@@ -292,7 +292,6 @@ def test_a_release_whose_answer_is_not_an_option_is_reported(tmp_path, release):
     assert any("not one of the options" in w and frame.loc[3, "sample_id"] in w for w in report.warnings)
 
 
-
 def gold_left_out(release):
     """The build's `none_answer_rate`: the first row's closed answer is "None of the above", its `label` the class."""
     shard = next((release / "data" / UNG).glob("*.parquet"))
