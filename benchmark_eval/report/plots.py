@@ -20,6 +20,7 @@ from ..scoring.metrics import micro_f1  # noqa: E402
 from .tables import TEMPLATE_TITLES, random_baselines  # noqa: E402
 
 DPI = 120
+NO_SCORE_COLOUR = "#888888"
 
 
 def _save(figure: plt.Figure, path: Path) -> Path:
@@ -81,14 +82,19 @@ def f1_by_config(scores: list[dict], outcomes: pd.DataFrame, display: Callable[[
             rows = frame[(frame["task"] == task) & (frame["model"] == model)].set_index(["form", "template"])
             xs, ys, low, high = [], [], [], []
             for i, config in enumerate(configs):
+                x = i - 0.4 + width * (k + 0.5)
                 if config in rows.index and pd.notna(rows.loc[config, "f1"]):
                     r = rows.loc[config]
-                    xs.append(i - 0.4 + width * (k + 0.5))
+                    xs.append(x)
                     ys.append(r["f1"])
                     low.append(r["f1"] - (r["ci_low"] if pd.notna(r["ci_low"]) else r["f1"]))
                     high.append((r["ci_high"] if pd.notna(r["ci_high"]) else r["f1"]) - r["f1"])
-            axis.bar(xs, ys, width=width * 0.9, color=colors(k % 10), label=display(model),
-                     yerr=[low, high], capsize=2, error_kw={"elinewidth": 0.8})
+                else:  # said in the plot, so that no score never reads as an F1 of 0
+                    axis.text(x, 0.02, "no score", rotation=90, ha="center", va="bottom", fontsize=7,
+                              color=NO_SCORE_COLOUR)
+            # the edge keeps an F1 of exactly 0 visible as a line on the axis
+            axis.bar(xs, ys, width=width * 0.9, color=colors(k % 10), edgecolor=colors(k % 10), linewidth=1.5,
+                     label=display(model), yerr=[low, high], capsize=2, error_kw={"elinewidth": 0.8})
         for half, form in ((0, "closed"), (1, "open")):
             baseline = baselines.get((task, form))
             if baseline is not None and np.isfinite(baseline):
@@ -98,7 +104,8 @@ def f1_by_config(scores: list[dict], outcomes: pd.DataFrame, display: Callable[[
                           bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1})
         axis.axvline(2.5, color="#999999", linewidth=0.8)
         axis.set_xticks(range(len(configs)), [f"{form}\n{TEMPLATE_TITLES[t]}" for form, t in configs], fontsize=8)
-        axis.set_ylim(0, 1)
+        axis.set_xlim(-0.5, len(configs) - 0.5)
+        axis.set_ylim(-0.02, 1.02)  # room below 0, so that a bar of 0 shows as a line above the axis
         axis.set_ylabel("micro-F1")
         axis.set_title(TASK_TITLES[task], fontsize=10)
         axis.grid(axis="y", alpha=0.3)

@@ -106,3 +106,23 @@ def test_report_shows_judge_agreement(report, tmp_path):
     markdown = written["report.md"].read_text()
     assert "## Judge agreement" in markdown
     assert "| model-a | Qwen/Qwen3-32B | gpt-4.1-mini | 50 | 0.400 | 0.300 |" in markdown
+
+
+def test_f1_plot_tells_a_zero_score_from_no_score(tmp_path):
+    from mmbu.benchmark_eval.report.plots import NO_SCORE_COLOUR, f1_by_config
+
+    scores = [{"model": "m", "task": UNG, "form": "closed", "template": "no_context", "f1": 0.0, "ci_low": 0.0,
+               "ci_high": 0.0}]
+    path = f1_by_config(scores, pd.DataFrame(), str, tmp_path / "f1.png", baselines={})
+    with Image.open(path) as image:
+        pixels = np.asarray(image.convert("RGB")).astype(int)
+    height, width = pixels.shape[:2]
+    lower = pixels[height // 2:]  # below the legend, where bars stand on the axis
+    red, green, blue = lower[..., 0], lower[..., 1], lower[..., 2]
+    bluish = (blue > 150) & (blue - red > 60)  # tab10's first colour, the model's, antialiased
+    assert bluish.sum() >= 100, "an F1 of 0 is drawn as a line above the axis"
+    # closed Modality and Full Context (between the bar and the closed/open separator) say "no score"
+    spine = int(np.argmax((lower.sum(axis=2) == 0).sum(axis=1)))  # the x axis: the row with the most black
+    middle = lower[:spine, int(width * 0.2):int(width * 0.45)]  # above the tick labels
+    grey = (np.abs(middle - int(NO_SCORE_COLOUR[1:3], 16)) <= 40).all(axis=2) & (middle.std(axis=2) < 4)
+    assert grey.sum() >= 60, "configurations without a score say so"
