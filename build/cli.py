@@ -120,5 +120,6 @@ def _print_summary(report: BuildReport, console: Console) -> None:
                       f"{duplicates.search.capped_buckets} oversized hash bucket(s) were skipped; copies only they "
                       "would have linked may remain (build-report.json, duplicates)")
     written = "written" if report.release_written else "unchanged (inputs identical)"
-    console.print(f"release {report.release_dir}: {written}; rows per task: {report.release_rows}; "
+    rows = ", ".join(f"{task} {count:,}" for task, count in report.release_rows.items()) or "none"
+    console.print(f"release {report.release_dir}: {written}; rows per task: {rows}; "
                   f"{report.exclusions} item(s) excluded (see exclusions.csv and build-report.json)")

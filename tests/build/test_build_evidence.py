@@ -3,6 +3,7 @@ manifest without evidence (test and local manifests) while `mmbu manifests valid
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import yaml
@@ -57,6 +58,7 @@ def test_build_prints_the_evidence_level_and_validate_requires_evidence(tmp_path
     rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in built.output.splitlines()
             if line.startswith("│") and "evidence" in line.split("│")[1]}
     assert rows == {"with_evidence": "secondary", "without_evidence": "none"}
+    assert re.search(r"rows per task: ungrounded_classification \d+;", built.output), built.output
     report = json.loads((tmp_path / "data" / "build-report.json").read_text())
     assert {d["dataset_id"]: d["evidence"] for d in report["datasets"]} == rows
 
