@@ -8,12 +8,14 @@ from pathlib import Path
 from mmbu.core.release import COLUMN_TYPES, IMAGE_COLUMNS, LIST_COLUMNS, RELEASE_COLUMNS
 from mmbu.curation.manifest import DatasetManifest
 
-CONTEXT = {
+CONTEXT = {  # Croissant 1.1's @context (spec Appendix 1; mlcroissant's `make_context` for 1.1) + prov
     "@language": "en",
     "@vocab": "https://schema.org/",
+    "arrayShape": "cr:arrayShape",
     "citeAs": "cr:citeAs",
     "column": "cr:column",
     "conformsTo": "dct:conformsTo",
+    "containedIn": "cr:containedIn",
     "cr": "http://mlcommons.org/croissant/",
     "rai": "http://mlcommons.org/croissant/RAI/",
     "data": {"@id": "cr:data", "@type": "@json"},
@@ -28,6 +30,7 @@ CONTEXT = {
     "fileSet": "cr:fileSet",
     "format": "cr:format",
     "includes": "cr:includes",
+    "isArray": "cr:isArray",
     "isLiveDataset": "cr:isLiveDataset",
     "jsonPath": "cr:jsonPath",
     "key": "cr:key",
@@ -47,8 +50,10 @@ CONTEXT = {
     "subField": "cr:subField",
     "transform": "cr:transform",
 }
-# column type (mmbu.core.release) -> Croissant data type; the others are text
-DATA_TYPES = {"image": "sc:ImageObject", "int32": "sc:Integer", "float64": "sc:Float"}
+# column type (mmbu.core.release) -> Croissant data type (of the items, for lists); the others are text
+DATA_TYPES = {"image": "sc:ImageObject", "int32": "sc:Integer", "float64": "sc:Float", "boxes": "sc:Integer"}
+# list column types -> Croissant 1.1 `arrayShape` (§Field: `isArray`, `arrayShape`; "-1" is a simple list)
+ARRAY_SHAPES = {"boxes": "-1,4", "strings": "-1"}
 
 
 def spdx_url(license_id: str) -> str:
@@ -59,10 +64,14 @@ def _field(config: str, column: str, fileset: str) -> dict:
     source: dict = {"fileSet": {"@id": fileset}, "extract": {"column": column}}
     if column in IMAGE_COLUMNS:
         source["transform"] = {"jsonPath": "bytes"}
+    column_type = COLUMN_TYPES[column]
     field = {"@type": "cr:Field", "@id": f"{config}/{column}", "name": f"{config}/{column}",
-             "dataType": DATA_TYPES.get(COLUMN_TYPES[column], "sc:Text"), "source": source}
-    if column in LIST_COLUMNS:
-        field["description"] = "a list (boxes: lists of four integers)"
+             "dataType": DATA_TYPES.get(column_type, "sc:Text"), "source": source}
+    if column in LIST_COLUMNS:  # lists: items of `dataType`, a box being four of them
+        field["isArray"] = True
+        field["arrayShape"] = ARRAY_SHAPES[column_type]
+        if column_type == "boxes":
+            field["description"] = "[x1, y1, x2, y2] boxes in image pixels (pixel edges; x2, y2 exclusive)"
     return field
 
 

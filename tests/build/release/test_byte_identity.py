@@ -2,8 +2,9 @@
 
 `golden_sha256sums.json` holds the SHA256SUMS of releases written from the `built` fixture by the
 writer as of commit 953bcb4, which materialised every record of a config before writing; the
-cases cover one shard per config, many shards, and several row groups per shard. Only the exclusions.csv
-line has changed since: the file gained the duplicate step's columns `duplicate_of` and `distance`.
+cases cover one shard per config, many shards, and several row groups per shard. Only two lines have changed
+since: exclusions.csv's (the file gained the duplicate step's columns `duplicate_of` and `distance`) and
+croissant.json's (list columns declared `isArray`, boxes as integers; the shards are unchanged).
 """
 from __future__ import annotations
 

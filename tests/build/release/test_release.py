@@ -103,6 +103,36 @@ def test_croissant_validates_with_mlcroissant_and_pins_every_shard(release):
     assert isinstance(image, Image.Image) and image.format == "PNG" and image.size == (32, 24)
 
 
+def test_croissant_list_columns_are_arrays_and_boxes_load_as_integers(release):
+    """Croissant 1.1 §Field: a field whose values are lists says `isArray` (and `arrayShape`), and its `dataType` is
+    the type of the items; Appendix 1's @context maps `isArray`/`arrayShape` to cr: (without them the keys expand to
+    schema.org and readers ignore them). Before, `boxes` was an `sc:Text` scalar and mlcroissant turned the box
+    [333, 240, 351, 269] into four strings of 333, 240, 351 and 269 zero bytes."""
+    out, _ = release
+    document = json.loads((out / "croissant.json").read_text(encoding="utf-8"))
+    assert document["@context"]["isArray"] == "cr:isArray" and document["@context"]["arrayShape"] == "cr:arrayShape"
+    for record_set in document["recordSet"]:
+        fields = {f["@id"].split("/", 1)[1]: f for f in record_set["field"]}
+        assert fields["boxes"]["dataType"] == "sc:Integer" and fields["boxes"]["isArray"] is True
+        assert fields["boxes"]["arrayShape"] == "-1,4"
+        for column in ("options", "answer_aliases"):
+            assert fields[column]["dataType"] == "sc:Text" and fields[column]["isArray"] is True
+        assert not any(f.get("isArray") for name, f in fields.items() if name not in ("boxes", "options",
+                                                                                       "answer_aliases"))
+    dataset = mlc.Dataset(jsonld=out / "croissant.json")
+    assert not dataset.metadata.ctx.issues.errors and not dataset.metadata.ctx.issues.warnings
+    for config in ("box_grounded_classification", "object_detection"):
+        shard = pq.read_table(out / "data" / config / "test-00000-of-00001.parquet", columns=["sample_id", "boxes"])
+        expected = dict(zip(shard["sample_id"].to_pylist(), shard["boxes"].to_pylist()))
+        records = list(dataset.records(config))
+        loaded = {r[f"{config}/sample_id"].decode(): [list(map(int, box)) for box in r[f"{config}/boxes"]]
+                  for r in records}
+        assert loaded == expected
+        assert all(type(v) is int for r in records for box in r[f"{config}/boxes"] for v in box)
+    ungrounded = next(iter(dataset.records("ungrounded_classification")))
+    assert ungrounded["ungrounded_classification/boxes"] is None
+
+
 def test_sha256sums_cover_every_file_and_sha256sum_agrees(release):
     out, _ = release
     assert verify_sha256sums(out) == []
