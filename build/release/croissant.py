@@ -107,8 +107,10 @@ def build_croissant(release_dir: Path, shards: Mapping[str, Sequence[Path]], dig
         "version": version,
         "datePublished": date_published,
         "isLiveDataset": False,
+        # one node per source: no `@id` (a homepage is no identifier: two datasets from one project share it, and
+        # JSON-LD merges objects with one `@id`); `identifier` is the rows' `dataset_id`
         "prov:wasDerivedFrom": [
-            {"@id": m.homepage or m.metadata.url, "name": m.title, "url": m.homepage or m.metadata.url,
+            {"identifier": m.id, "name": m.title, "url": m.homepage or m.metadata.url,
              "license": spdx_url(m.license), "citation": m.citation}
             for m in sorted(manifests, key=lambda m: m.id)
         ],

@@ -4,7 +4,8 @@
 writer as of commit 953bcb4, which materialised every record of a config before writing; the
 cases cover one shard per config, many shards, and several row groups per shard. Only two lines have changed
 since: exclusions.csv's (the file gained the duplicate step's columns `duplicate_of` and `distance`) and
-croissant.json's (list columns declared `isArray`, boxes as integers; the shards are unchanged).
+croissant.json's (list columns declared `isArray`, boxes as integers; one `prov:wasDerivedFrom` node per
+source; the shards are unchanged).
 """
 from __future__ import annotations
 

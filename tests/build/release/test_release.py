@@ -133,6 +133,32 @@ def test_croissant_list_columns_are_arrays_and_boxes_load_as_integers(release):
     assert ungrounded["ungrounded_classification/boxes"] is None
 
 
+def test_croissant_sources_sharing_a_homepage_stay_two_sources(built, tmp_path):
+    """JSON-LD 1.1 §3.3 (node identifiers): objects with the same `@id` are one node. Before, each
+    `prov:wasDerivedFrom` entry took its homepage as `@id`, so the demo's two pydicom datasets
+    (demo_mri_body_region and demo_mri_liver_overlay, both https://github.com/pydicom/pydicom) became one source
+    with two names and two citations, and no reader could tell which citation went with which dataset."""
+    import rdflib
+
+    homepage = "https://github.com/pydicom/pydicom"
+    manifests = [m.model_copy(update={"homepage": homepage}) for m in built["manifests"]]
+    out = tmp_path / "shared-homepage"
+    write_release(built["rows_by_task"], out, manifests, built["build_info"])
+    document = json.loads((out / "croissant.json").read_text(encoding="utf-8"))
+    sources = document["prov:wasDerivedFrom"]
+    ids = [s["@id"] for s in sources if "@id" in s]
+    assert len(ids) == len(set(ids))
+    graph = rdflib.Graph().parse(data=json.dumps(document), format="json-ld", base=out.as_uri() + "/")
+    schema = rdflib.Namespace("https://schema.org/")
+    nodes = set(graph.objects(None, rdflib.URIRef("http://www.w3.org/ns/prov#wasDerivedFrom")))
+    assert len(nodes) == 2
+    assert sorted(str(graph.value(node, schema.license)) for node in nodes) == [
+        "https://spdx.org/licenses/CC-BY-4.0.html", "https://spdx.org/licenses/CC-BY-SA-4.0.html"]
+    assert all(len(list(graph.objects(node, schema.identifier))) == 1 for node in nodes)
+    assert [s["identifier"] for s in sources] == ["demo_glands", "demo_marrow"]  # the rows' dataset_id
+    assert all(s["url"] == homepage for s in sources)
+
+
 def test_sha256sums_cover_every_file_and_sha256sum_agrees(release):
     out, _ = release
     assert verify_sha256sums(out) == []
