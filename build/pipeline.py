@@ -230,13 +230,19 @@ def _dataset_exclusions(report: BuildReport) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(EXCLUSION_COLUMNS))
 
 
+# Part of the release's input hash. Bump it when the release writer writes other files for the same rows
+# (the package version does not change between development edits, and an unchanged hash keeps the old release).
+# 2: croissant.json list columns as arrays, one source node per dataset
+RELEASE_FORMAT = 2
+
+
 def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy_hash: str,
                               manifests_by_id: dict[str, DatasetManifest], rows_digests: dict[str, str]) -> None:
     built = [o for o in report.datasets if o.ok and o.rows_path]
     exclusions = _dataset_exclusions(report)
     report.exclusions = len(exclusions)
     inputs_hash = hash_json({
-        "toolkit": toolkit_version(), "version": config.release_version, "seed": config.seed,
+        "toolkit": toolkit_version(), "format": RELEASE_FORMAT, "version": config.release_version, "seed": config.seed,
         "taxonomy": taxonomy_hash,
         "rows": {o.dataset_id: rows_digests[o.dataset_id] for o in built},
         "manifests": {o.dataset_id: o.manifest_hash for o in built},  # hashed by the worker that parsed it

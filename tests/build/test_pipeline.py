@@ -19,6 +19,7 @@ from support.build_repo import (
     BLOOD, CELL_CLASSES, NUCLEI, config_for, make_repo, write_manifest, write_rows_step_datasets,
 )
 
+from mmbu.build import pipeline
 from mmbu.build.pipeline import BuildConfig, run_build
 from mmbu.build.release import verify_sha256sums
 
@@ -260,6 +261,13 @@ def test_a_manifest_edit_that_leaves_the_rows_alone_still_rewrites_the_release(t
     assert report.release_written
     assert "a corrected citation" in (tmp_path / "data" / "release" / "README.md").read_text(encoding="utf-8")
     assert not run_build(config_for(tmp_path)).release_written
+
+
+def test_a_new_release_format_rewrites_the_release_from_the_same_rows(tmp_path, monkeypatch):
+    run_build(config_for(tmp_path))
+    assert not run_build(config_for(tmp_path)).release_written
+    monkeypatch.setattr(pipeline, "RELEASE_FORMAT", pipeline.RELEASE_FORMAT + 1)  # the writer changed, same version
+    assert run_build(config_for(tmp_path)).release_written
 
 
 def test_a_build_where_every_dataset_fails_still_writes_the_exclusions(tmp_path):
