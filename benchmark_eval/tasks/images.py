@@ -13,6 +13,7 @@ import hashlib
 import io
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
@@ -140,7 +141,8 @@ def _decode(data: bytes, what: str) -> Image.Image:
 
 
 def draw_boxes(image: Image.Image, boxes: list[tuple[float, float, float, float]]) -> Image.Image:
-    """A copy with a green outline just outside each box (boxes in `image` pixels, x2/y2 exclusive)."""
+    """A copy with a green outline just outside each box (boxes in `image` pixels, x2/y2 exclusive; give them as
+    Fractions when scaled, so an edge on a pixel edge is not moved a pixel out by rounding)."""
     out = image.copy()
     draw = ImageDraw.Draw(out)
     for x1, y1, x2, y2 in boxes:
@@ -184,9 +186,11 @@ def prepare_image(png: bytes, entry: ModelEntry, *, boxes: list[list[float]] | N
     # (an RGB image is used as decoded: convert() would copy it, ~1 ms of a 1024x768 row's resize step)
     image = decoded if stays_grey or decoded.mode == "RGB" else decoded.convert("RGB")
     content = image if frames.content_size == image.size else image.resize(frames.content_size, Image.Resampling.BICUBIC)
-    sx, sy = frames.content_size[0] / image.size[0], frames.content_size[1] / image.size[1]
     if boxes:
-        content = draw_boxes(content, [(b[0] * sx, b[1] * sy, b[2] * sx, b[3] * sy) for b in boxes])
+        # exact scale: in floats 1500 x 840/3000 is 420.00000000000006, whose ceiling put a pixel between box and outline
+        sx, sy = Fraction(frames.content_size[0], image.size[0]), Fraction(frames.content_size[1], image.size[1])
+        content = draw_boxes(content, [(Fraction(x1) * sx, Fraction(y1) * sy, Fraction(x2) * sx, Fraction(y2) * sy)
+                                       for x1, y1, x2, y2 in boxes])
     if mask_png is not None:
         mask = _decode(mask_png, "mask").convert("L")
         if mask.size != image.size:

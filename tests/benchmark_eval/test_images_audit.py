@@ -100,6 +100,9 @@ BOX_CASES = {
     "interior": ((1024, 768), (100.5, 200.25, 400.75, 500.0)),
     "touching_top_left": ((1024, 768), (0.0, 0.0, 300.0, 200.0)),
     "touching_bottom_right": ((1024, 768), (700.0, 500.0, 1024.0, 768.0)),
+    "one_pixel_of_4000x3000": ((4000, 3000), (2001.0, 1499.0, 2002.0, 1500.0)),
+    # edges that land exactly on resized pixel edges (1000 x 1148/4000 = 287): no gap before the outline
+    "edges_on_resized_pixel_edges": ((4000, 3000), (1000.0, 1000.0, 2000.0, 1500.0)),
     "smaller_than_the_resize_factor": ((4000, 3000), (2000.0, 1000.0, 2003.0, 1002.0)),
     "one_pixel_upscaled": ((27, 29), (13.0, 14.0, 14.0, 15.0)),
     "thin_image": ((3000, 20), (1500.0, 5.0, 1510.0, 15.0)),
