@@ -116,14 +116,20 @@ def _smart_resized(w: int, h: int, resize: SmartResize, model: str) -> tuple[int
 
 
 def _fit(w: int, h: int, limits: ImageLimits) -> tuple[int, int]:
-    scale = 1.0
-    if limits.max_pixels and w * h > limits.max_pixels:
-        scale = min(scale, math.sqrt(limits.max_pixels / (w * h)))
-    if limits.max_side and max(w, h) > limits.max_side:
-        scale = min(scale, limits.max_side / max(w, h))
-    if scale >= 1.0:
+    """(w, h) scaled down, aspect kept, to within max_pixels and max_side (each side floored).
+
+    A max_side scale is applied in integers: in floats 1317 x (896/1317) is 895.9999999999999, which
+    floored a 1317-px long side to 895 and a 276x736 image to 251x672 instead of 252x672.
+    """
+    by_pixels = Fraction(limits.max_pixels, w * h) if limits.max_pixels and w * h > limits.max_pixels else None
+    by_side = Fraction(limits.max_side, max(w, h)) if limits.max_side and max(w, h) > limits.max_side else None
+    if by_pixels is None and by_side is None:
         return w, h
-    new_w, new_h = max(1, math.floor(w * scale)), max(1, math.floor(h * scale))
+    if by_side is not None and (by_pixels is None or by_side * by_side <= by_pixels):
+        new_w, new_h = max(1, w * limits.max_side // max(w, h)), max(1, h * limits.max_side // max(w, h))
+    else:
+        scale = math.sqrt(by_pixels)
+        new_w, new_h = max(1, math.floor(w * scale)), max(1, math.floor(h * scale))
     if min(new_w, new_h) < 1 or max(w, h) / min(w, h) > 1000:
         raise ImageTooLarge(f"a {w}x{h} image cannot be fitted within the limits without vanishing")
     return new_w, new_h

@@ -47,6 +47,9 @@ GREY = (90, 90, 90)
 # 8000x40 image that passes Qwen's 200:1 limit before rounding and fails it after.
 SIZES = [(1, 1), (2, 1), (27, 29), (3000, 20), (20, 3000), (1024, 768), (4000, 3000), (333, 217), (1001, 999),
          (897, 5), (673, 673), (8000, 40)]
+# Downscales exact in rationals but not in floats (1317 x 896/1317 = 895.9999999999999, 276 x 672/736 =
+# 251.99999999999997): the long side is max_side exactly and 276x736 becomes 252x672.
+EXACT_SIZES = [(1317, 14), (1077, 808), (746, 1492), (2215, 1661), (1133, 850), (276, 736), (2240, 1792), (3584, 2688)]
 
 
 def _row_id(size) -> str:
@@ -57,7 +60,8 @@ def _row_id(size) -> str:
 def plain_release(tmp_path_factory):
     """Ungrounded rows of constant-colour RGB PNGs at every size."""
     root = tmp_path_factory.mktemp("sizes")
-    rows = [{"sample_id": _row_id(size), "image": png_bytes(Image.new("RGB", size, BACKGROUND))} for size in SIZES]
+    rows = [{"sample_id": _row_id(size), "image": png_bytes(Image.new("RGB", size, BACKGROUND))}
+            for size in SIZES + EXACT_SIZES]
     write_task(root, "ungrounded_classification", rows)
     return {item.sample_id: item for item in iter_images(root, "ungrounded_classification")}
 
@@ -86,6 +90,13 @@ def _check_sent_size(entry, item, size) -> None:
 def test_the_sent_size_and_padding_are_the_models_own_rule(plain_release, model):
     entry = PREP[model]
     for size in SIZES:
+        _check_sent_size(entry, plain_release[_row_id(size)], size)
+
+
+@pytest.mark.parametrize("model", list(PREP))
+def test_a_downscale_that_is_exact_in_rationals_is_exact(plain_release, model):
+    entry = PREP[model]
+    for size in EXACT_SIZES:
         _check_sent_size(entry, plain_release[_row_id(size)], size)
 
 
