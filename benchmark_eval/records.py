@@ -36,7 +36,7 @@ ERROR_REASONS = (
     "refused",            # the API returned a refusal / content filter instead of an answer
     "image_too_large",    # the image cannot be brought within the model's limits
     "backend_error",      # an in-process backend (vLLM / transformers) raised for this request
-    "invalid_sample",     # the release row cannot be asked (empty question, no options, unreadable image/mask)
+    "invalid_sample",     # the release row cannot be asked (empty question, no options, bad image or mask, empty mask)
 )
 
 

@@ -178,7 +178,7 @@ def prepare_image(png: bytes, entry: ModelEntry, *, boxes: list[list[float]] | N
 
     `boxes` (original pixels) are drawn for box-grounded rows, `mask_png` outlined for
     mask-grounded rows. Raises :class:`ImageTooLarge` when the limits cannot be met and
-    :class:`ImageUnreadable` for bytes that do not decode.
+    :class:`ImageUnreadable` for bytes that do not decode and for a mask that is empty or of another size.
     """
     unchanged = _as_is(png, entry) if not boxes and mask_png is None else None
     if unchanged is not None:
@@ -201,6 +201,8 @@ def prepare_image(png: bytes, entry: ModelEntry, *, boxes: list[list[float]] | N
         mask = _decode(mask_png, "mask").convert("L")
         if mask.size != image.size:
             raise ImageUnreadable(f"the mask is {mask.size[0]}x{mask.size[1]} but the image is {image.size[0]}x{image.size[1]}")
+        if mask.getbbox() is None:  # else the image goes out with no outline under a question that names one
+            raise ImageUnreadable("the mask is empty (every pixel 0): there is no region to outline")
         if mask.size != frames.content_size:
             mask = mask.resize(frames.content_size, Image.Resampling.NEAREST)
         content = draw_mask_outline(content, mask)

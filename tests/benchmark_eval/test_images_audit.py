@@ -215,6 +215,29 @@ def test_a_mask_of_another_size_is_an_invalid_sample_record(tmp_path):
     assert "the mask is 320x200 but the image is 320x240" in records[0].error
 
 
+@pytest.mark.parametrize("model", ["Qwen/Qwen2.5-VL-7B-Instruct", "google/gemma-3-4b-it"])
+def test_an_empty_mask_is_an_invalid_sample_record_not_an_image_without_outline(tmp_path, model):
+    """Before: the image went out with no green pixel while the question said the region is outlined in green."""
+    write_task(tmp_path / "release", "mask_grounded_classification", [
+        {"sample_id": "empty", "image": png_bytes(Image.new("RGB", (320, 240), GREY)),
+         "mask": png_bytes(Image.new("L", (320, 240), 0))},
+        {"sample_id": "fine", "image": png_bytes(Image.new("RGB", (320, 240), GREY)),
+         "mask": png_bytes(Image.fromarray(_mask((320, 240), _corner).astype(np.uint8) * 255))}])
+    with OpenAIServer() as server:
+        run_eval(EvalConfig(release_dir=tmp_path / "release", runs_dir=tmp_path / "runs", model=model,
+                            base_urls=(server.url,), templates=("no_context",), retry_backoff=0.01, timeout=5))
+        assert len(server.calls) == 2                                   # only the row with a region was asked
+        assert all(np.all(decode_call(call) == GREEN, axis=-1).any() for call in server.calls)
+    records = read_records(tmp_path / "runs" / ENTRIES[model].slug / "predictions.jsonl")
+    empty = [r for r in records if r.sample_id == "empty"]
+    assert len(empty) == 2 and {(r.status, r.error_reason) for r in empty} == {("error", "invalid_sample")}
+    assert "the mask is empty" in empty[0].error
+
+
+def decode_call(call) -> np.ndarray:
+    return np.asarray(call.image().convert("RGB"))
+
+
 # --- colour ---------------------------------------------------------------------------------------------
 
 def test_grey_and_palette_pngs_reach_the_model_with_their_own_colours(tmp_path):
