@@ -200,6 +200,46 @@ def test_the_mask_outline_rings_the_region_and_never_covers_it(tmp_path, case):
     assert not (np.all(pixels == GREEN, axis=-1) & mask).any()
 
 
+def _speck(mask):
+    mask[1000:1002, 2001:2003] = True   # 2x2 px of a 4000x3000 image: under a third of one resized pixel
+
+
+def _ellipse(mask):
+    h, w = mask.shape
+    ys, xs = np.mgrid[0:h, 0:w]
+    mask[((xs - 0.41 * w) / (0.17 * w)) ** 2 + ((ys - 0.57 * h) / (0.23 * h)) ** 2 <= 1] = True
+
+
+RESIZED_MASK_CASES = {"speck": ((4000, 3000), _speck), "ellipse_down": ((1024, 768), _ellipse),
+                      "ellipse_up": ((27, 29), _ellipse), "thin_up": ((333, 217), _ellipse)}
+
+
+@pytest.mark.parametrize("model", list(PREP))
+@pytest.mark.parametrize("case", list(RESIZED_MASK_CASES))
+def test_a_resized_mask_keeps_every_pixel_it_touches(tmp_path, model, case):
+    """The region on the resized image is every resized pixel holding any part of the mask (as a box's edges are
+    floored/ceiled), so a small region is still outlined and the ring never paints a pixel that shows the region.
+    Before: the mask was resized NEAREST: a 2x2 speck on a 4000x3000 image vanished for LLaVA, Gemma 3 and
+    MedGemma 1.5 (no green pixel), and resized pixels partly inside an ellipse's edge were painted green."""
+    entry, (size, paint) = PREP[model], RESIZED_MASK_CASES[case]
+    expected = expected_frames(entry, *size)
+    if expected is None:
+        pytest.skip(f"{model} cannot take a {size} image")
+    content, sent, offset = expected
+    mask = _mask(size, paint)
+    write_task(tmp_path, "mask_grounded_classification", [
+        {"sample_id": case, "image": png_bytes(Image.new("RGB", size, GREY)),
+         "mask": png_bytes(Image.fromarray(mask.astype(np.uint8) * 255))}])
+    item = next(iter_images(tmp_path, "mask_grounded_classification"))
+    pixels = decode(prepare_image(item.image, entry, mask_png=item.mask).data)
+    region = mask_region_resized(mask, content)
+    ring = np.zeros((sent[1], sent[0]), bool)
+    ring[offset[1]:offset[1] + content[1], offset[0]:offset[0] + content[0]] = ring_l1(region)
+    green = np.all(pixels == GREEN, axis=-1)
+    assert ring.any()
+    assert np.array_equal(green, ring), f"{green.sum()} green pixels, {ring.sum()} expected"
+
+
 def test_a_mask_of_another_size_is_an_invalid_sample_record(tmp_path):
     write_task(tmp_path / "release", "mask_grounded_classification", [
         {"sample_id": "other-size", "image": png_bytes(Image.new("RGB", (320, 240), GREY)),
