@@ -200,6 +200,18 @@ def draw_mask_outline(image: Image.Image, region: np.ndarray) -> Image.Image:
     return Image.fromarray(pixels, "RGB")
 
 
+def _eight_bit(image: Image.Image) -> Image.Image:
+    """A 16-bit grey image (Pillow I;16*, or I from a PNG, as older Pillow reads them) as 8-bit L, else `image`.
+
+    A 16-bit sample v is v/65535 of full scale (the PNG specification), so it becomes round(v x 255 / 65535).
+    Pillow's convert('RGB') clips at 255 instead: every value from 255 up, 1/257 of full scale, was sent as white.
+    """
+    if not (image.mode.startswith("I;16") or (image.mode == "I" and image.format == "PNG")):
+        return image
+    values = np.clip(np.asarray(image).astype(np.int64), 0, 65535)
+    return Image.fromarray(((values * 255 + 32767) // 65535).astype(np.uint8), "L")
+
+
 def prepare_image(png: bytes, entry: ModelEntry, *, boxes: list[list[float]] | None = None,
                   mask_png: bytes | None = None) -> PreparedImage:
     """Resize, draw the ROI, pad and encode an image for `entry`.
@@ -211,7 +223,7 @@ def prepare_image(png: bytes, entry: ModelEntry, *, boxes: list[list[float]] | N
     unchanged = _as_is(png, entry) if not boxes and mask_png is None else None
     if unchanged is not None:
         return unchanged
-    decoded = _decode(png, "image")
+    decoded = _eight_bit(_decode(png, "image"))
     frames = plan_frames(decoded.size, entry)
     # A grey image the model sees without ROI or padding is resized and sent as grey: servers read it
     # as RGB with three equal channels, and Pillow resamples each band alike, so the model gets the

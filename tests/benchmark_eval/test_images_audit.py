@@ -295,6 +295,29 @@ def test_grey_and_palette_pngs_reach_the_model_with_their_own_colours(tmp_path):
     assert np.array_equal(decode(prepare_image(images["palette"], entry).data), colours[ramp % 4])
 
 
+def _colour_release(tmp_path, images: dict[str, Image.Image]) -> dict[str, bytes]:
+    write_task(tmp_path, "ungrounded_classification",
+               [{"sample_id": name, "image": png_bytes(image)} for name, image in images.items()])
+    return {item.sample_id: item.image for item in iter_images(tmp_path, "ungrounded_classification")}
+
+
+def test_a_16_bit_grey_png_is_scaled_to_8_bits_not_clipped(tmp_path):
+    """A 16-bit sample v means v/65535 of full scale (PNG spec), i.e. round(v * 255 / 65535) in 8 bits. Before:
+    Pillow's convert clipped at 255, so every value from 255 up (1/257 of full scale) was sent as white."""
+    values = (np.arange(64 * 48, dtype=np.uint32) * 65535 // (64 * 48 - 1)).astype(np.uint16).reshape(48, 64)
+    image = Image.fromarray(values)
+    assert image.mode == "I;16"
+    sixteen = _colour_release(tmp_path, {"i16": image})["i16"]
+    assert Image.open(io.BytesIO(sixteen)).mode == "I;16"
+    eight = ((values.astype(np.uint64) * 255 + 32767) // 65535).astype(np.uint8)
+    as_sent = decode(prepare_image(sixteen, ENTRIES["Qwen/Qwen3-VL-8B-Instruct"]).data)      # 64x48: not resized
+    assert np.array_equal(as_sent, np.repeat(eight[..., None], 3, axis=2))
+    qwen25 = ENTRIES["Qwen/Qwen2.5-VL-7B-Instruct"]                                           # resized to 56x56
+    content, _, _ = expected_frames(qwen25, 64, 48)
+    resized = np.asarray(Image.fromarray(eight).convert("RGB").resize(content, Image.Resampling.BICUBIC))
+    assert np.array_equal(decode(prepare_image(sixteen, qwen25).data), resized)
+
+
 # --- boxes back to the original image -------------------------------------------------------------------
 
 ROUND_TRIP_SIZES = [(27, 29), (333, 217), (1024, 768), (4000, 3000), (3000, 20), (20, 3000), (1001, 999)]
