@@ -212,6 +212,18 @@ def _eight_bit(image: Image.Image) -> Image.Image:
     return Image.fromarray(((values * 255 + 32767) // 65535).astype(np.uint8), "L")
 
 
+def _on_white(image: Image.Image) -> Image.Image:
+    """An image with an alpha channel or a transparent colour (a palette's or a tRNS colour key) composited on
+    white, else `image`: what the build does to its sources and vLLM to an RGBA upload (rgba_to_rgb, white).
+    convert('RGB') drops alpha instead, sending a fully transparent pixel as whatever colour it stores."""
+    if image.mode not in ("RGBA", "LA", "PA", "RGBa", "La") and image.info.get("transparency") is None:
+        return image
+    rgba = image.convert("RGBA")
+    flat = Image.new("RGB", image.size, (255, 255, 255))
+    flat.paste(rgba, mask=rgba.getchannel("A"))
+    return flat
+
+
 def prepare_image(png: bytes, entry: ModelEntry, *, boxes: list[list[float]] | None = None,
                   mask_png: bytes | None = None) -> PreparedImage:
     """Resize, draw the ROI, pad and encode an image for `entry`.
@@ -223,7 +235,7 @@ def prepare_image(png: bytes, entry: ModelEntry, *, boxes: list[list[float]] | N
     unchanged = _as_is(png, entry) if not boxes and mask_png is None else None
     if unchanged is not None:
         return unchanged
-    decoded = _eight_bit(_decode(png, "image"))
+    decoded = _on_white(_eight_bit(_decode(png, "image")))
     frames = plan_frames(decoded.size, entry)
     # A grey image the model sees without ROI or padding is resized and sent as grey: servers read it
     # as RGB with three equal channels, and Pillow resamples each band alike, so the model gets the

@@ -318,6 +318,61 @@ def test_a_16_bit_grey_png_is_scaled_to_8_bits_not_clipped(tmp_path):
     assert np.array_equal(decode(prepare_image(sixteen, qwen25).data), resized)
 
 
+def _on_white(rgb: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """Alpha over white, written out: c a/255 + 255 (1 - a/255), rounded."""
+    a = alpha.astype(np.float64)[..., None] / 255
+    return np.rint(rgb.astype(np.float64) * a + 255 * (1 - a)).astype(np.int64)
+
+
+def test_transparency_is_composited_on_white(tmp_path):
+    """RGBA, LA, palette and colour-key (tRNS) transparency over white, as the build flattens its sources and as
+    vLLM flattens an RGBA upload (vllm/multimodal/image.py rgba_to_rgb, background (255, 255, 255)). Before:
+    convert('RGB') dropped alpha, so a fully transparent pixel was sent as whatever colour it stored (here red
+    or black) and the model saw content the image does not show."""
+    h, w = 48, 64
+    rgb = np.zeros((h, w, 3), np.uint8)
+    rgb[..., 0] = 220
+    rgb[..., 2] = np.arange(w, dtype=np.uint8)[None, :]
+    alpha = np.zeros((h, w), np.uint8)
+    alpha[:16] = 255                                                  # opaque
+    alpha[16:32] = np.arange(w, dtype=np.uint8)[None, :] * 4          # partial, 0..252
+    # rows 32..47 fully transparent
+    grey = np.full((h, w), 30, np.uint8)
+    palette = Image.fromarray((np.arange(h)[:, None] // 16 + np.zeros(w, int)).astype(np.uint8), "P")
+    palette.putpalette([200, 10, 10, 10, 200, 10, 10, 10, 200] + [0] * (768 - 9))
+    keyed_grey = Image.fromarray(np.where(np.arange(h)[:, None] < 24, 30, 7).astype(np.uint8).repeat(w, axis=1))
+    keyed_rgb = Image.fromarray(np.where((np.arange(h) < 24)[:, None, None], rgb, np.uint8(9)))
+    pngs = {"rgba": png_bytes(Image.fromarray(np.dstack([rgb, alpha]), "RGBA")),
+            "la": png_bytes(Image.fromarray(np.dstack([grey, alpha]), "LA")),
+            "palette": png_bytes(palette, transparency=bytes([255, 0, 128])),   # index 1 clear, index 2 half
+            "keyed_grey": png_bytes(keyed_grey, transparency=7),
+            "keyed_rgb": png_bytes(keyed_rgb, transparency=(9, 9, 9))}
+    write_task(tmp_path, "ungrounded_classification", [{"sample_id": name, "image": data} for name, data in pngs.items()])
+    images = {item.sample_id: item.image for item in iter_images(tmp_path, "ungrounded_classification")}
+    assert {name: Image.open(io.BytesIO(data)).mode for name, data in images.items()} == \
+        {"rgba": "RGBA", "la": "LA", "palette": "P", "keyed_grey": "L", "keyed_rgb": "RGB"}
+    colours = np.array([[200, 10, 10], [10, 200, 10], [10, 10, 200]])
+    index = np.arange(h)[:, None] // 16 + np.zeros(w, int)
+    want = {
+        "rgba": _on_white(rgb, alpha),
+        "la": _on_white(np.repeat(grey[..., None], 3, axis=2), alpha),
+        "palette": _on_white(colours[index], np.array([255, 0, 128], np.uint8)[index]),
+        "keyed_grey": np.where((np.arange(h) < 24)[:, None, None], 30, 255) + np.zeros((h, w, 3), np.int64),
+        "keyed_rgb": np.where((np.arange(h) < 24)[:, None, None], rgb, 255).astype(np.int64),
+    }
+    entry = ENTRIES["Qwen/Qwen3-VL-8B-Instruct"]                      # 64x48 is sent at its own size
+    for name, expected in want.items():
+        sent = decode(prepare_image(images[name], entry).data).astype(np.int64)
+        assert np.abs(sent - expected).max() <= 1, name               # Pillow's compositing may round the other way
+        assert (sent[32:] == expected[32:]).all(), name                # fully transparent: exactly the background
+    # the resize path (Qwen2.5-VL at 56x56) composites before resizing, as the release image means
+    qwen25 = ENTRIES["Qwen/Qwen2.5-VL-7B-Instruct"]
+    content, _, _ = expected_frames(qwen25, w, h)
+    flat = Image.fromarray(_on_white(rgb, alpha).astype(np.uint8)).resize(content, Image.Resampling.BICUBIC)
+    sent = decode(prepare_image(images["rgba"], qwen25).data).astype(np.int64)
+    assert np.abs(sent - np.asarray(flat).astype(np.int64)).max() <= 1
+
+
 # --- boxes back to the original image -------------------------------------------------------------------
 
 ROUND_TRIP_SIZES = [(27, 29), (333, 217), (1024, 768), (4000, 3000), (3000, 20), (20, 3000), (1001, 999)]
