@@ -27,7 +27,9 @@ from mmbu.core.release import QUESTION_COLUMNS
 from .images import ROI_COLOUR_NAME, Frames
 from .spec import TASK_SPECS
 
-PROMPT_VERSION = "mmbu-eval-prompt-v2"
+# v3: ROI outlines at exact scale (no 1-px gap), masks resized by footprint, max_side fitted exactly, 16-bit grey
+# scaled and transparency composited on white (benchmark_eval/tasks/images.py)
+PROMPT_VERSION = "mmbu-eval-prompt-v3"
 SYSTEM_PROMPT = "You are a careful assistant who answers questions about biomedical images from what is visible in them."
 ROI_SENTENCES = {
     "box": f"The region of interest is marked by the {ROI_COLOUR_NAME} box drawn on the image.",
