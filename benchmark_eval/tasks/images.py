@@ -5,6 +5,8 @@ what the model will see, then the ROI is drawn on that copy as a 3-pixel pure-gr
 (0, 255, 0) outline placed just *outside* the region — a rectangle around each box for
 box-grounded rows, the contour around the mask for mask-grounded rows — so the region's own
 pixels are never painted over. The question names the colour. The original is never modified.
+Only a region covering the whole image, which leaves no pixel outside it, is outlined just inside, on
+the image's edge.
 """
 from __future__ import annotations
 
@@ -151,9 +153,15 @@ def draw_boxes(image: Image.Image, boxes: list[tuple[float, float, float, float]
     Fractions when scaled, so an edge on a pixel edge is not moved a pixel out by rounding)."""
     out = image.copy()
     draw = ImageDraw.Draw(out)
+    width, height = image.size
     for x1, y1, x2, y2 in boxes:
         x1, y1 = math.floor(x1), math.floor(y1)
         x2, y2 = math.ceil(x2), math.ceil(y2)
+        if x1 <= 0 and y1 <= 0 and x2 >= width and y2 >= height:
+            # a box over the whole image leaves no pixel outside it: its outline goes just inside, on the image's
+            # edge, rather than nowhere under a question that names it
+            draw.rectangle([0, 0, width - 1, height - 1], outline=ROI_COLOUR, width=ROI_LINE_WIDTH)
+            continue
         draw.rectangle([x1 - ROI_LINE_WIDTH, y1 - ROI_LINE_WIDTH, x2 - 1 + ROI_LINE_WIDTH, y2 - 1 + ROI_LINE_WIDTH],
                        outline=ROI_COLOUR, width=ROI_LINE_WIDTH)
     return out
@@ -195,6 +203,8 @@ def draw_mask_outline(image: Image.Image, region: np.ndarray) -> Image.Image:
     from scipy import ndimage  # here, not at import: ~0.15 s that only mask-grounded rows need (and every eval worker paid)
 
     ring = ndimage.binary_dilation(region, iterations=ROI_LINE_WIDTH) & ~region
+    if not ring.any():  # the region is the whole image: outlined just inside, on the image's edge, not nowhere
+        ring = region & ~ndimage.binary_erosion(region, iterations=ROI_LINE_WIDTH, border_value=0)
     pixels = np.array(image)
     pixels[ring] = ROI_COLOUR
     return Image.fromarray(pixels, "RGB")

@@ -28,7 +28,7 @@ from .images import ROI_COLOUR_NAME, Frames
 from .spec import TASK_SPECS
 
 # v3: ROI outlines at exact scale (no 1-px gap), masks resized by footprint, max_side fitted exactly, 16-bit grey
-# scaled and transparency composited on white (benchmark_eval/tasks/images.py)
+# scaled, transparency composited on white, a whole-image region outlined inside its edge (tasks/images.py)
 PROMPT_VERSION = "mmbu-eval-prompt-v3"
 SYSTEM_PROMPT = "You are a careful assistant who answers questions about biomedical images from what is visible in them."
 ROI_SENTENCES = {
