@@ -180,7 +180,7 @@ def _label_problems(manifest: DatasetManifest, taxonomy: Taxonomy) -> Iterator[t
         if found:
             yield where, f"display name {spec.name!r} uses the abbreviation(s) {', '.join(found)}; write them out in full"
     hints = manifest.questions
-    for name in ("options_name", "target_name"):
+    for name in ("options_name", "target_name", "preparation"):  # each is printed in questions
         text = getattr(hints, name)
         found = taxonomy.abbreviations_in(text) if text else []
         if found:

@@ -136,6 +136,12 @@ def test_label_display_names_must_not_use_abbreviations(tmp_path):
     assert any(f == "questions.options_name" and "H&E" in r for _, f, r in found)
 
 
+def test_the_preparation_is_printed_in_questions_so_it_must_not_use_abbreviations(tmp_path):
+    found = problems_of(tmp_path, manifest_dict(questions={"options_name": "cell type", "preparation": "brain MRI slice"}))
+    assert found == [("blood_cells.yaml", "questions.preparation",
+                      "'brain MRI slice' uses the abbreviation(s) MRI; write them out in full")]
+
+
 def test_n_options_cannot_exceed_labels_plus_none_of_the_above(tmp_path):
     labels = {"a": "neutrophil", "b": "lymphocyte", "c": "lymphocyte"}  # two distinct display names
     ok = manifest_dict(labels=labels, questions={"options_name": "cell type", "n_options": 3})

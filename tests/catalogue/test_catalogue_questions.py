@@ -1,0 +1,62 @@
+"""What the real catalogue's manifests make a model read: every label of every manifest, in every task the manifest
+asks for, instantiated through the build's own steps (metadata, task items, questions, wording lint) from one
+synthetic sample per label. No data is fetched: questions depend only on the manifest and the taxonomy.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from support.catalogue_replica import DATASETS
+
+from mmbu.build.layouts.sample import Region, Sample, make_sample_id
+from mmbu.build.metadata import normalise_metadata, validate_metadata
+from mmbu.build.questions import attach_metadata, instantiate_questions, lint_questions, task_items
+from mmbu.curation.manifest import find_manifest_files, load_manifest
+from mmbu.taxonomy.model import load_taxonomy
+
+MANIFESTS = {m.id: m for m in (load_manifest(p) for p in find_manifest_files([DATASETS]))}
+IMAGE_SIZE = (512, 512)
+
+
+@lru_cache(maxsize=1)
+def taxonomy():
+    return load_taxonomy()
+
+
+def samples(manifest) -> list[Sample]:
+    """One sample per raw label: that label as the image's label and as one boxed region."""
+    found = []
+    for index, raw in enumerate(manifest.labels):
+        path = f"label_{index}.png"
+        found.append(Sample(sample_id=make_sample_id(manifest.id, path), dataset_id=manifest.id, source_path=path,
+                            image_path=Path(path), label=raw, image_size=IMAGE_SIZE,
+                            regions=(Region(label=raw, instance="1", box=(10, 10, 60, 60), mask_value=1),)))
+    return found
+
+
+@lru_cache(maxsize=None)
+def questions(dataset_id: str) -> pd.DataFrame:
+    """The manifest's question rows (one per task and raw label), as the build instantiates them."""
+    manifest = MANIFESTS[dataset_id]
+    made = samples(manifest)
+    valid, failures = validate_metadata(normalise_metadata(made, manifest, taxonomy()), taxonomy())
+    assert failures.empty, failures.reason.tolist()
+    items, dropped = attach_metadata(task_items(made, manifest), valid)
+    assert dropped == []
+    items = items.assign(image_width=IMAGE_SIZE[0], image_height=IMAGE_SIZE[1])
+    rows, dropped = instantiate_questions(items, manifest, taxonomy(), seed=0)
+    assert dropped == [], [e.reason for e in dropped]
+    return rows
+
+
+@pytest.mark.parametrize("dataset_id", sorted(MANIFESTS))
+def test_no_question_of_the_catalogue_fails_the_wording_lint(dataset_id):
+    """The build drops every row whose question the lint rejects: a manifest whose options_name or preparation uses
+    a forbidden word (an abbreviation, a disease or outcome word) or names one of its labels loses the whole task."""
+    failures = lint_questions(questions(dataset_id), taxonomy())
+    found = failures.drop_duplicates(["task", "template", "category", "word"])
+    assert found.empty, "\n".join(f"[{r.task}/{r.template}] {r.category} {r.word!r}: {r.question}"
+                                  for r in found.itertuples())
