@@ -31,21 +31,44 @@ def label_set(manifest: DatasetManifest) -> list[str]:
     return names
 
 
-def answer_aliases(raw: str, manifest: DatasetManifest, taxonomy: Taxonomy) -> list[str]:
-    """Other accepted wordings of a label for the open-answer pre-check: manifest synonyms, then the
-    canonical name, synonyms and abbreviations of any taxonomy term the label resolves to."""
+def _same_text(text: str) -> str:
+    """The form two wordings are compared in: casefolded words, punctuation and spacing aside, but a + or - closing a
+    word kept ("G+" is not "G-"), as the open-answer pre-check compares them."""
+    return " ".join(re.findall(r"[^\W_]+(?:[+-](?![^\W_]))?", text.casefold()))
+
+
+def _wordings(raw: str, manifest: DatasetManifest, taxonomy: Taxonomy) -> list[str]:
+    """Every wording of one label that may stand for it: manifest synonyms, the raw label when it is a word (a
+    code such as "3" or "B" names a class only inside the dataset's files), then the canonical name, synonyms and
+    abbreviations of a taxonomy term whose canonical name the label is. A label that only matches a term through
+    one of its synonyms may be narrower than the term, whose other names are then its parents or siblings
+    ("Plasmodium falciparum" is a synonym of the term Plasmodium, as is "Plasmodium vivax"; "artery" one of blood
+    vessel, as is "vein"), so such a term adds nothing."""
     spec = manifest.label_spec(raw)
     found = [*spec.synonyms]
-    if raw != spec.name:
+    if raw != spec.name and re.search(r"[^\W\d_]", raw) and not re.fullmatch(r"[^\W\d_]", raw.strip()):
         found.append(raw)
     for facet in taxonomy.facets:
         term = taxonomy.resolve(facet, spec.name)
-        if term is not None:
+        if term is not None and _same_text(term.name) == _same_text(spec.name):
             found.extend([term.name, *term.synonyms, *term.abbreviations])
+    return found
+
+
+def answer_aliases(raw: str, manifest: DatasetManifest, taxonomy: Taxonomy) -> list[str]:
+    """Other accepted wordings of a label for the open-answer pre-check, which counts an answer equal to one of them
+    as right without asking the judge: `_wordings` of the label, less any wording that another display label of the
+    dataset has (its name, or one of its own wordings), since such an answer would not tell the two apart."""
+    name = manifest.label_spec(raw).name
+    others: set[str] = set()
+    for other in manifest.labels:
+        other_name = manifest.label_spec(other).name
+        if other_name != name:
+            others |= {_same_text(w) for w in (other_name, *_wordings(other, manifest, taxonomy))}
     aliases: list[str] = []
-    seen = {spec.name.casefold()}
-    for alias in found:
-        if alias.casefold() not in seen:
+    seen = {name.casefold()}
+    for alias in _wordings(raw, manifest, taxonomy):
+        if alias.casefold() not in seen and _same_text(alias) not in others:
             seen.add(alias.casefold())
             aliases.append(alias)
     return aliases

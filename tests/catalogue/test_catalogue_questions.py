@@ -4,6 +4,7 @@ synthetic sample per label. No data is fetched: questions depend only on the man
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 from support.catalogue_replica import DATASETS
 
+from mmbu.benchmark_eval.parser import normalise_label_text
 from mmbu.build.layouts.sample import Region, Sample, make_sample_id
 from mmbu.build.metadata import normalise_metadata, validate_metadata
 from mmbu.build.questions import attach_metadata, instantiate_questions, lint_questions, task_items
@@ -60,3 +62,23 @@ def test_no_question_of_the_catalogue_fails_the_wording_lint(dataset_id):
     found = failures.drop_duplicates(["task", "template", "category", "word"])
     assert found.empty, "\n".join(f"[{r.task}/{r.template}] {r.category} {r.word!r}: {r.question}"
                                   for r in found.itertuples())
+
+
+@pytest.mark.parametrize("dataset_id", sorted(MANIFESTS))
+def test_open_answer_aliases_stand_for_their_own_label_only(dataset_id):
+    """The open-answer pre-check counts a reply equal to an alias as right without the judge. A numeric code of the
+    dataset's files ("0" for basophil, "B" for blurred frame) or a wording that also stands for another label of the dataset (the taxonomy
+    term Plasmodium lists "Plasmodium vivax" among its synonyms, so the answer "Plasmodium vivax" passed for
+    Plasmodium falciparum) would be counted right for the wrong answer."""
+    rows = questions(dataset_id)
+    rows = rows[rows.task != "object_detection"].drop_duplicates("label")
+    wordings = {row.label: {normalise_label_text(w) for w in [row.label, *row.answer_aliases]}
+                for row in rows.itertuples()}
+    problems = []
+    for row in rows.itertuples():
+        problems += [f"{row.label!r} accepts the code {a!r}" for a in row.answer_aliases
+                     if not re.search(r"[^\W\d_]", a) or re.fullmatch(r"[^\W\d_]", a.strip())]
+        for other, forms in wordings.items():
+            shared = {normalise_label_text(a) for a in row.answer_aliases} & forms if other != row.label else set()
+            problems += [f"{row.label!r} accepts {s!r}, a wording of {other!r}" for s in sorted(shared)]
+    assert not problems, problems

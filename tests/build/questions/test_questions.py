@@ -9,6 +9,7 @@ from support.build_manifests import make_manifest, write_png, write_taxonomy
 from mmbu.build.layouts import read_samples
 from mmbu.build.metadata import normalise_metadata, validate_metadata
 from mmbu.build.questions import (
+    answer_aliases,
     attach_metadata,
     drop_lint_failures,
     format_lint_report,
@@ -18,6 +19,7 @@ from mmbu.build.questions import (
     lint_questions,
     task_items,
 )
+from mmbu.taxonomy.model import load_taxonomy
 
 NOTA = "None of the above"
 
@@ -217,3 +219,28 @@ def test_lint_catches_taxonomy_abbreviations_and_plurals(taxonomy):
     words = {hit.word for hit in lint.hits("Tumors seen with H&E; use MGG here, HE too, he said (e.g. metastases).")}
     assert words == {"Tumors", "H&E", "MGG", "HE", "e.g.", "metastases"}
     assert lint.hits("this brightfield microscopy image of a smear") == []
+
+
+def test_a_label_that_is_only_a_synonym_of_a_taxonomy_term_takes_none_of_the_terms_other_names():
+    """"artery" resolves to the term blood vessel, whose synonyms include "vein"; "Plasmodium falciparum" to the term
+    Plasmodium, whose synonyms include "Plasmodium vivax": neither answer is the label."""
+    taxonomy = load_taxonomy()
+    manifest = make_manifest({"kind": "folder_per_class"}, labels={
+        "artery": "artery", "liver": "liver", "Falciparum": {"name": "Plasmodium falciparum", "synonyms": ["falciparum"]},
+        "Vivax": {"name": "Plasmodium vivax", "synonyms": ["vivax"]}, "3": "spleen", "B": "blurred frame"})
+    assert answer_aliases("artery", manifest, taxonomy) == []
+    assert answer_aliases("liver", manifest, taxonomy) == ["hepatic"]  # the term's own canonical name: its synonyms
+    assert answer_aliases("Falciparum", manifest, taxonomy) == ["falciparum"]
+    assert answer_aliases("Vivax", manifest, taxonomy) == ["vivax"]
+    assert answer_aliases("3", manifest, taxonomy) == ["splenic"]  # a numeric raw label is a code, not a wording
+    assert answer_aliases("B", manifest, taxonomy) == []  # so is a single letter
+
+
+def test_a_wording_two_labels_share_is_an_alias_of_neither():
+    taxonomy = load_taxonomy()
+    manifest = make_manifest({"kind": "folder_per_class"}, labels={
+        "1": {"name": "chronic stroke lesion", "synonyms": ["lesion", "stroke lesion"]},
+        "2": {"name": "tumour", "synonyms": ["lesion"]}, "3": {"name": "breast lesion", "synonyms": ["tumour", "mass"]}})
+    assert answer_aliases("1", manifest, taxonomy) == ["stroke lesion"]
+    assert answer_aliases("2", manifest, taxonomy) == []
+    assert answer_aliases("3", manifest, taxonomy) == ["mass"]
