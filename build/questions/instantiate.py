@@ -87,9 +87,10 @@ def label_words(manifest: DatasetManifest) -> list[str]:
 
 
 def mentions_any(text: str, words: list[str]) -> str | None:
-    """The first of `words` that `text` contains as a whole word (case-insensitive), else None."""
+    """The first of `words` that `text` contains as a whole word, or as its plural (case-insensitive), else None:
+    "retinal blood vessels" names the label "retinal blood vessel"."""
     for word in words:
-        if re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text, flags=re.IGNORECASE):
+        if re.search(rf"(?<!\w){re.escape(word)}(?:s|es)?(?!\w)", text, flags=re.IGNORECASE):
             return word
     return None
 

@@ -85,8 +85,9 @@ def wording_lint(taxonomy: Taxonomy, words_path: str | Path | None = None) -> Wo
 
 
 def _leaked_option(question: str, options: Iterable[str]) -> str | None:
+    """The first option the question names, as written or as its plural ("vessels" names "vessel")."""
     for option in options:
-        if re.search(rf"(?<!\w){re.escape(option)}(?!\w)", question, flags=re.IGNORECASE):
+        if re.search(rf"(?<!\w){re.escape(option)}(?:s|es)?(?!\w)", question, flags=re.IGNORECASE):
             return option
     return None
 

@@ -82,3 +82,22 @@ def test_open_answer_aliases_stand_for_their_own_label_only(dataset_id):
             shared = {normalise_label_text(a) for a in row.answer_aliases} & forms if other != row.label else set()
             problems += [f"{row.label!r} accepts {s!r}, a wording of {other!r}" for s in sorted(shared)]
     assert not problems, problems
+
+
+def named(text: str, word: str) -> bool:
+    """`text` names `word` as a whole word or as its plural."""
+    return re.search(rf"(?<!\w){re.escape(word)}(?:s|es)?(?!\w)", text, flags=re.IGNORECASE) is not None
+
+
+@pytest.mark.parametrize("dataset_id", sorted(MANIFESTS))
+def test_no_template_context_names_a_label_of_the_dataset(dataset_id):
+    """A classification question's image description (modality, stain, specimen, anatomy, preparation) must not say
+    what the options are: chase_db1's anatomy "retinal blood vessels" told the full-context question its answer,
+    "retinal blood vessel", through the plural."""
+    manifest = MANIFESTS[dataset_id]
+    words = {w for raw in manifest.labels for w in (manifest.label_spec(raw).name, *manifest.label_spec(raw).synonyms)}
+    rows = questions(dataset_id)
+    leaks = {(row.task, w, question) for row in rows[rows.task != "object_detection"].itertuples()
+             for question in (row.question_modality, row.question_full_context)
+             for w in words if len(w) >= 3 and named(question, w) and not named(row.question_no_context, w)}
+    assert not leaks, sorted(leaks)

@@ -54,6 +54,23 @@ def test_context_that_names_a_label_is_withheld_and_the_lint_catches_leaks(tmp_p
     assert list(zip(failures.template, failures.category, failures.word)) == [("modality", "answer_leak", "chest")]
 
 
+def test_a_context_value_naming_a_label_in_the_plural_is_withheld_and_linted(tmp_path):
+    """chase_db1's anatomy "retinal blood vessels" named its only label, "retinal blood vessel"."""
+    taxonomy = write_taxonomy(tmp_path)
+    manifest = make_manifest({"kind": "folder_per_class"}, labels={"vessel": "retinal blood vessel", "disc": "optic disc"},
+                             questions={"options_name": "retinal structure", "preparation": None})
+    rows = pd.DataFrame([{"sample_id": "demo_marrow-0000000000000001", "dataset_id": manifest.id,
+                          "task": "ungrounded_classification", "source_path": "a.png", "label": "vessel",
+                          "target": None, "modality": "light microscopy", "sub_modality": None, "stain": None,
+                          "specimen": "human", "specimen_subregion": "retinal blood vessels"}])
+    questions, _ = instantiate_questions(rows, manifest, taxonomy, seed=1)
+    assert questions.iloc[0].question_full_context.endswith("in this light microscopy image from a human specimen?")
+    leaky = questions.assign(question_full_context="Which retinal structure is outlined among these retinal blood vessels?")
+    failures = lint_questions(leaky, taxonomy)
+    assert list(zip(failures.template, failures.category, failures.word)) == [
+        ("full_context", "answer_leak", "retinal blood vessel")]
+
+
 def test_capital_tokens_of_canonical_taxonomy_names_are_not_abbreviations(tmp_path):
     from mmbu.build.questions.lint import wording_lint
 
