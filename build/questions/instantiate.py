@@ -88,9 +88,11 @@ def label_words(manifest: DatasetManifest) -> list[str]:
 
 def mentions_any(text: str, words: list[str]) -> str | None:
     """The first of `words` that `text` contains as a whole word, or as its plural (case-insensitive), else None:
-    "retinal blood vessels" names the label "retinal blood vessel"."""
+    "retinal blood vessels" names the label "retinal blood vessel" (a plural of a word of one or two characters,
+    "I" in "is", is not one)."""
     for word in words:
-        if re.search(rf"(?<!\w){re.escape(word)}(?:s|es)?(?!\w)", text, flags=re.IGNORECASE):
+        plural = "(?:s|es)?" if len(word) >= 3 else ""
+        if re.search(rf"(?<!\w){re.escape(word)}{plural}(?!\w)", text, flags=re.IGNORECASE):
             return word
     return None
 
@@ -141,7 +143,8 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
     # a dataset's rows share a few metadata combinations: each one's questions and each label's aliases are
     # made once (rendering and the leak checks were a third of the step, per row)
     questions: dict[tuple[object, ...], dict[str, str]] = {}
-    aliases: dict[str, list[str]] = {}
+    wordings: dict[str, list[str]] = {}
+    aliases: dict[tuple[object, ...], list[str]] = {}
 
     def drop(row: Mapping[str, object], reason: str) -> None:
         exclusions.append(Exclusion(dataset_id=manifest.id, sample_id=row["sample_id"],
@@ -184,9 +187,15 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
                          and rng_for(row["sample_id"], seed, "none-answer").random() < none_answer_rate)
             fields["options"], fields["answer"] = label_options(spec.name, labels, classify_plan, rng,
                                                                 prototypes.none_of_the_above, leave_out)
-            if raw not in aliases:
-                aliases[raw] = answer_aliases(raw, manifest, taxonomy)
-            fields["answer_aliases"] = list(aliases[raw])
+            if raw not in wordings:
+                wordings[raw] = answer_aliases(raw, manifest, taxonomy)
+            if (raw, key) not in aliases:
+                # an alias the question itself says ("cell" for "brain cell" asked as "Which cell type ...?") is
+                # an answer taken from the question, not from the image
+                said = questions[key].values()
+                aliases[raw, key] = [alias for alias in wordings[raw]
+                                     if not any(mentions_any(question, [alias]) for question in said)]
+            fields["answer_aliases"] = list(aliases[raw, key])
         out.append(fields)
     columns = list(dict.fromkeys([*rows.columns, *QUESTION_COLUMNS]))
     return pd.DataFrame(out, columns=columns), exclusions

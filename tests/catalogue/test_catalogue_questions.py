@@ -101,3 +101,16 @@ def test_no_template_context_names_a_label_of_the_dataset(dataset_id):
              for question in (row.question_modality, row.question_full_context)
              for w in words if len(w) >= 3 and named(question, w) and not named(row.question_no_context, w)}
     assert not leaks, sorted(leaks)
+
+
+@pytest.mark.parametrize("dataset_id", sorted(MANIFESTS))
+def test_no_open_answer_alias_is_said_by_the_question(dataset_id):
+    """cytodark0 asked "Which cell type is most consistent ...?" and accepted "cell" for "brain cell"; endoscapes2023
+    asked for a "structure or instrument" and accepted "instrument" for "surgical instrument": the reply repeated
+    the question and was counted right without the judge."""
+    rows = questions(dataset_id)
+    said = {(row.label, alias, question) for row in rows[rows.task != "object_detection"].itertuples()
+            for alias in row.answer_aliases
+            for question in (row.question_no_context, row.question_modality, row.question_full_context)
+            if named(question, alias) if len(alias) >= 3}
+    assert not said, sorted(said)

@@ -244,3 +244,18 @@ def test_a_wording_two_labels_share_is_an_alias_of_neither():
     assert answer_aliases("1", manifest, taxonomy) == ["stroke lesion"]
     assert answer_aliases("2", manifest, taxonomy) == []
     assert answer_aliases("3", manifest, taxonomy) == ["mass"]
+
+
+def test_an_alias_the_question_says_is_not_an_accepted_answer(tmp_path):
+    """"Which cell type ...?" would otherwise accept the reply "cell" for "brain cell"."""
+    taxonomy = write_taxonomy(tmp_path)
+    manifest = make_manifest({"kind": "folder_per_class"}, labels={
+        "cell": {"name": "brain cell", "synonyms": ["cell", "neuron or glial cell"]}, "vessel": "capillary"},
+        questions={"options_name": "cell type", "n_options": 2})
+    rows = pd.DataFrame([{"sample_id": "demo_marrow-0000000000000001", "dataset_id": manifest.id,
+                          "task": "ungrounded_classification", "source_path": "a.png", "label": "cell", "target": None,
+                          "modality": "light microscopy", "sub_modality": None, "stain": None, "specimen": "human",
+                          "specimen_subregion": None}])
+    questions, _ = instantiate_questions(rows, manifest, taxonomy, seed=1)
+    assert questions.iloc[0].question_no_context.startswith("Which cell type")
+    assert questions.iloc[0].answer_aliases == ["neuron or glial cell"]
