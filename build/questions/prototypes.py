@@ -21,6 +21,7 @@ class StainPhrase(BaseModel):
 
     default: str
     by_modality: dict[str, str] = {}
+    by_stain: dict[str, str] = {}  # a stain value's own phrase, over the modality's ("unstained": not "stained with")
 
 
 class Prototypes(BaseModel):
@@ -44,16 +45,17 @@ class Prototypes(BaseModel):
         """The image phrase of a template, dropping fragments whose values are missing."""
         values = dict(values)
         if values.get("stain"):
-            phrase = self.stain_phrase.by_modality.get(values.get("modality") or "", self.stain_phrase.default)
+            phrase = self.stain_phrase.by_stain.get(values["stain"]) or self.stain_phrase.by_modality.get(
+                values.get("modality") or "", self.stain_phrase.default)
             values["stain_phrase"] = _fill(phrase, values)
-        if values.get("preparation"):
-            values["a_preparation"] = with_article(values["preparation"])
+        for name in ("preparation", "specimen"):
+            if values.get(name):
+                values[f"a_{name}"] = with_article(values[name])
         parts: list[str] = []
         for alternatives in self.image_phrase[template]:
             so_far = self._rewrite("".join(parts)).casefold()
             for text in alternatives:
-                mentioned = [_base_value(name, values) for name in _placeholders(text)]
-                if any(_mentions(so_far, value) for value in mentioned):
+                if any(_said(so_far, name, values) for name in _placeholders(text)):
                     continue  # said already, e.g. specimen "tissue section" after preparation "tissue section"
                 filled = _fill(text, values)
                 if filled is not None:
@@ -81,22 +83,41 @@ def _placeholders(text: str) -> list[str]:
     return [name for _, name, _, _ in string.Formatter().parse(text) if name]
 
 
+_SOURCES = {"a_preparation": "preparation", "a_specimen": "specimen", "stain_phrase": "stain"}
+
+
 def _base_value(name: str, values: Mapping[str, str | None]) -> str:
     """The metadata value a placeholder stands for (derived phrases count as their source field)."""
-    source = {"a_preparation": "preparation", "stain_phrase": "stain"}.get(name, name)
-    return str(values.get(source) or "").casefold()
+    return str(values.get(_SOURCES.get(name, name)) or "").casefold()
+
+
+def _said(text: str, name: str, values: Mapping[str, str | None]) -> bool:
+    """Whether `text` already says the value of a placeholder: the value itself, or for the specimen its head noun
+    (specimen "blood smear" after preparation "smear", so not "of a smear of blood smear blood")."""
+    value = _base_value(name, values)
+    if _mentions(text, value):
+        return True
+    return bool(value) and _SOURCES.get(name, name) == "specimen" and _mentions(text, value.split()[-1])
 
 
 def _mentions(text: str, value: str) -> bool:
     return bool(value) and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None
 
 
+# words spelt with a vowel but said with a consonant ("a urine sediment"), and the reverse ("an hour")
+_CONSONANT_SOUND = re.compile(r"(?:uni|use|usu|ura|ure|uri|uro|uti|eu|ewe|one\b|once\b)", re.IGNORECASE)
+_VOWEL_SOUND = re.compile(r"(?:hour|honest|honou?r|heir)", re.IGNORECASE)
+
+
 def with_article(noun_phrase: str) -> str:
-    """"a smear", "an imprint", "cultured cells": a rough English rule, good for preparation names."""
+    """"a smear", "an imprint", "a urine sediment", "cultured cells": a rough English rule, good for preparation
+    and specimen names."""
     last = noun_phrase.split()[-1].casefold()
     if last.endswith("s") and not last.endswith(("ss", "us", "is")):
         return noun_phrase
-    return f"{'an' if noun_phrase[:1].casefold() in 'aeiou' else 'a'} {noun_phrase}"
+    vowel = (noun_phrase[:1].casefold() in "aeiou" and not _CONSONANT_SOUND.match(noun_phrase)) or bool(
+        _VOWEL_SOUND.match(noun_phrase))
+    return f"{'an' if vowel else 'a'} {noun_phrase}"
 
 
 def _fill(text: str, values: Mapping[str, str | None]) -> str | None:

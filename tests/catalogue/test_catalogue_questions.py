@@ -114,3 +114,29 @@ def test_no_open_answer_alias_is_said_by_the_question(dataset_id):
             for question in (row.question_no_context, row.question_modality, row.question_full_context)
             if named(question, alias) if len(alias) >= 3}
     assert not said, sorted(said)
+
+
+A_BEFORE_A_VOWEL = re.compile(r"\ba (?!uni|use|usu|ura|ure|uri|uro|uti|eu|one\b)[aeiou]\w*", re.IGNORECASE)
+AN_BEFORE_A_CONSONANT = re.compile(r"\ban (?!hour|honest|heir)[b-df-hj-np-tv-z]\w*", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("dataset_id", sorted(MANIFESTS))
+def test_full_context_descriptions_read_as_english(dataset_id):
+    """The image description the full-context template builds from the metadata: no wrong article ("an urine
+    sediment", "from a environmental sample specimen"), no stain phrase for the absence of a stain ("stained with
+    unstained") nor a second one ("of a stained cell culture, stained with Giemsa"), and a specimen said once ("of a smear of blood smear blood", "of a section of tissue section
+    colon")."""
+    manifest = MANIFESTS[dataset_id]
+    specimen = manifest.metadata.specimen.split()[-1]
+    problems = set()
+    for question in questions(dataset_id).question_full_context:
+        problems |= {f"article {m.group(0)!r}: {question}" for m in A_BEFORE_A_VOWEL.finditer(question)}
+        problems |= {f"article {m.group(0)!r}: {question}" for m in AN_BEFORE_A_CONSONANT.finditer(question)}
+        if re.search(r"stained with (?:un|non-?)stained", question):
+            problems.add(f"stained with no stain: {question}")
+        if len(re.findall(r"\bstained\b", question)) > 1:
+            problems.add(f"stained twice: {question}")
+        description = question[question.rfind(" in this "):]  # after the options_name
+        if len(re.findall(rf"\b{re.escape(specimen)}\b", description, flags=re.IGNORECASE)) > 1:
+            problems.add(f"specimen {specimen!r} said twice: {question}")
+    assert not problems, sorted(problems)

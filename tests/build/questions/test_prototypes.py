@@ -30,9 +30,22 @@ def test_radiology_contrast_phrase_and_missing_fields():
 
 
 @pytest.mark.parametrize("noun, phrase", [("smear", "a smear"), ("imprint", "an imprint"),
-                                          ("cultured cells", "cultured cells"), ("cross section", "a cross section")])
+                                          ("cultured cells", "cultured cells"), ("cross section", "a cross section"),
+                                          ("urine sediment", "a urine sediment"), ("unstained smear", "an unstained smear"),
+                                          ("environmental sample", "an environmental sample")])
 def test_preparation_articles(noun, phrase):
     assert with_article(noun) == phrase
+
+
+def test_a_specimen_named_by_its_preparation_is_not_said_twice_and_unstained_is_no_stain():
+    """Were "of a smear of blood smear blood" (preparation smear, specimen blood smear, anatomy blood), "stained with
+    unstained" and "from a environmental sample specimen"."""
+    smear = {**BASE, "modality": "light microscopy", "sub_modality": "brightfield microscopy", "stain": "Giemsa",
+             "specimen": "blood smear", "anatomy": "blood", "preparation": "smear"}
+    assert full(smear).endswith("(light microscopy) of a smear of blood, stained with Giemsa?")
+    assert full({**smear, "stain": "unstained", "anatomy": None}).endswith("(light microscopy) of a smear, unstained?")
+    sample = {**smear, "stain": None, "specimen": "environmental sample", "anatomy": None, "preparation": None}
+    assert full(sample).endswith("(light microscopy) from an environmental sample specimen?")
 
 
 def test_context_that_names_a_label_is_withheld_and_the_lint_catches_leaks(tmp_path):

@@ -2,10 +2,9 @@
 
 `golden_sha256sums.json` holds the SHA256SUMS of releases written from the `built` fixture by the
 writer as of commit 953bcb4, which materialised every record of a config before writing; the
-cases cover one shard per config, many shards, and several row groups per shard. Only two lines have changed
-since: exclusions.csv's (the file gained the duplicate step's columns `duplicate_of` and `distance`) and
-croissant.json's (list columns declared `isArray`, boxes as integers; one `prov:wasDerivedFrom` node per
-source; the shards are unchanged).
+cases cover one shard per config, many shards, and several row groups per shard. Since then the exclusions.csv
+line has changed (the file gained the duplicate step's columns `duplicate_of` and `distance`), and the data and
+croissant.json lines with each new question prototype version (the rows' questions changed, not the writer).
 """
 from __future__ import annotations
 
