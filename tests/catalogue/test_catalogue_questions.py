@@ -140,3 +140,19 @@ def test_full_context_descriptions_read_as_english(dataset_id):
         if len(re.findall(rf"\b{re.escape(specimen)}\b", description, flags=re.IGNORECASE)) > 1:
             problems.add(f"specimen {specimen!r} said twice: {question}")
     assert not problems, sorted(problems)
+
+
+PICTURE = re.compile(r"\bof an? [^,?.]*\b(?:image|photograph|micrograph|radiograph|mammogram|B-scan)\b")
+
+
+@pytest.mark.parametrize("dataset_id", sorted(MANIFESTS))
+def test_the_preparation_names_the_specimen_not_the_picture(dataset_id):
+    """questions.preparation fills "this <modality> image of <a preparation>": a picture there made an image of an
+    image ("this dermoscopy image (optical imaging) of a dermoscopic photograph of human skin", "this B-mode
+    ultrasound image (ultrasound imaging) of a breast ultrasound image")."""
+    found = set()
+    for question in questions(dataset_id).question_full_context:
+        description = question[question.rfind(" in this "):]
+        if PICTURE.search(description):
+            found.add(description)
+    assert not found, sorted(found)
