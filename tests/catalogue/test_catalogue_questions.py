@@ -66,10 +66,10 @@ def test_no_question_of_the_catalogue_fails_the_wording_lint(dataset_id):
 
 @pytest.mark.parametrize("dataset_id", sorted(MANIFESTS))
 def test_open_answer_aliases_stand_for_their_own_label_only(dataset_id):
-    """The open-answer pre-check counts a reply equal to an alias as right without the judge. A numeric code of the
-    dataset's files ("0" for basophil, "B" for blurred frame) or a wording that also stands for another label of the dataset (the taxonomy
-    term Plasmodium lists "Plasmodium vivax" among its synonyms, so the answer "Plasmodium vivax" passed for
-    Plasmodium falciparum) would be counted right for the wrong answer."""
+    """The open-answer pre-check counts a reply equal to an alias as right without the judge. A code of the
+    dataset's files ("0" for basophil, "B" for blurred frame) or a wording that also stands for another label of the
+    dataset (the taxonomy term Plasmodium lists "Plasmodium vivax" among its synonyms, so the answer "Plasmodium
+    vivax" passed for Plasmodium falciparum) would be counted right for the wrong answer."""
     rows = questions(dataset_id)
     rows = rows[rows.task != "object_detection"].drop_duplicates("label")
     wordings = {row.label: {normalise_label_text(w) for w in [row.label, *row.answer_aliases]}
@@ -124,8 +124,8 @@ AN_BEFORE_A_CONSONANT = re.compile(r"\ban (?!hour|honest|heir)[b-df-hj-np-tv-z]\
 def test_full_context_descriptions_read_as_english(dataset_id):
     """The image description the full-context template builds from the metadata: no wrong article ("an urine
     sediment", "from a environmental sample specimen"), no stain phrase for the absence of a stain ("stained with
-    unstained") nor a second one ("of a stained cell culture, stained with Giemsa"), and a specimen said once ("of a smear of blood smear blood", "of a section of tissue section
-    colon")."""
+    unstained") nor a second one ("of a stained cell culture, stained with Giemsa"), and a specimen said once ("of a
+    smear of blood smear blood", "of a section of tissue section colon")."""
     manifest = MANIFESTS[dataset_id]
     specimen = manifest.metadata.specimen.split()[-1]
     problems = set()
@@ -156,3 +156,30 @@ def test_the_preparation_names_the_specimen_not_the_picture(dataset_id):
         if PICTURE.search(description):
             found.add(description)
     assert not found, sorted(found)
+
+
+# heads of detection targets that cannot follow "every": mass nouns and plurals (the words of the catalogue's targets)
+MASS_NOUNS = {"fat", "blood", "bile", "skin", "tissue", "edema", "oedema", "endometriosis", "caries", "mucus", "debris"}
+
+
+def countable(noun_phrase: str) -> bool:
+    """A rough test of a singular countable noun phrase; taxon names (capitalised: "Actinophrys") pass."""
+    if noun_phrase[:1].isupper():
+        return True
+    head = noun_phrase.split(" of ")[0].split()[-1].casefold()  # "instance of fat" is headed by "instance"
+    plural = head.endswith("s") and not head.endswith(("ss", "us", "is", "as", "forceps", "caries")) or head == "nuclei"
+    return head not in MASS_NOUNS and not plural
+
+
+@pytest.mark.parametrize("dataset_id", sorted(MANIFESTS))
+def test_detection_questions_read_as_english_for_every_target(dataset_id):
+    """"Locate every fat", "Locate every seminal vesicles", "Locate every overlapping nuclei", "Locate every
+    peritoneal endometriosis": "every" wants one countable thing, and segmentation classes are often a tissue."""
+    rows = questions(dataset_id)
+    wrong = set()
+    for question in rows[rows.task == "object_detection"].question_no_context:
+        said = re.match(r"Locate every (.+?) in this image\.$", question)
+        assert said, question
+        if not countable(said.group(1)):
+            wrong.add(question)
+    assert not wrong, sorted(wrong)

@@ -59,7 +59,7 @@ def test_three_templates_follow_the_bone_marrow_example(marrow, taxonomy):
     assert row.question_full_context == (
         "Which myeloid lineage cell type is most consistent with the visual features in this brightfield "
         "microscopy image (light microscopy) of a smear of human bone marrow, stained with May-Grünwald-Giemsa?")
-    assert row.question_version == "mmbu-questions-v3"
+    assert row.question_version == "mmbu-questions-v4"
 
 
 def test_options_are_fixed_in_size_contain_the_answer_and_are_stable_across_rebuilds(marrow, taxonomy):
@@ -134,7 +134,8 @@ def test_detection_options_are_gold_plus_boxes_that_overlap_no_gold(taxonomy):
     for row in questions.itertuples():
         assert row.answer == "[10, 10, 50, 40]" and row.answer in row.options and len(row.options) == 5
         assert NOTA in row.options and row.answer_aliases == []
-        assert row.question_modality.startswith("Locate every ring-stage parasite in this light microscopy image.")
+        assert row.question_modality.startswith(
+            "Locate every instance of ring-stage parasite in this light microscopy image.")
         boxes = [[int(v) for v in o.strip("[]").split(", ")] for o in row.options if o not in (NOTA, row.answer)]
         assert len(boxes) == 3
         for box in boxes:
