@@ -183,3 +183,22 @@ def test_detection_questions_read_as_english_for_every_target(dataset_id):
         if not countable(said.group(1)):
             wrong.add(question)
     assert not wrong, sorted(wrong)
+
+
+# words before a label that make the whole something else than a kind of it ("non-proliferative diabetic
+# retinopathy", "tissue outside the cancer area", "no tumour tissue in the centre region")
+NOT_A_KIND = {"no", "non", "not", "without", "outside", "inside", "in", "of", "with", "around", "the"}
+
+
+@pytest.mark.parametrize("dataset_id", sorted(MANIFESTS))
+def test_no_option_is_a_kind_of_another(dataset_id):
+    """A display label that is another one with a modifier in front ("bilobed promyelocyte" and "promyelocyte",
+    "cracked tooth" and "tooth") names a kind of it: with the narrower one the answer, the broader one is right too.
+    Options also differ after normalisation ("Grade 1" and "grade 1", "HER2+" and "HER2 +")."""
+    labels = sorted({MANIFESTS[dataset_id].label_spec(raw).name for raw in MANIFESTS[dataset_id].labels})
+    forms = [normalise_label_text(label) for label in labels]
+    assert len(set(forms)) == len(forms), labels
+    kinds = [(narrow, broad) for narrow, n in zip(labels, forms) for broad, b in zip(labels, forms)
+             if n != b and n.endswith(f" {b}") and not NOT_A_KIND & set(n[:-len(b)].split())]
+    assert not kinds, kinds
+
