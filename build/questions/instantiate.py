@@ -104,12 +104,29 @@ def _text(value: object) -> str | None:
     return None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
 
 
+CELL = "cell"  # the anatomy term under which the taxonomy keeps cells and cellular compartments
+
+
+def cellular(taxonomy: Taxonomy, anatomy: str | None) -> bool:
+    """Whether an anatomy value is a cell or a part of one (nucleus, mitochondrion, sperm head; blood cells, which
+    the taxonomy keeps under blood): a region an image shows, not a place it is "of"."""
+    term = taxonomy.resolve("anatomy", anatomy) if anatomy and "anatomy" in taxonomy.facets else None
+    if term is None:
+        return False
+    return term.id == CELL or any(t.id == CELL for t in taxonomy.ancestors("anatomy", term.id)) or \
+        term.name.split()[-1].casefold() == CELL
+
+
 def _values(row: Mapping[str, object], manifest: DatasetManifest, target: str | None,
-            leaking: list[str]) -> dict[str, str | None]:
+            leaking: list[str], taxonomy: Taxonomy) -> dict[str, str | None]:
     """Placeholder values of one row (only its `ROW_VALUES` count). For classification, a context value that
     names one of the dataset's labels is withheld (e.g. anatomy "abdomen" when the labels are body regions),
-    so the full-context question never gives the answer away."""
+    so the full-context question never gives the answer away. A cellular anatomy is withheld from every task: the
+    description says what the image is of ("of human brain"), and "of a tissue section of nucleus" or "of cell
+    culture nucleus" says nothing right."""
     modality, sub_modality, stain, specimen, anatomy = (_text(row.get(name)) for name in ROW_VALUES)
+    if cellular(taxonomy, anatomy):
+        anatomy = None
     values = {"modality": modality, "sub_modality": sub_modality, "stain": stain, "specimen": specimen,
               "anatomy": anatomy, "preparation": manifest.questions.preparation,
               "options_name": manifest.questions.options_name, "target": target}
@@ -161,7 +178,7 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
         leaking = [] if row["task"] == "object_detection" else words
         key = (row["task"], target, *(_text(row.get(name)) for name in ROW_VALUES))
         if key not in questions:
-            questions[key] = prototypes.render(row["task"], _values(row, manifest, target, leaking))
+            questions[key] = prototypes.render(row["task"], _values(row, manifest, target, leaking, taxonomy))
         fields = dict(row) | questions[key]
         fields |= {"label": spec.name, "target": target, "question_version": prototypes.version}
         if row["task"] == "object_detection":

@@ -202,3 +202,22 @@ def test_no_option_is_a_kind_of_another(dataset_id):
              if n != b and n.endswith(f" {b}") and not NOT_A_KIND & set(n[:-len(b)].split())]
     assert not kinds, kinds
 
+
+
+def cell_level(anatomy: str | None) -> bool:
+    term = taxonomy().resolve("anatomy", anatomy) if anatomy else None
+    return term is not None and (term.id == "cell" or term.name.endswith(" cell")
+                                 or "cell" in {t.id for t in taxonomy().ancestors("anatomy", term.id)})
+
+
+@pytest.mark.parametrize("dataset_id", sorted(MANIFESTS))
+def test_full_context_descriptions_do_not_call_a_cell_part_the_specimen_region(dataset_id):
+    """specimen_subregion is a cell or a part of one for many microscopy sets, and "of {specimen} {anatomy}" then
+    read "of cell culture nucleus", "of a tissue section of nucleus", "of human mitochondrion", "of a smear of red
+    blood cell"."""
+    anatomy = MANIFESTS[dataset_id].metadata.specimen_subregion
+    if not cell_level(anatomy):
+        return
+    name = taxonomy().resolve("anatomy", anatomy).name
+    said = {q for q in questions(dataset_id).question_full_context if named(q[q.rfind(" in this "):], name)}
+    assert not said, sorted(said)

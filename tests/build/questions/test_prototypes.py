@@ -93,3 +93,22 @@ def test_capital_tokens_of_canonical_taxonomy_names_are_not_abbreviations(tmp_pa
     lint = wording_lint(taxonomy)
     assert lint.hits("acquired as a T1-weighted sequence") == []
     assert [h.word for h in lint.hits("acquired as a T2 sequence")] == ["T2"]
+
+
+def test_a_cellular_anatomy_is_not_what_the_image_is_of():
+    """Was "... (fluorescence microscopy) of cell culture nucleus" and "of a tissue section of nucleus"."""
+    from mmbu.taxonomy.model import load_taxonomy
+
+    taxonomy = load_taxonomy()
+    manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
+                             labels={"nucleus": "cell nucleus"}, questions={"options_name": "structure",
+                                                                              "preparation": None})
+    row = {"sample_id": "demo_marrow-0000000000000001", "dataset_id": manifest.id, "task": "object_detection",
+           "source_path": "a.png", "label": "nucleus", "target": "nucleus", "boxes": [[1, 1, 9, 9]],
+           "other_boxes": [], "image_width": 64, "image_height": 64, "modality": "fluorescence microscopy",
+           "sub_modality": None, "stain": None, "specimen": "cell culture", "specimen_subregion": "nucleus"}
+    organ = {**row, "sample_id": "demo_marrow-0000000000000002", "specimen": "human", "specimen_subregion": "liver"}
+    questions, _ = instantiate_questions(pd.DataFrame([row, organ]), manifest, taxonomy, seed=1)
+    assert list(questions.question_full_context) == [
+        "Locate every instance of cell nucleus in this fluorescence microscopy image from a cell culture specimen.",
+        "Locate every instance of cell nucleus in this fluorescence microscopy image of human liver."]

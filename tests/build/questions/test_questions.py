@@ -59,7 +59,7 @@ def test_three_templates_follow_the_bone_marrow_example(marrow, taxonomy):
     assert row.question_full_context == (
         "Which myeloid lineage cell type is most consistent with the visual features in this brightfield "
         "microscopy image (light microscopy) of a smear of human bone marrow, stained with May-Grünwald-Giemsa?")
-    assert row.question_version == "mmbu-questions-v4"
+    assert row.question_version == "mmbu-questions-v5"
 
 
 def test_options_are_fixed_in_size_contain_the_answer_and_are_stable_across_rebuilds(marrow, taxonomy):
