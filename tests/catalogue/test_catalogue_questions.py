@@ -54,6 +54,14 @@ def questions(dataset_id: str) -> pd.DataFrame:
     return rows
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _forget_questions():
+    """The cached rows (150 datasets') go with this module, not with the session."""
+    yield
+    questions.cache_clear()
+    taxonomy.cache_clear()
+
+
 @pytest.mark.parametrize("dataset_id", sorted(MANIFESTS))
 def test_no_question_of_the_catalogue_fails_the_wording_lint(dataset_id):
     """The build drops every row whose question the lint rejects: a manifest whose options_name or preparation uses
