@@ -3,8 +3,10 @@
 `golden_sha256sums.json` holds the SHA256SUMS of releases written from the `built` fixture by the
 writer as of commit 953bcb4, which materialised every record of a config before writing; the
 cases cover one shard per config, many shards, and several row groups per shard. Since then the exclusions.csv
-line has changed (the file gained the duplicate step's columns `duplicate_of` and `distance`), and the data and
-croissant.json lines with each new question prototype version (the rows' questions changed, not the writer).
+line has changed (the file gained the duplicate step's columns `duplicate_of` and `distance`), the data and
+croissant.json lines with each new question prototype version (the rows' questions changed, not the writer), and
+croissant.json's once more when the writer declared list columns `isArray` (boxes as integers) and wrote one
+`prov:wasDerivedFrom` node per source (the shards unchanged).
 """
 from __future__ import annotations
 
