@@ -41,7 +41,8 @@ from mmbu.build.layouts.files import is_volume
 from mmbu.build.layouts.grounding import ConvertedImage, place_items
 from mmbu.build.layouts.volumes import with_converted_mask
 from mmbu.build.metadata import MetadataChecks
-from mmbu.build.questions import attach_metadata, format_lint_report, instantiate_questions, lint_questions, task_items
+from mmbu.build.questions import (attach_metadata, format_lint_report, instantiate_questions, lint_questions,
+                                  load_prototypes, task_items)
 from mmbu.build.questions.lint import drop_lint_failures
 from mmbu.build.sorted_runs import SortedRuns, write_row_groups
 from mmbu.core.exclusions import Exclusion
@@ -180,8 +181,9 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     exclusions += _read_exclusions(convert_exclusions_path)
 
     # rows: metadata (pandera) → task items → questions → lint
+    # the questions' version too: their wording and answers change between development edits of one package version
     rows_key = hash_json([convert_key, hash_file(converted_path), manifest.model_dump(mode="json"),
-                          taxonomy.content_hash, job.seed])
+                          taxonomy.content_hash, job.seed, load_prototypes().version])
     rows_path, rows_exclusions_path = work / "rows.parquet", work / "rows-exclusions.json"
     report_path = work / "lint-report.txt"
     if state.is_fresh("rows", rows_key):

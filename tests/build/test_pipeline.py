@@ -19,7 +19,8 @@ from support.build_repo import (
     BLOOD, CELL_CLASSES, NUCLEI, config_for, make_repo, write_manifest, write_rows_step_datasets,
 )
 
-from mmbu.build import pipeline
+from mmbu.build import pipeline, steps
+from mmbu.build.questions import load_prototypes
 from mmbu.build.pipeline import BuildConfig, run_build
 from mmbu.build.release import verify_sha256sums
 
@@ -264,10 +265,21 @@ def test_a_manifest_edit_that_leaves_the_rows_alone_still_rewrites_the_release(t
 
 
 def test_a_new_release_format_rewrites_the_release_from_the_same_rows(tmp_path, monkeypatch):
-    run_build(config_for(tmp_path))
+    make_repo(tmp_path)
+    assert run_build(config_for(tmp_path)).datasets
     assert not run_build(config_for(tmp_path)).release_written
     monkeypatch.setattr(pipeline, "RELEASE_FORMAT", pipeline.RELEASE_FORMAT + 1)  # the writer changed, same version
     assert run_build(config_for(tmp_path)).release_written
+
+
+def test_a_new_question_version_remakes_the_rows_of_a_built_data_folder(tmp_path, monkeypatch):
+    make_repo(tmp_path)
+    assert run_build(config_for(tmp_path)).datasets
+    assert not any("rows" in outcome.ran for outcome in run_build(config_for(tmp_path)).datasets)
+    newer = load_prototypes().model_copy(update={"version": "mmbu-questions-next"})
+    monkeypatch.setattr(steps, "load_prototypes", lambda: newer)  # wording changed, same package version
+    report = run_build(config_for(tmp_path))
+    assert report.datasets and all("rows" in outcome.ran for outcome in report.datasets)
 
 
 def test_a_build_where_every_dataset_fails_still_writes_the_exclusions(tmp_path):

@@ -59,7 +59,7 @@ def test_three_templates_follow_the_bone_marrow_example(marrow, taxonomy):
     assert row.question_full_context == (
         "Which myeloid lineage cell type is most consistent with the visual features in this brightfield "
         "microscopy image (light microscopy) of a smear of human bone marrow, stained with May-Grünwald-Giemsa?")
-    assert row.question_version == "mmbu-questions-v5"
+    assert row.question_version == "mmbu-questions-v6"
 
 
 def test_options_are_fixed_in_size_contain_the_answer_and_are_stable_across_rebuilds(marrow, taxonomy):
@@ -111,7 +111,8 @@ def test_answer_aliases_come_from_manifest_and_taxonomy(marrow, taxonomy):
     manifest = make_manifest({"kind": "folder_per_class"})
     questions, _ = instantiate_questions(build_rows(marrow, manifest, taxonomy), manifest, taxonomy, seed=7)
     monocyte = questions[questions.label == "monocyte"].iloc[0]
-    assert monocyte.answer_aliases == ["mono", "MON", "monocytes"]
+    # the manifest's synonym and raw key; the taxonomy term's synonyms ("monocytes") are the judge's to weigh
+    assert monocyte.answer_aliases == ["mono", "MON"]
     assert questions[questions.label == "lymphocyte"].iloc[0].answer_aliases == ["LYT"]
 
 
@@ -230,10 +231,12 @@ def test_a_label_that_is_only_a_synonym_of_a_taxonomy_term_takes_none_of_the_ter
         "artery": "artery", "liver": "liver", "Falciparum": {"name": "Plasmodium falciparum", "synonyms": ["falciparum"]},
         "Vivax": {"name": "Plasmodium vivax", "synonyms": ["vivax"]}, "3": "spleen", "B": "blurred frame"})
     assert answer_aliases("artery", manifest, taxonomy) == []
-    assert answer_aliases("liver", manifest, taxonomy) == ["hepatic"]  # the term's own canonical name: its synonyms
+    # the term's own canonical name: its name and abbreviations, never the synonyms that map source values onto it
+    # ("hepatic"; gallbladder's "bile ducts", "biliary tree"), which the judge, not the pre-check, weighs
+    assert answer_aliases("liver", manifest, taxonomy) == []
     assert answer_aliases("Falciparum", manifest, taxonomy) == ["falciparum"]
     assert answer_aliases("Vivax", manifest, taxonomy) == ["vivax"]
-    assert answer_aliases("3", manifest, taxonomy) == ["splenic"]  # a numeric raw label is a code, not a wording
+    assert "3" not in answer_aliases("3", manifest, taxonomy)  # a numeric raw label is a code, not a wording
     assert answer_aliases("B", manifest, taxonomy) == []  # so is a single letter
 
 
