@@ -48,16 +48,19 @@ def test_a_specimen_named_by_its_preparation_is_not_said_twice_and_unstained_is_
     assert full(sample).endswith("(light microscopy) from an environmental sample specimen?")
 
 
+def one_question(manifest, taxonomy, label, **metadata) -> pd.DataFrame:
+    """The questions of one ungrounded row of `label` from a human specimen with `metadata`."""
+    row = {"sample_id": "demo_marrow-0000000000000001", "dataset_id": manifest.id, "task": "ungrounded_classification",
+           "source_path": "a.png", "label": label, "target": None, "stain": None, "specimen": "human", **metadata}
+    return instantiate_questions(pd.DataFrame([row]), manifest, taxonomy, seed=1)[0]
+
+
 def test_context_that_names_a_label_is_withheld_and_the_lint_catches_leaks(tmp_path):
     taxonomy = write_taxonomy(tmp_path)
     manifest = make_manifest({"kind": "folder_per_class"}, labels={"chest": "chest", "breast": "breast"},
                              questions={"options_name": "body region", "preparation": None})
-    rows = pd.DataFrame([{"sample_id": "demo_marrow-0000000000000001", "dataset_id": manifest.id,
-                          "task": "ungrounded_classification", "source_path": "a.png", "label": "chest",
-                          "target": None, "modality": "computed tomography",
-                          "sub_modality": "conventional computed tomography", "stain": None, "specimen": "human",
-                          "specimen_subregion": "chest"}])
-    questions, _ = instantiate_questions(rows, manifest, taxonomy, seed=1)
+    questions = one_question(manifest, taxonomy, "chest", modality="computed tomography",
+                             sub_modality="conventional computed tomography", specimen_subregion="chest")
     assert questions.iloc[0].question_full_context.endswith(
         "conventional computed tomography image (computed tomography) from a human specimen?")
     assert lint_questions(questions, taxonomy).empty
@@ -72,11 +75,8 @@ def test_a_context_value_naming_a_label_in_the_plural_is_withheld_and_linted(tmp
     taxonomy = write_taxonomy(tmp_path)
     manifest = make_manifest({"kind": "folder_per_class"}, labels={"vessel": "retinal blood vessel", "disc": "optic disc"},
                              questions={"options_name": "retinal structure", "preparation": None})
-    rows = pd.DataFrame([{"sample_id": "demo_marrow-0000000000000001", "dataset_id": manifest.id,
-                          "task": "ungrounded_classification", "source_path": "a.png", "label": "vessel",
-                          "target": None, "modality": "light microscopy", "sub_modality": None, "stain": None,
-                          "specimen": "human", "specimen_subregion": "retinal blood vessels"}])
-    questions, _ = instantiate_questions(rows, manifest, taxonomy, seed=1)
+    questions = one_question(manifest, taxonomy, "vessel", modality="light microscopy", sub_modality=None,
+                             specimen_subregion="retinal blood vessels")
     assert questions.iloc[0].question_full_context.endswith("in this light microscopy image from a human specimen?")
     leaky = questions.assign(question_full_context="Which retinal structure is outlined among these retinal blood vessels?")
     failures = lint_questions(leaky, taxonomy)
