@@ -12,6 +12,7 @@ from mmbu.build.questions.options import box_options, label_options, plan_option
 from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, load_prototypes
 from mmbu.build.records import records
 from mmbu.core.exclusions import Exclusion
+from mmbu.core.wording import same_wording
 from mmbu.curation.manifest import DatasetManifest
 from mmbu.taxonomy.model import Taxonomy
 
@@ -31,12 +32,6 @@ def label_set(manifest: DatasetManifest) -> list[str]:
     return names
 
 
-def _same_text(text: str) -> str:
-    """The form two wordings are compared in: casefolded words, punctuation and spacing aside, but a + or - closing a
-    word kept ("G+" is not "G-"), as the open-answer pre-check compares them."""
-    return " ".join(re.findall(r"[^\W_]+(?:[+-](?![^\W_]))?", text.casefold()))
-
-
 def _wordings(raw: str, manifest: DatasetManifest, taxonomy: Taxonomy) -> list[str]:
     """Every wording of one label that may stand for it: manifest synonyms, the raw label when it is a word (a
     code such as "3" or "B" names a class only inside the dataset's files), then the canonical name and
@@ -50,7 +45,7 @@ def _wordings(raw: str, manifest: DatasetManifest, taxonomy: Taxonomy) -> list[s
         found.append(raw)
     for facet in taxonomy.facets:
         term = taxonomy.resolve(facet, spec.name)
-        if term is not None and _same_text(term.name) == _same_text(spec.name):
+        if term is not None and same_wording(term.name) == same_wording(spec.name):
             # its canonical name and abbreviations, not its synonyms: those map source values onto the term for the
             # metadata and hold broader and narrower names ("bile ducts", "biliary tree" for gallbladder), which the
             # judge would call NOT_EQUIVALENT and the pre-check must not accept without it
@@ -67,11 +62,11 @@ def answer_aliases(raw: str, manifest: DatasetManifest, taxonomy: Taxonomy) -> l
     for other in manifest.labels:
         other_name = manifest.label_spec(other).name
         if other_name != name:
-            others |= {_same_text(w) for w in (other_name, *_wordings(other, manifest, taxonomy))}
+            others |= {same_wording(w) for w in (other_name, *_wordings(other, manifest, taxonomy))}
     aliases: list[str] = []
     seen = {name.casefold()}
     for alias in _wordings(raw, manifest, taxonomy):
-        if alias.casefold() not in seen and _same_text(alias) not in others:
+        if alias.casefold() not in seen and same_wording(alias) not in others:
             seen.add(alias.casefold())
             aliases.append(alias)
     return aliases
@@ -154,7 +149,8 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
     labels = label_set(manifest)
     words = label_words(manifest)
     hints = manifest.questions
-    classify_plan = plan_options(len(labels), hints.n_options, hints.none_of_the_above)
+    distractors = [d for d in dict.fromkeys(hints.distractors) if d not in labels]
+    classify_plan = plan_options(len(labels) + len(distractors), hints.n_options, hints.none_of_the_above)
     # detection always offers at least two boxes: with one, the closed question would answer itself
     box_slots = max(MIN_BOX_OPTIONS, hints.n_options - int(hints.none_of_the_above))
     box_plan = plan_options(box_slots, box_slots + int(hints.none_of_the_above), hints.none_of_the_above)
@@ -203,10 +199,10 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
                 drop(row, f"the dataset has {len(labels)} label(s): too few for a closed question")
                 continue
             leave_out = (none_answer_rate > 0 and classify_plan.none_of_the_above
-                         and len(labels) - 1 >= classify_plan.label_slots
+                         and len(labels) - 1 + len(distractors) >= classify_plan.label_slots
                          and rng_for(row["sample_id"], seed, "none-answer").random() < none_answer_rate)
             fields["options"], fields["answer"] = label_options(spec.name, labels, classify_plan, rng,
-                                                                prototypes.none_of_the_above, leave_out)
+                                                                prototypes.none_of_the_above, leave_out, distractors)
             if raw not in wordings:
                 wordings[raw] = answer_aliases(raw, manifest, taxonomy)
             if (raw, key) not in aliases:

@@ -1,4 +1,5 @@
-"""Closed-form options: gold label + distractors from the dataset's label set, or candidate boxes.
+"""Closed-form options: gold label + distractors from the dataset's label set (then the manifest's curated
+`questions.distractors` when it has too few), or candidate boxes.
 
 Every random choice uses a generator seeded from (build seed, sample id), so a rebuild gives the
 same options in the same order no matter how samples are ordered or parallelised.
@@ -40,18 +41,21 @@ def plan_options(n_labels: int, n_options: int, none_of_the_above: bool) -> Opti
 
 
 def label_options(gold: str, label_set: Sequence[str], plan: OptionPlan, rng: random.Random,
-                  none_text: str, leave_out_gold: bool = False) -> tuple[list[str], str]:
-    """(options in presentation order, answer). With `leave_out_gold`, "None of the above" is the answer."""
+                  none_text: str, leave_out_gold: bool = False,
+                  distractors: Sequence[str] = ()) -> tuple[list[str], str]:
+    """(options in presentation order, answer). With `leave_out_gold`, "None of the above" is the answer.
+
+    Wrong options are the dataset's other labels; when they are too few, the rest are drawn from `distractors` (the
+    manifest's curated ones). A dataset with enough labels draws exactly as before distractors existed.
+    """
     others = [label for label in label_set if label != gold]
-    if leave_out_gold:
-        chosen = rng.sample(others, plan.label_slots)
-        answer = none_text
-    else:
-        chosen = [gold, *rng.sample(others, plan.label_slots - 1)]
-        answer = gold
-    options = chosen + ([none_text] if plan.none_of_the_above else [])
+    wanted = plan.label_slots if leave_out_gold else plan.label_slots - 1
+    chosen = rng.sample(others, min(wanted, len(others)))
+    if len(chosen) < wanted:
+        chosen += rng.sample(list(distractors), wanted - len(chosen))
+    options = ([] if leave_out_gold else [gold]) + chosen + ([none_text] if plan.none_of_the_above else [])
     rng.shuffle(options)
-    return options, answer
+    return options, none_text if leave_out_gold else gold
 
 
 def _shifted_box(box: PixelBox, size: tuple[int, int], rng: random.Random) -> PixelBox:

@@ -77,6 +77,11 @@ class QuestionHints(_Strict):
     preparation: str | None = Field(None, description="Specimen preparation for the full context: smear, section, ...")
     n_options: int = Field(5, ge=2, le=26)
     none_of_the_above: bool = True
+    distractors: list[str] = Field(
+        [], description="Wrong options for closed classification questions when the dataset has fewer labels than "
+                        "options: other things of the same kind that the outlined region or the image is not (for "
+                        "'cell nucleus' asked as a cellular structure: cytoplasm, cell membrane). Never a wording, a "
+                        "kind or a part of one of the dataset's labels. The dataset's own labels are used first.")
 
 
 class VideoFrames(_Strict):

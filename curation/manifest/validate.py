@@ -20,6 +20,7 @@ from mmbu.curation.manifest.licences import spdx_problem
 from mmbu.curation.manifest.model import METADATA_FACETS, DatasetManifest, ManifestError, load_manifest
 from mmbu.taxonomy.model import Taxonomy
 from mmbu.core.text import shorten
+from mmbu.core.wording import kind_of, same_wording
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 
@@ -188,14 +189,62 @@ def _label_problems(manifest: DatasetManifest, taxonomy: Taxonomy) -> Iterator[t
     for where, raw in _layout_raw_labels(manifest):
         if raw not in manifest.labels:
             yield where, f"raw label {raw!r} is not in labels (add it with its display name){_label_hint(raw, manifest)}"
+    yield from _distractor_problems(manifest, taxonomy)
     if CLASSIFICATION_TASKS.intersection(manifest.tasks):
-        available = len(display_names) + (1 if hints.none_of_the_above else 0)
+        distractors = len({same_wording(d) for d in hints.distractors})
+        available = len(display_names) + distractors + (1 if hints.none_of_the_above else 0)
+        if hints.n_options - int(hints.none_of_the_above) < 2 <= available - int(hints.none_of_the_above):
+            yield "questions.n_options", (
+                f"{hints.n_options} option(s) show only the answer{' and None of the above' if hints.none_of_the_above else ''}, "
+                f"which is then the answer on every row: raise it so that another label or distractor is offered")
         if hints.n_options > available:
             extra = " plus 'None of the above'" if hints.none_of_the_above else ""
             yield "questions.n_options", (
                 f"{hints.n_options} options asked, but the labels give only {len(display_names)} distinct display "
-                f"name(s){extra} = {available}"
+                f"name(s){f' and {distractors} distractor(s)' if distractors else ''}{extra} = {available}"
             )
+
+
+def _terms(taxonomy: Taxonomy, wording: str) -> list[set[str]]:
+    """Per facet the wording resolves in: its term and the terms above it."""
+    found = []
+    for facet in taxonomy.facets:
+        term = taxonomy.resolve(facet, wording)
+        if term is not None:
+            found.append({f"{facet}:{term.id}"} | {f"{facet}:{t.id}" for t in taxonomy.ancestors(facet, term.id)})
+    return found
+
+
+def _distractor_problems(manifest: DatasetManifest, taxonomy: Taxonomy) -> Iterator[tuple[str, str]]:
+    """A curated distractor must be wrong for every row: never a wording, a kind or a whole of one of the labels,
+    nor a taxonomy term at, above or under one of theirs, nor named by the question's own words or the dataset's
+    metadata, which the full-context question says (the lint would drop every row that offers it)."""
+    hints = manifest.questions
+    wordings = {w for raw in manifest.labels
+                for w in (str(raw), manifest.label_spec(raw).name, *manifest.label_spec(raw).synonyms)}
+    label_terms = [t for raw in manifest.labels for t in _terms(taxonomy, manifest.label_spec(raw).name)]
+    metadata = manifest.metadata
+    said = " ".join(same_wording(str(t)) for t in (hints.options_name, hints.preparation, metadata.modality,
+                                                   metadata.sub_modality, metadata.stain, metadata.specimen,
+                                                   metadata.specimen_subregion) if t)
+    seen: set[str] = set()
+    for index, distractor in enumerate(hints.distractors):
+        where, form = f"questions.distractors.{index}", same_wording(distractor)
+        clash = next((w for w in sorted(wordings) if kind_of(distractor, w)), None)
+        found = taxonomy.abbreviations_in(distractor)
+        if not form:
+            yield where, "is empty"
+        elif form in seen:
+            yield where, f"{distractor!r} is listed twice"
+        elif clash is not None:
+            yield where, f"{distractor!r} could be right where the answer is {clash!r} (the same thing, or a kind of it)"
+        elif any(a <= b or b <= a for a in _terms(taxonomy, distractor) for b in label_terms):
+            yield where, f"{distractor!r} is, or lies above or under, a taxonomy term of one of the labels"
+        elif re.search(rf"(?<!\w){re.escape(form)}(?:s|es)?(?!\w)", said):
+            yield where, f"{distractor!r} is named by the question (options_name, preparation or metadata)"
+        elif found:
+            yield where, f"{distractor!r} uses the abbreviation(s) {', '.join(found)}; write them out in full"
+        seen.add(form)
 
 
 def _layout_raw_labels(manifest: DatasetManifest) -> Iterator[tuple[str, str]]:

@@ -107,6 +107,33 @@ def test_none_of_the_above_as_the_answer_when_asked_for(marrow, taxonomy):
     assert set(questions[questions.answer != NOTA].apply(lambda r: r.answer == r.label, axis=1)) == {True}
 
 
+def test_a_dataset_with_one_label_draws_wrong_options_from_its_curated_distractors(tmp_path, taxonomy):
+    """Without them its closed question was "monocyte or None of the above", answered by any model that never says
+    none; the dataset's own labels still come first, and a dataset with enough of them draws as it always did."""
+    raw = tmp_path / "raw"
+    for k in range(12):
+        write_png(raw / "MON" / f"mon_{k}.png", value=k)
+    distractors = ["promyelocyte", "proerythroblast", "band neutrophil", "lymphocyte", "eosinophil"]
+    manifest = make_manifest({"kind": "folder_per_class"}, labels={"MON": "monocyte"},
+                             questions={"n_options": 5, "distractors": distractors})
+    questions, dropped = instantiate_questions(build_rows(raw, manifest, taxonomy), manifest, taxonomy, seed=3)
+    assert dropped == [] and len(questions) == 12
+    for options, answer in zip(questions.options, questions.answer):
+        assert answer == "monocyte" and len(options) == 5 and options.count("monocyte") == 1
+        assert options.count(NOTA) == 1 and set(options) - {"monocyte", NOTA} <= set(distractors)
+    assert len({tuple(o) for o in questions.options}) > 1  # drawn per row, not one fixed list
+    again, _ = instantiate_questions(build_rows(raw, manifest, taxonomy), manifest, taxonomy, seed=3)
+    assert again.options.tolist() == questions.options.tolist()
+
+
+def test_distractors_do_not_change_a_dataset_with_enough_labels(marrow, taxonomy):
+    plain = make_manifest({"kind": "folder_per_class"})
+    curated = make_manifest({"kind": "folder_per_class"}, questions={"distractors": ["platelet", "basophil"]})
+    before, _ = instantiate_questions(build_rows(marrow, plain, taxonomy), plain, taxonomy, seed=7)
+    after, _ = instantiate_questions(build_rows(marrow, curated, taxonomy), curated, taxonomy, seed=7)
+    assert after.options.tolist() == before.options.tolist()
+
+
 def test_answer_aliases_come_from_manifest_and_taxonomy(marrow, taxonomy):
     manifest = make_manifest({"kind": "folder_per_class"})
     questions, _ = instantiate_questions(build_rows(marrow, manifest, taxonomy), manifest, taxonomy, seed=7)

@@ -153,6 +153,42 @@ def test_n_options_cannot_exceed_labels_plus_none_of_the_above(tmp_path):
     assert [f for _, f, _ in problems_of(tmp_path, no_nota)] == ["questions.n_options"]
 
 
+def test_n_options_must_offer_a_wrong_label_when_there_is_one(tmp_path):
+    """Two labels and n_options 2 asked "benign skin lesion or None of the above" of every benign row."""
+    labels = {"b": "benign skin lesion", "m": "malignant skin lesion"}
+    two = manifest_dict(labels=labels, questions={"options_name": "skin finding", "n_options": 2})
+    assert problems_of(tmp_path, two) == [("blood_cells.yaml", "questions.n_options", (
+        "2 option(s) show only the answer and None of the above, which is then the answer on every row: raise it so "
+        "that another label or distractor is offered"))]
+    assert problems_of(tmp_path, manifest_dict(labels=labels, questions={"options_name": "skin finding",
+                                                                         "n_options": 3})) == []
+
+
+def test_curated_distractors_count_as_options_and_must_be_wrong_for_every_row(tmp_path):
+    labels = {"mon": {"name": "monocyte", "synonyms": ["monocytic cell"]}}
+    ok = manifest_dict(labels=labels, questions={"options_name": "cell type", "n_options": 4,
+                                                 "distractors": ["lymphocyte", "eosinophil"]})
+    assert problems_of(tmp_path, ok) == []  # 1 label + 2 distractors + None of the above = 4 options
+    bad = manifest_dict(labels=labels, questions={"options_name": "blood cell type", "n_options": 3, "distractors": [
+        "lymphocyte", "Lymphocyte", "monocytic cell", "activated monocyte", "blood", "HE stained cell", " "]})
+    assert [(f, r) for _, f, r in problems_of(tmp_path, bad)] == [
+        ("questions.distractors.1", "'Lymphocyte' is listed twice"),
+        ("questions.distractors.2", "'monocytic cell' could be right where the answer is 'monocytic cell' (the same "
+                                    "thing, or a kind of it)"),
+        ("questions.distractors.3", "'activated monocyte' could be right where the answer is 'monocyte' (the same "
+                                    "thing, or a kind of it)"),
+        ("questions.distractors.4", "'blood' is named by the question (options_name, preparation or metadata)"),
+        ("questions.distractors.5", "'HE stained cell' uses the abbreviation(s) HE; write them out in full"),
+        ("questions.distractors.6", "is empty"),
+    ]
+    # the taxonomy keeps liver under abdomen, and a white blood cell under blood
+    organ = manifest_dict(labels={"liv": "liver", "wbc": "leukocyte"}, questions={
+        "options_name": "structure", "n_options": 3, "distractors": ["abdomen", "blood", "spleen"]})
+    assert [(f, r) for _, f, r in problems_of(tmp_path, organ)] == [
+        ("questions.distractors.0", "'abdomen' is, or lies above or under, a taxonomy term of one of the labels"),
+        ("questions.distractors.1", "'blood' is, or lies above or under, a taxonomy term of one of the labels")]
+
+
 def test_labels_declared_by_the_layout_must_be_in_the_vocabulary(tmp_path):
     masks = {"kind": "image_mask_pairs", "images": "images/*.png", "masks": "masks/*.png",
              "mask_values": {1: "neutrophil", 2: "platelet"}}
