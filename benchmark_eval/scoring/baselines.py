@@ -8,9 +8,10 @@ so micro-F1 = 2·ΣTP / (n + Σg) — linear in ΣTP — and its expectation is 
 
 * closed (every task, detection included): a uniform pick among this sample's options,
   ``p = 1 / number of options`` — the paper's Random row (0.199 / 0.162 / 0.183 / 0.172);
-* open classification: a uniform pick among the dataset's label set (its distinct gold answers
-  in this task of the release, after normalisation), judged right only when it is the gold
-  label, ``p = 1 / label-set size``;
+* open classification: a uniform pick among the dataset's label set in this task of the release (its
+  distinct gold answers and the labels its closed options offer beside them — curated distractors
+  included, "None of the above" not —, after normalisation), judged right only when it is the gold
+  label, ``p = 1 / label-set size``: a dataset with one label is not a sure hit;
 * open detection: one box with corners drawn uniformly in the image; ``p`` is the Monte Carlo
   probability (fixed seed, :data:`BOX_DRAWS` draws) that it reaches IoU ≥ 0.5 with a gold box.
 """
@@ -36,11 +37,22 @@ def expected_f1(p: np.ndarray, n_gold: np.ndarray) -> float:
     return float(2 * p.sum() / denominator) if denominator else float("nan")
 
 
+NONE_OF_THE_ABOVE = normalise_label_text("None of the above")  # the build's "none" option: no label
+
+
 def open_label_odds(table: pd.DataFrame) -> dict[str, float]:
-    """Per dataset: 1 / the number of distinct (normalised) open gold answers in this task (a `load_gold` table)."""
-    labels = table[OPEN_ANSWER].astype(str).map(normalise_label_text)
-    sizes = labels.groupby(table["dataset_id"]).nunique()
-    return {dataset: 1.0 / size for dataset, size in sizes.items() if size}
+    """Per dataset: 1 / the number of distinct (normalised) labels of this task (a `load_gold` table): its open gold
+    answers and the closed options beside them, "None of the above" aside."""
+    labels: dict[str, set[str]] = {}
+    has_options = "options" in table
+    for dataset, answer, options in zip(table["dataset_id"], table[OPEN_ANSWER],
+                                        table["options"] if has_options else [None] * len(table)):
+        found = labels.setdefault(dataset, set())
+        found.add(normalise_label_text(str(answer)))
+        if options is not None:
+            found.update(normalise_label_text(str(option)) for option in options)
+    return {dataset: 1.0 / len(found - {NONE_OF_THE_ABOVE}) for dataset, found in labels.items()
+            if found - {NONE_OF_THE_ABOVE}}
 
 
 def random_box_hit_odds(gold: list, size: tuple[int, int], *, seed: int, key: str, draws: int = BOX_DRAWS) -> float:

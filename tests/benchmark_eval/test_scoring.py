@@ -374,3 +374,25 @@ def test_records_of_an_older_prompt_version_are_not_mixed_into_a_score(tmp_path,
     assert any("2 of 4 records are missing" in m for m in result.incomplete) and result.exit_code == 1
     # a configuration asked with one prompt version throughout is scored as it was: all v1 answers wrong
     assert [scores["modality"][k] for k in ("n", "f1", "missing")] == [4, 0.0, 0]
+
+
+def test_the_open_random_baseline_of_a_one_label_dataset_counts_its_distractors(tmp_path):
+    """A dataset with one label (cell nucleus) whose closed options add curated distractors: a random open answer
+    picks among the four labels its questions offer, not among its one gold answer (a sure hit, baseline 1)."""
+    release = write_release(tmp_path / "release", tasks=(UNG,), count=6)
+    shard = next((release / "data" / UNG).glob("*.parquet"))
+    frame = pd.read_parquet(shard).sort_values("sample_id", ignore_index=True)
+    distractors = ["cytoplasm", "cell membrane", "vacuole"]
+    frame["answer"] = frame["label"] = "cell nucleus"
+    frame["options"] = [["cell nucleus", *distractors[:2], "None of the above"] if k % 2 else
+                        [distractors[2], "None of the above", "cell nucleus", distractors[0]] for k in range(len(frame))]
+    frame.to_parquet(shard, index=False)
+    records = []
+    for _, row in frame.iterrows():
+        records.append(make_record(row["sample_id"], UNG, "closed", "no_context", letter(row), "model-x"))
+        records.append(make_record(row["sample_id"], UNG, "open", "no_context", "Cell nucleus", "model-x"))
+    run_dir = write_run(tmp_path / "runs", "model-x", release, records)
+    closed, opened = score_runs([run_dir], options=ScoreOptions(resamples=20)).scores
+    assert closed["random_baseline"] == pytest.approx(0.25)  # four options each
+    assert opened["random_baseline"] == pytest.approx(0.25)  # cell nucleus, cytoplasm, cell membrane, vacuole
+    assert (opened["n"], opened["f1"]) == (6, 1.0)
