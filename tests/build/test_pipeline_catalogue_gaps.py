@@ -47,7 +47,7 @@ def make_repo(root):
         "layout": {"kind": "image_mask_pairs", "images": "BUS-UCLM/images/*.png", "masks": "BUS-UCLM/masks/*.png",
                    "mask_colors": {"0,255,0": "benign", "255,0,0": "malignant"}, "instances": "components"},
         "labels": {"benign": "benign-looking lesion", "malignant": "malignant-looking lesion"},
-        "questions": {"options_name": "lesion appearance", "target_name": "lesion", "n_options": 2}})
+        "questions": {"options_name": "lesion appearance", "target_name": "lesion", "n_options": 3}})
 
     jpegs = []
     for value in (40, 200):
@@ -65,7 +65,7 @@ def make_repo(root):
         "layout": {"kind": "parquet", "files": "default/{split}/*.parquet", "image_encoding": "base64",
                    "where": {"field": ["Healing Status"]}, "label_column": "answer"},
         "labels": {"Healed": "healed wound", "Not Healed": "wound not healed"},
-        "questions": {"options_name": "wound healing status", "n_options": 2}})
+        "questions": {"options_name": "wound healing status", "n_options": 3}})
 
     rois = src / "puma" / "01_training_dataset_tif_ROIs"
     rois.mkdir(parents=True)
@@ -82,7 +82,7 @@ def make_repo(root):
                    "annotations": "01_training_dataset_geojson_nuclei/{roi}_nuclei.geojson",
                    "label_property": "classification.name"},
         "labels": {"nuclei_tumor": "tumour cell nucleus", "nuclei_stroma": "stromal cell nucleus"},
-        "questions": {"options_name": "nucleus type", "target_name": "nucleus", "n_options": 2}})
+        "questions": {"options_name": "nucleus type", "target_name": "nucleus", "n_options": 3}})
 
     (src / "lynsec" / "lynsec 2").mkdir(parents=True)
     pixels = np.random.default_rng(9).integers(0, 256, (24, 32, 3)).astype(np.float64)
@@ -97,7 +97,7 @@ def make_repo(root):
                    "masks": {"file": "lynsec {n:d}/{stem}.npy", "channels": [3]},
                    "instances": "ids", "instance_label": "nucleus"},
         "labels": {"nucleus": "cell nucleus", "other": "other structure"},
-        "questions": {"options_name": "structure", "target_name": "nucleus", "n_options": 2}})
+        "questions": {"options_name": "structure", "target_name": "nucleus", "n_options": 3}})
     return jpegs, rgb, pixels.astype(np.uint8)
 
 

@@ -65,7 +65,7 @@ def add_parquet_and_polygon_datasets(root):
              "tasks": ["ungrounded_classification"],
              "layout": {"kind": "parquet", "files": "data/{split}-*.parquet", "label_column": "dx"},
              "labels": {"nv": "melanocytic nevus", "bkl": "keratosis-like lesion"},
-             "questions": {"options_name": "lesion type", "n_options": 2}}
+             "questions": {"options_name": "lesion type", "n_options": 3}}
     (manifests / "skin_table.yaml").write_text(yaml.safe_dump(table, sort_keys=False), encoding="utf-8")
     folder = root / "src" / "monuseg"
     (folder / "Tissue Images").mkdir(parents=True)
@@ -80,7 +80,7 @@ def add_parquet_and_polygon_datasets(root):
                 "layout": {"kind": "polygons", "format": "aperio_xml", "images": "Tissue Images/{stem}.tif",
                            "annotations": "Annotations/{stem}.xml", "fixed_label": "nucleus"},
                 "labels": {"nucleus": "cell nucleus", "other": "other structure"},
-                "questions": {"options_name": "structure", "n_options": 2}}
+                "questions": {"options_name": "structure", "n_options": 3}}
     (manifests / "nuclei_polygons.yaml").write_text(yaml.safe_dump(polygons, sort_keys=False), encoding="utf-8")
     return jpegs
 

@@ -46,7 +46,7 @@ def make_repo(root):
         "source": {"kind": "local", "path": "src/midog"},
         "layout": {"kind": "coco", "annotations": "MIDOG.json", "bbox_order": ["x1", "y1", "x2", "y2"]},
         "labels": {"mitotic figure": "mitotic figure", "not mitotic figure": "cell resembling a mitotic figure"},
-        "questions": {"options_name": "cell appearance", "target_name": "mitotic figure", "n_options": 2}})
+        "questions": {"options_name": "cell appearance", "target_name": "mitotic figure", "n_options": 3}})
 
     (src / "astro" / "images").mkdir(parents=True)
     (src / "astro" / "positions").mkdir()
@@ -63,7 +63,7 @@ def make_repo(root):
                                "_", "_", "_", "_", "_", "_", "_"],
                    "box": {"x1": "left", "y1": "top", "x2": "right", "y2": "bottom"}},
         "labels": {"astrocyte": "astrocyte", "neuron": "neuron"},
-        "questions": {"options_name": "cell type", "target_name": "astrocyte", "n_options": 2}})
+        "questions": {"options_name": "cell type", "target_name": "astrocyte", "n_options": 3}})
 
     frame = pixels(3, 40, 64)
     buffer = io.BytesIO()
@@ -78,7 +78,7 @@ def make_repo(root):
         "source": {"kind": "local", "path": "src/frames"},
         "layout": {"kind": "parquet", "files": "{split}/data-*.arrow", "objects_column": "objects"},
         "labels": {"cell": "cell", "debris": "debris"},
-        "questions": {"options_name": "object type", "target_name": "cell", "n_options": 2}})
+        "questions": {"options_name": "object type", "target_name": "cell", "n_options": 3}})
     return slide, field, frame
 
 

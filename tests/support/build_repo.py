@@ -109,7 +109,7 @@ def write_rows_step_datasets(root: Path, manifests: Path, rng: np.random.Generat
                    metadata=NUCLEI, labels={"nuc": "interphase nucleus", "mit": "mitotic figure"},
                    layout={"kind": "image_mask_pairs", "images": "images/*.png", "masks": "masks/*.png",
                            "mask_values": {1: "nuc", 2: "mit"}, "instances": "components"},
-                   questions={"options_name": "nuclear appearance", "target_name": "nucleus", "n_options": 2})
+                   questions={"options_name": "nuclear appearance", "target_name": "nucleus", "n_options": 3})
     for raw in ("lym", "neu", "mon"):
         for copy in range(2):
             path = root / "src" / "lint" / raw / f"x{copy}.png"
