@@ -43,16 +43,18 @@ NONE_OF_THE_ABOVE = normalise_label_text("None of the above")  # the build's "no
 def open_label_odds(table: pd.DataFrame) -> dict[str, float]:
     """Per dataset: 1 / the number of distinct (normalised) labels of this task (a `load_gold` table): its open gold
     answers and the closed options beside them, "None of the above" aside."""
-    labels: dict[str, set[str]] = {}
-    has_options = "options" in table
-    for dataset, answer, options in zip(table["dataset_id"], table[OPEN_ANSWER],
-                                        table["options"] if has_options else [None] * len(table)):
-        found = labels.setdefault(dataset, set())
-        found.add(normalise_label_text(str(answer)))
+    texts: dict[str, set[str]] = {}
+    for dataset, answer, options in zip(table["dataset_id"], table[OPEN_ANSWER], table["options"]):
+        found = texts.setdefault(dataset, set())
+        found.add(str(answer))
         if options is not None:
-            found.update(normalise_label_text(str(option)) for option in options)
-    return {dataset: 1.0 / len(found - {NONE_OF_THE_ABOVE}) for dataset, found in labels.items()
-            if found - {NONE_OF_THE_ABOVE}}
+            found.update(map(str, options))
+    odds = {}
+    for dataset, found in texts.items():  # each distinct text normalised once, not once per row
+        labels = {normalise_label_text(text) for text in found} - {NONE_OF_THE_ABOVE}
+        if labels:
+            odds[dataset] = 1.0 / len(labels)
+    return odds
 
 
 def random_box_hit_odds(gold: list, size: tuple[int, int], *, seed: int, key: str, draws: int = BOX_DRAWS) -> float:

@@ -263,9 +263,10 @@ def prepare_image(png: bytes, entry: ModelEntry, *, boxes: list[list[float]] | N
         mask = _decode(mask_png, "mask").convert("L")
         if mask.size != image.size:
             raise ImageUnreadable(f"the mask is {mask.size[0]}x{mask.size[1]} but the image is {image.size[0]}x{image.size[1]}")
-        if mask.getbbox() is None:  # else the image goes out with no outline under a question that names one
+        region = mask_region(mask, frames.content_size)  # empty only when the mask is: every touched pixel is kept
+        if not region.any():  # else the image goes out with no outline under a question that names one
             raise ImageUnreadable("the mask is empty (every pixel 0): there is no region to outline")
-        content = draw_mask_outline(content, mask_region(mask, frames.content_size))
+        content = draw_mask_outline(content, region)
     canvas = content
     if frames.sent_size != frames.content_size:
         pad = entry.image.square_pad

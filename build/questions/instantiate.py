@@ -159,7 +159,7 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
     # a dataset's rows share a few metadata combinations: each one's questions and each label's aliases are
     # made once (rendering and the leak checks were a third of the step, per row)
     questions: dict[tuple[object, ...], dict[str, str]] = {}
-    wordings: dict[str, list[str]] = {}
+    label_aliases: dict[str, list[str]] = {}
     aliases: dict[tuple[object, ...], list[str]] = {}
 
     def drop(row: Mapping[str, object], reason: str) -> None:
@@ -203,13 +203,13 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
                          and rng_for(row["sample_id"], seed, "none-answer").random() < none_answer_rate)
             fields["options"], fields["answer"] = label_options(spec.name, labels, classify_plan, rng,
                                                                 prototypes.none_of_the_above, leave_out, distractors)
-            if raw not in wordings:
-                wordings[raw] = answer_aliases(raw, manifest, taxonomy)
+            if raw not in label_aliases:
+                label_aliases[raw] = answer_aliases(raw, manifest, taxonomy)
             if (raw, key) not in aliases:
                 # an alias the question itself says ("cell" for "brain cell" asked as "Which cell type ...?") is
                 # an answer taken from the question, not from the image
                 said = questions[key].values()
-                aliases[raw, key] = [alias for alias in wordings[raw]
+                aliases[raw, key] = [alias for alias in label_aliases[raw]
                                      if not any(mentions_any(question, [alias]) for question in said)]
             fields["answer_aliases"] = list(aliases[raw, key])
         out.append(fields)

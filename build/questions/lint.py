@@ -18,6 +18,7 @@ import pandas as pd
 from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, load_prototypes
 from mmbu.build.records import column_values
 from mmbu.core.exclusions import Exclusion
+from mmbu.core.wording import names
 from mmbu.taxonomy.model import Taxonomy
 from mmbu.core.yaml_io import read_yaml
 
@@ -87,7 +88,7 @@ def wording_lint(taxonomy: Taxonomy, words_path: str | Path | None = None) -> Wo
 def _leaked_option(question: str, options: Iterable[str]) -> str | None:
     """The first option the question names, as written or as its plural ("vessels" names "vessel")."""
     for option in options:
-        if re.search(rf"(?<!\w){re.escape(option)}(?:s|es)?(?!\w)", question, flags=re.IGNORECASE):
+        if names(question, option):
             return option
     return None
 

@@ -20,7 +20,7 @@ from mmbu.curation.manifest.licences import spdx_problem
 from mmbu.curation.manifest.model import METADATA_FACETS, DatasetManifest, ManifestError, load_manifest
 from mmbu.taxonomy.model import Taxonomy
 from mmbu.core.text import shorten
-from mmbu.core.wording import kind_of, same_wording
+from mmbu.core.wording import kind_of, names, same_wording
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 
@@ -240,7 +240,7 @@ def _distractor_problems(manifest: DatasetManifest, taxonomy: Taxonomy) -> Itera
             yield where, f"{distractor!r} could be right where the answer is {clash!r} (the same thing, or a kind of it)"
         elif any(a <= b or b <= a for a in _terms(taxonomy, distractor) for b in label_terms):
             yield where, f"{distractor!r} is, or lies above or under, a taxonomy term of one of the labels"
-        elif re.search(rf"(?<!\w){re.escape(form)}(?:s|es)?(?!\w)", said):
+        elif names(said, form):
             yield where, f"{distractor!r} is named by the question (options_name, preparation or metadata)"
         elif found:
             yield where, f"{distractor!r} uses the abbreviation(s) {', '.join(found)}; write them out in full"
