@@ -45,6 +45,7 @@ from mmbu.build.questions import (attach_metadata, format_lint_report, instantia
                                   load_prototypes, task_items)
 from mmbu.build.questions.lint import drop_lint_failures
 from mmbu.build.sorted_runs import SortedRuns, write_row_groups
+from mmbu.core import budget
 from mmbu.core.exclusions import Exclusion
 from mmbu.core.files import atomic_path, sync_to_disk, write_json_atomic, write_text_atomic
 from mmbu.core.version import toolkit_version
@@ -113,7 +114,8 @@ def process_dataset(job: DatasetJob) -> DatasetOutcome:
                              started_at=time.time(), manifest_hash=hash_json(manifest.model_dump(mode="json")),
                              evidence=manifest.evidence.weakest_required() if manifest.evidence else "none")
     try:
-        _process(job, manifest, outcome)
+        with budget.limited(manifest.budget.limits() if manifest.budget else None):  # lowered, never raised
+            _process(job, manifest, outcome)
         outcome.ok = True
     except Exception as exc:  # noqa: BLE001 - a broken dataset is reported, the others go on
         last = traceback.extract_tb(exc.__traceback__)[-1]

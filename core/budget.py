@@ -113,9 +113,10 @@ def _name(what: str | Path) -> str:
     return printable_path(what)
 
 
-def _over(what: str | Path, declares: str, limit: int, unit: str, setting: str) -> OverBudget:
+def _over(what: str | Path, declares: str, limit: int, unit: str, setting: str,
+          outcome: str = "it is refused before it is read") -> OverBudget:
     return OverBudget(f"{_name(what)} declares {declares}, more than the {limit:,} {unit} "
-                      f"({SETTINGS[setting]}); it is refused before it is read")
+                      f"({SETTINGS[setting]}); {outcome}")
 
 
 def check_plane(what: str | Path, width: int, height: int, *, channels: int = 1, sample_bytes: int = 1,
@@ -136,7 +137,7 @@ def check_bytes(what: str | Path, count: int, thing: str = "data") -> None:
     """Refuse `count` bytes of one item (a decoded array, a cell, a file read whole) over `max_bytes`."""
     budget = current()
     if int(count) > budget.max_bytes:
-        raise _over(what, f"{thing} of {_size(int(count))} ({int(count):,} bytes)", budget.max_bytes,
+        raise _over(what, f"{thing}: {_size(int(count))} ({int(count):,} bytes)", budget.max_bytes,
                     "bytes one item may cost", "max_bytes")
 
 
@@ -158,29 +159,36 @@ def check_instances(what: str | Path, count: int) -> None:
     budget = current()
     if int(count) > budget.max_instances:
         raise _over(what, f"{int(count):,} objects", budget.max_instances, "objects one image may have",
-                    "max_instances")
+                    "max_instances", "its objects are not listed")
 
 
-def check_json_text(what: str | Path, data: bytes) -> None:
-    """Refuse a JSON text that may hold more than `max_json_values` values, before it is parsed.
+def read_json_bytes(path: str | Path) -> bytes:
+    """The bytes of a JSON annotation file, read only after its size (`max_bytes`) and the values it may hold
+    (`max_json_values`) are within the budget.
 
     Every value but the first of a list or object follows a comma, and every first one an opening bracket, so
-    commas plus brackets (counted at C speed, strings included) bound the values from above: a 120 MB COCO file
-    of 60 M numbers is refused without materialising them (~2 GiB as Python objects)."""
-    budget = current()
-    check_bytes(what, len(data), "an annotation file")
-    bound = data.count(b",") + data.count(b"[") + data.count(b"{") + 1
-    if bound > budget.max_json_values:
-        raise _over(what, f"up to {bound:,} JSON values", budget.max_json_values, "values one annotation file "
-                    "may hold", "max_json_values")
+    commas plus brackets (counted at C speed a MiB at a time, strings included) bound the values from above: a
+    120 MB COCO file of 60 M numbers is refused without materialising them (~2 GiB as Python objects)."""
+    path = Path(path)
+    with path.open("rb") as handle:
+        check_bytes(path, os.fstat(handle.fileno()).st_size, "an annotation file")
+        bound = 1
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            bound += _json_value_bound(block) - 1
+        _check_json_values(path, bound)
+        handle.seek(0)
+        return handle.read()
 
 
-def read_json_bytes(path: Path) -> bytes:
-    """The bytes of a JSON annotation file after `check_bytes` of its size and `check_json_text` of its text."""
-    check_bytes(path, Path(path).stat().st_size, "an annotation file")
-    data = Path(path).read_bytes()
-    check_json_text(path, data)
-    return data
+def _json_value_bound(data: bytes) -> int:
+    return data.count(b",") + data.count(b"[") + data.count(b"{") + 1
+
+
+def _check_json_values(what: str | Path, bound: int) -> None:
+    limit = current().max_json_values
+    if bound > limit:
+        raise _over(what, f"up to {bound:,} JSON values", limit, "values one annotation file may hold",
+                    "max_json_values")
 
 
 def _a(noun: str) -> str:

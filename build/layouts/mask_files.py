@@ -8,7 +8,7 @@ NIfTI pairs keep their volume (the slice is the converter's choice, see `volumes
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +18,9 @@ from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import image_size, is_volume
 from mmbu.build.layouts.instances import InstanceCanvas
 from mmbu.build.layouts.mask_pairs import read_label_mask, read_volume_pair
-from mmbu.build.layouts.masks import MaskError, MaskRules, read_mask
+from mmbu.build.layouts.masks import MaskError, MaskRules, read_mask, value_boxes
+from mmbu.core import budget
+from mmbu.core.budget import OverBudget
 from mmbu.curation.manifest.layout import MaskFilesLayout
 from mmbu.curation.manifest.templates import PathTemplate
 
@@ -103,7 +105,11 @@ def _read_flat(layout: MaskFilesLayout, ctx: LayoutContext, image: Path, parts: 
     if size is None:
         ctx.exclude(ctx.rel(image), "the image size cannot be read, so its masks cannot be checked against it")
         return
-    canvas = InstanceCanvas(height=size[1], width=size[0])
+    try:
+        canvas = InstanceCanvas(height=size[1], width=size[0], name=ctx.rel(image))
+    except OverBudget as exc:
+        ctx.exclude(ctx.rel(image), str(exc))
+        return
     provenance: dict[str, str] = {}
     for mask_path, mask_parts in masks:
         try:
@@ -124,16 +130,23 @@ def _read_flat(layout: MaskFilesLayout, ctx: LayoutContext, image: Path, parts: 
             ctx.exclude(ctx.rel(mask_path), "instance ids cannot be recovered from a lossy (JPEG) mask")
             continue
         label = _label(layout, parts, mask_parts)
-        for instance, object_label, where, note in _objects(layout, ctx.rel(mask_path), values, lossy, label):
-            if layout.empty_masks == "absent" and not where.any():
-                provenance[f"mask {ctx.rel(mask_path)}"] = f"empty: no {object_label} in this image"
-                continue
-            covered = int((canvas.ids[where] != 0).sum())
-            canvas.paint(where, object_label, instance)
-            if note:
-                provenance[f"mask {ctx.rel(mask_path)}"] = note
-            if covered:  # painter's order: say where a later object took pixels of an earlier one
-                provenance[f"overlap {ctx.rel(mask_path)}"] = f"{covered} pixels drawn over earlier objects"
+        objects, describe, note = _objects(layout, values, lossy, label)
+        if layout.objects == "file" and layout.empty_masks == "absent" and not objects.any():
+            provenance[f"mask {ctx.rel(mask_path)}"] = f"empty: no {label or ''} in this image"
+            continue
+        covered = int((canvas.ids[objects != 0] != 0).sum())
+        try:
+            if layout.objects == "file":  # one object, even an empty one (reported as such by `regions`)
+                canvas.paint(objects.view(bool), label or "", ctx.rel(mask_path))
+            else:
+                canvas.paint_plane(objects, 0, object_label_of(ctx.rel(mask_path), describe))
+        except OverBudget as exc:
+            ctx.exclude(ctx.rel(image), str(exc))
+            return
+        if note:
+            provenance[f"mask {ctx.rel(mask_path)}"] = note
+        if covered:  # painter's order: say where a later object took pixels of an earlier one
+            provenance[f"overlap {ctx.rel(mask_path)}"] = f"{covered} pixels drawn over earlier objects"
     regions, problems = canvas.regions(layout.min_region_pixels)
     for instance, reason in problems:
         ctx.exclude(f"{ctx.rel(image)}#{instance}", reason)
@@ -145,9 +158,11 @@ def _read_flat(layout: MaskFilesLayout, ctx: LayoutContext, image: Path, parts: 
     ctx.add(image, regions=regions, mask_path=mask_path, size=size, grounded=True, provenance=provenance)
 
 
-def _objects(layout: MaskFilesLayout, source: str, values: np.ndarray, lossy: bool, label: str | None
-             ) -> Iterator[tuple[str, str, np.ndarray, str | None]]:
-    """(instance key, raw label, boolean mask, provenance note) of each object in one mask file."""
+def _objects(layout: MaskFilesLayout, values: np.ndarray, lossy: bool, label: str | None
+             ) -> tuple[np.ndarray, Callable[[int], tuple[str, str]], str | None]:
+    """The objects of one mask file as a plane of object ids (0 none), what each id is (`object_label_of` turns it
+    into (raw label, instance key)), and the provenance note. Linear in the pixels: components are labelled inside
+    their value's box."""
     from scipy import ndimage  # here: a no-op rebuild never loads scipy
     binary = layout.objects == "file" or (layout.objects == "components" and label is not None)
     if binary:
@@ -155,26 +170,53 @@ def _objects(layout: MaskFilesLayout, source: str, values: np.ndarray, lossy: bo
         where = values >= threshold if threshold else values != layout.background
         note = f"threshold {threshold}: values >= {threshold} are the object" if threshold else None
         if layout.objects == "file":
-            yield source, label or "", where, note
-            return
-        components, count = ndimage.label(where)
-        for index in range(1, count + 1):
-            yield f"{source}#c{index}", label or "", components == index, note
-        return
+            return where.view(np.uint8), lambda _: ("", label or ""), note
+        components, _ = ndimage.label(where)
+        return components, lambda index: (f"#c{index}", label or ""), note
     note = None
     if lossy:
         values, note = _snap_lossy(values, layout)
     rules = MaskRules.of(layout, default_label=label)
-    for value in (int(v) for v in np.unique(values) if int(v) != layout.background):
-        where = values == value
-        object_label = rules.instance_label if layout.objects == "ids" else rules.label_of(value)
-        if layout.objects == "components":
-            components, count = ndimage.label(where)
-            for index in range(1, count + 1):
-                yield f"{source}#v{value}-c{index}", object_label or str(value), components == index, note
-        else:
-            prefix = "id" if layout.objects == "ids" else "v"
-            yield f"{source}#{prefix}{value}", object_label or str(value), where, note
+    found = {value: box for value, (box, _) in value_boxes(values).items() if value != layout.background}
+
+    def named(value: int) -> str:
+        return (rules.instance_label if layout.objects == "ids" else rules.label_of(value)) or str(value)
+
+    if layout.objects != "components":
+        plane = values if layout.background == 0 and values.dtype.kind in "iu" and (values.min(initial=0) >= 0) \
+            else _shifted(values, layout.background, found)
+        prefix = "id" if layout.objects == "ids" else "v"
+        original = {int(k): v for k, v in enumerate(sorted(found), start=1)} if plane is not values else None
+        return plane, lambda key: (f"#{prefix}{original[key] if original else key}",
+                                   named(original[key] if original else key)), note
+    budget.check_instances("the mask", len(found))
+    plane = np.zeros(values.shape, np.int32)
+    keys: dict[int, tuple[str, str]] = {}
+    for value, box in found.items():
+        components, count = ndimage.label(values[box] == value)
+        budget.check_instances("the mask", len(keys) + count)
+        inside = components != 0
+        plane[box][inside] = components[inside] + len(keys)
+        keys.update({len(keys) + index: (f"#v{value}-c{index}", named(value)) for index in range(1, count + 1)})
+    return plane, keys.__getitem__, note
+
+
+def _shifted(values: np.ndarray, background: int, found: dict[int, object]) -> np.ndarray:
+    """The mask with its non-background values numbered 1, 2, ... in ascending order (0 for the background)."""
+    ordered = np.asarray(sorted(found))
+    plane = np.zeros(values.shape, np.int32)
+    where = values != background
+    plane[where] = np.searchsorted(ordered, values[where]) + 1
+    return plane
+
+
+def object_label_of(source: str, object_label: Callable[[int], tuple[str, str]]
+                    ) -> Callable[[int], tuple[str, str]]:
+    """An object id of a mask file's plane -> (raw label, instance key `<file>#...`) for `paint_plane`."""
+    def describe(key: int) -> tuple[str, str]:
+        suffix, name = object_label(key)
+        return name, f"{source}{suffix}"
+    return describe
 
 
 def _snap_lossy(values: np.ndarray, layout: MaskFilesLayout) -> tuple[np.ndarray, str]:
