@@ -72,7 +72,7 @@ def _walk(model: BaseModel, prefix: str, found: list[tuple[str, str, bool]]) -> 
         elif isinstance(value, dict) and value and all(isinstance(v, BaseModel) for v in value.values()):
             for key, item in value.items():
                 _walk(item, f"{where}.{key}", found)
-        elif value and _is_path(info):
+        elif value and _is_path(info) and name in model.model_fields_set:  # a default (parquet's card) may be absent
             folders = name in FOLDER_FIELDS or (name == "labels" and getattr(model, "kind", None) == "yolo")
             if isinstance(value, str):
                 if not (folders and value in (".", "")):

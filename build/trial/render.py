@@ -44,7 +44,7 @@ def report_lines(report: TrialReport, per_task: int) -> list[str]:
         elif outcome.rows_per_task:
             lines.append("rows per task: " + ", ".join(f"{task} {count:,}" for task, count in
                                                        outcome.rows_per_task.items()))
-    if report.rows is not None and len(report.rows):
+    if per_task and report.rows is not None and len(report.rows):
         lines += ["", f"questions ({per_task} per task, full-context template):"]
         for row in sampled_rows(report.rows, per_task).itertuples():
             lines += ["", *question_lines(row)]

@@ -134,7 +134,8 @@ class ImageMaskPairsLayout(ColourMasks):
     `mask_values` maps a mask value to a raw label, or `mask_colors` a colour of an RGB mask (see
     `ColourMasks`); `background` is ignored. `instances` says how objects are separated: `none` (one
     region per value), `components` (connected components of each value are separate objects) or `ids`
-    (every value is one object of class `instance_label`).
+    (every value is one object of class `instance_label`). With `panels` each image file holds its mask in a
+    panel beside the image (DeepLIIF), and `masks` is left out.
     """
 
     kind: Literal["image_mask_pairs"]
@@ -213,7 +214,12 @@ class MaskFilesLayout(ColourMasks):
     or `components` a pixel belongs to the object when its value is at least `threshold` (default
     128); with `values` each pixel takes the nearest declared value and structures thinner than three
     pixels are removed, so compression ringing never becomes specks of another class. The threshold
-    used is recorded in the sample's provenance.
+    used is recorded in the sample's provenance. A colour mask file of one object (CELLULAR's cells, whose
+    colours say nothing) is every pixel not of `background_color`.
+
+    `pair_by: rank` pairs the n-th image with the n-th mask, in natural order, inside groups of files sharing
+    their named parts, for numberings that differ (Arvidsson's nuclei, CHAOS); `channels` composes one sample
+    from per-channel image files (CELLULAR's `_w1`, `_w2`, `_w3`).
     """
 
     kind: Literal["mask_files"]
