@@ -101,6 +101,36 @@ def test_the_demo_passes_the_wording_rules(demo):
         assert wording_problems(group, manifest, load_taxonomy()) == [], dataset_id
 
 
+def test_the_review_sheet_of_the_demo(demo, tmp_path):
+    """`mmbu release preview` on the demo: every dataset and task on one page, its images beside it."""
+    import re
+
+    from click.testing import CliRunner
+
+    from mmbu.cli import cli
+
+    config, report = demo
+    result = CliRunner().invoke(cli, ["release", "preview", str(config.release_dir), "--out", str(tmp_path / "sheet"),
+                                      "--per-dataset", "2"])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "sheet" / "index.html").read_text(encoding="utf-8")
+    images = re.findall(r'<img src="(img/[^"]+)"', page)
+    assert images and all((tmp_path / "sheet" / name).is_file() for name in images)
+    assert page.count("<article>") == sum(min(2, n) for n in _rows_per_dataset_and_task(config.release_dir))
+    assert "Which box contains a cell nucleus" in page and "the closed options&#x27; boxes" in page
+
+
+def _rows_per_dataset_and_task(release_dir):
+    import pyarrow.parquet as pq
+    from collections import Counter
+
+    counts = Counter()
+    for name in CONFIGS:
+        for shard in (release_dir / "data" / name).glob("*.parquet"):
+            counts.update((name, d) for d in pq.read_table(shard, columns=["dataset_id"]).column(0).to_pylist())
+    return counts.values()
+
+
 def test_croissant_and_checksums_validate(demo):
     import mlcroissant as mlc
 
