@@ -22,7 +22,7 @@ A flat image (no foreground at all) gives no evidence of a frame: all of it is c
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -48,11 +48,12 @@ class ContentMask:
 
     mask: np.ndarray  # (h, w) at working size
     image_size: tuple[int, int]  # (w, h) of the image the boxes are in
+    summed: np.ndarray = field(init=False, repr=False)  # the mask's summed-area table: any box's count in 4 reads
 
     def __post_init__(self) -> None:
         summed = np.zeros((self.mask.shape[0] + 1, self.mask.shape[1] + 1), np.int64)
         summed[1:, 1:] = self.mask.cumsum(0).cumsum(1)
-        object.__setattr__(self, "_summed", summed)
+        object.__setattr__(self, "summed", summed)  # frozen: set once, here
 
     def shares(self, boxes: np.ndarray) -> np.ndarray:
         """The share of each box (rows of x1, y1, x2, y2 in image pixels) that lies on content: the mask's cells the
@@ -64,7 +65,7 @@ class ContentMask:
         y1 = np.clip(np.floor(boxes[:, 1] * sy), 0, height - 1).astype(int)
         x2 = np.clip(np.ceil(boxes[:, 2] * sx), x1 + 1, width).astype(int)
         y2 = np.clip(np.ceil(boxes[:, 3] * sy), y1 + 1, height).astype(int)
-        summed = self._summed  # type: ignore[attr-defined]
+        summed = self.summed
         inside = summed[y2, x2] - summed[y1, x2] - summed[y2, x1] + summed[y1, x1]
         return inside / ((x2 - x1) * (y2 - y1))
 

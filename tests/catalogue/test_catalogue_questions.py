@@ -36,7 +36,7 @@ PICTURES = {"computed tomography": content_images.ct_slice, "magnetic resonance 
             "endoscopy": content_images.endoscopy, "optical imaging": content_images.fundus,
             "clinical photography": content_images.fundus,
             "fluorescence microscopy": lambda: content_images.fluorescence_field(nuclei=60)[:2]}
-_pictures: dict[str, Path] = {}
+_pictures: dict[object, Path] = {}  # picture maker -> its file
 _folder: list[tempfile.TemporaryDirectory] = []
 
 
