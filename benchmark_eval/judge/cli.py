@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from mmbu.core.cli import InvalidInput
@@ -22,7 +23,7 @@ def _report(console: Console, summary: JudgeSummary) -> None:
                   f"answer (pre-check), {summary.cached} pairs already judged, {summary.judged} judged now, "
                   f"{summary.errors} judge errors")
     for message in summary.error_messages[:10]:
-        console.print(f"[yellow]judge error:[/] {message}")
+        console.print(f"[yellow]judge error:[/] {escape(message)}")
     if len(summary.error_messages) > 10:
         console.print(f"[yellow]… and {len(summary.error_messages) - 10} more judge errors[/]")
 
