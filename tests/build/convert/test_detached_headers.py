@@ -31,22 +31,22 @@ def _secret(folder: Path, size: int) -> Path:
     return secret
 
 
-def _metaimage(folder: Path, edit) -> Path:
+def _edited(folder: Path, name: str, edit) -> Path:
+    """A SimpleITK-written header `name` (with scan.raw beside it) edited by `edit`, and the secret beside the
+    dataset's folder."""
     folder.mkdir(parents=True, exist_ok=True)
-    header = write(folder / "scan.mhd", labels())
+    header = write(folder / name, labels())
     _secret(folder, (folder / "scan.raw").stat().st_size)
-    text = header.read_text(encoding="latin-1")
-    header.write_text(edit(text), encoding="latin-1")
+    header.write_text(edit(header.read_text(encoding="latin-1")), encoding="latin-1")
     return header
+
+
+def _metaimage(folder: Path, edit) -> Path:
+    return _edited(folder, "scan.mhd", edit)
 
 
 def _nrrd(folder: Path, edit) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    header = write(folder / "scan.nhdr", labels())
-    _secret(folder, (folder / "scan.raw").stat().st_size)
-    text = header.read_text(encoding="latin-1")
-    header.write_text(edit(text), encoding="latin-1")
-    return header
+    return _edited(folder, "scan.nhdr", edit)
 
 
 METAIMAGE_SPELLINGS = {
