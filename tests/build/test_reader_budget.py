@@ -104,6 +104,16 @@ def test_an_nrrd_header_declaring_a_billion_slices_is_refused_from_its_header(tm
     assert peak < SMALL, f"peak {peak // 1024} MiB"
 
 
+def test_a_header_whose_data_file_pattern_names_a_billion_slices_is_refused_before_the_names_are_made(tmp_path):
+    """`ElementDataFile = s%d.raw 1 1000000000 1`: the names alone held 3.5 GB before ITK was asked anything."""
+    (tmp_path / "s1.raw").write_bytes(bytes(16))
+    (tmp_path / "pattern.mhd").write_bytes(b"ObjectType = Image\nNDims = 3\nDimSize = 4 4 1000000000\n"
+                                           b"ElementType = MET_UCHAR\nElementDataFile = s%d.raw 1 1000000000 1\n")
+    answer, peak = _convert_peak(tmp_path / "pattern.mhd", tmp_path / "out")
+    _one_error(answer, "pattern.mhd declares 1,000,000,000 data files", "MMBU_MAX_SLICES")
+    assert peak < SMALL, f"peak {peak // 1024} MiB"
+
+
 def test_sparse_volumes_of_50000_squared_are_refused_before_a_section_is_read(tmp_path):
     """MetaImage and MRC files of 2.5 GB that hold no data blocks: the section shown would be all of it."""
     _sparse(tmp_path / "plane.raw", 50000 * 50000)
