@@ -471,7 +471,9 @@ def _repeated_ids(pairs: Iterable[tuple[Sample, ConvertedImage]]) -> frozenset[s
     return frozenset(sample_id for sample_id, count in counts.items() if count > 1)
 
 
-ROWS_ORDER = ["task", "sample_id"]  # rows.parquet's order
+# rows.parquet's order, the release's within a config: the rows of one image together (image id, then row id), so a
+# row group stores an image shared by its rows once (Parquet dictionary encoding, `mmbu.build.release.shards`)
+ROWS_ORDER = ["task", "image_sample_id", "sample_id"]
 
 
 @dataclass
@@ -484,7 +486,7 @@ class RowsWritten:
 
 
 def write_rows_file(runs: SortedRuns, path: Path) -> RowsWritten:
-    """`rows.parquet` from the rows step's sorted runs, merged a batch at a time: sorted by task and sample id (as
+    """`rows.parquet` from the rows step's sorted runs, merged a batch at a time: sorted by ROWS_ORDER (as
     one stable sort of every row would), in row groups of ROWS_PER_GROUP, so that the release reads a config's rows
     front to back a batch at a time (`mmbu.build.release.stream`). Memory holds a row group and a batch per run,
     whatever the number of rows."""
