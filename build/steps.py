@@ -103,6 +103,8 @@ class DatasetOutcome:
     manifest_hash: str = ""  # of the parsed manifest, so the release check need not parse it again
     evidence: str = "none"  # weakest level of the host, licence and layout evidence (printed by `mmbu build`)
     selection: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> TaskSelection (capped profiles)
+    step_seconds: dict[str, float] = field(default_factory=dict)  # each step that ran: its wall time
+    step_cpu_seconds: dict[str, float] = field(default_factory=dict)  # ... and its CPU time
 
 
 @lru_cache(maxsize=4)
@@ -149,6 +151,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     if state.is_fresh("layout", layout_key) and is_complete(samples_path):
         outcome.skipped.append("layout")
     else:
+        since = (time.perf_counter(), time.process_time())
         state.forget_from(["select", "convert", "rows", "hashes"])
         with LinesWriter(samples_path) as lines:
             sink = _SamplesOut(lines, work / "layout-cache")
@@ -156,7 +159,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
             sink.raise_failure()
         write_json_atomic(layout_exclusions_path, [e.model_dump() for e in exclusions])
         state.record("layout", layout_key, [samples_path, layout_exclusions_path, *sink.derived], {"samples": count})
-        outcome.ran.append("layout")
+        _ran(outcome, "layout", since)
     exclusions = _read_exclusions(layout_exclusions_path)
 
     # select: the rows the profile takes, chosen before anything is converted (a profile that caps nothing: skipped)
@@ -169,11 +172,12 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         if state.is_fresh("select", select_key) and is_complete(to_convert):
             outcome.skipped.append("select")
         else:
+            since = (time.perf_counter(), time.process_time())
             state.forget_from(["convert", "rows", "hashes"])
             chosen = select_samples(samples_path, manifest, rule, to_convert, selection_path)
             state.record("select", select_key, [to_convert, selection_path],
                          {"summary": {task: s.model_dump() for task, s in chosen.summary.items()}})
-            outcome.ran.append("select")
+            _ran(outcome, "select", since)
         outcome.selection = state.outputs("select").get("summary", {})
         row_filter = RowFilter.read(selection_path, rule.seed)
 
@@ -184,6 +188,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     if state.is_fresh("convert", convert_key) and is_complete(converted_path):
         outcome.skipped.append("convert")
     else:
+        since = (time.perf_counter(), time.process_time())
         state.forget_from(["rows", "hashes"])
         dropped: list[Exclusion] = []
         made: list[str] = []  # every PNG: the step's outputs (state.json lists them), a string each
@@ -202,7 +207,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         state.record("convert", convert_key, [converted_path, convert_exclusions_path,
                                               work / CONVERTED_HASHES_FILE, *made],
                      {"images": lines.count})
-        outcome.ran.append("convert")
+        _ran(outcome, "convert", since)
     exclusions += _read_exclusions(convert_exclusions_path)
 
     # rows: metadata (pandera) → task items → questions → lint
@@ -217,6 +222,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     if state.is_fresh("rows", rows_key):
         outcome.skipped.append("rows")
     else:
+        since = (time.perf_counter(), time.process_time())
         with SortedRuns(rows_path, ROWS_ORDER) as runs:
             dropped, lint_report = build_rows(ConvertedFile(converted_path), manifest, taxonomy, work, job.seed, runs,
                                               keep=row_filter)
@@ -226,7 +232,7 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         sync_to_disk()  # the ROI PNGs were written without fsync
         state.record("rows", rows_key, [rows_path, rows_exclusions_path, report_path, *written.masks],
                      {"rows": written.rows, "per_task": written.per_task})
-        outcome.ran.append("rows")
+        _ran(outcome, "rows", since)
     exclusions += _read_exclusions(rows_exclusions_path)
 
     # hashes: each image's perceptual hashes, for the build's cross-dataset duplicate check
@@ -235,19 +241,27 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     if state.is_fresh("hashes", hashes_key):
         outcome.skipped.append("hashes")
     else:
+        since = (time.perf_counter(), time.process_time())
         previous = pd.read_parquet(hashes_path) if hashes_path.exists() else None  # unchanged PNGs keep theirs
         # hashed by the convert step while it held the pixels: only PNGs without such hashes are opened
         table = image_table(rows_batches(rows_path, HASH_BATCH_ROWS), previous,
                             load_converted_hashes(work / CONVERTED_HASHES_FILE))
         _write_parquet_atomic(table, hashes_path)
         state.record("hashes", hashes_key, [hashes_path], {"images": int(table["image_id"].nunique())})
-        outcome.ran.append("hashes")
+        _ran(outcome, "hashes", since)
     outcome.lint_report = report_path.read_text(encoding="utf-8")
     outcome.rows_path = str(rows_path)
     outcome.exclusions = [e.model_dump() for e in exclusions]
     # counted when the rows were made (opening 40 Parquet files made up a sixth of a no-op rebuild)
     outcome.rows_per_task = (state.outputs("rows").get("per_task")
                              or _count_tasks(pd.read_parquet(rows_path, columns=["task"])["task"]))
+
+
+def _ran(outcome: DatasetOutcome, step: str, since: tuple[float, float]) -> None:
+    """The step ran: its wall and CPU time (this process's: a worker runs one dataset at a time)."""
+    outcome.ran.append(step)
+    outcome.step_seconds[step] = round(time.perf_counter() - since[0], 6)
+    outcome.step_cpu_seconds[step] = round(time.process_time() - since[1], 6)
 
 
 def _count_tasks(tasks: pd.Series) -> dict[str, int]:
