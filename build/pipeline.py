@@ -1,4 +1,5 @@
-"""The whole build: manifests → fetch → (per dataset) layout, select, convert, rows, hashes → duplicates → release.
+"""The whole build: manifests → fetch → (per dataset) layout, select, convert, rows, hashes → duplicates →
+release.
 
 Fetching runs in this process (the lock file of sha256 pins has one writer); the per-dataset work
 runs on local processes or a Dask cluster through the same function, `steps.process_dataset`. The

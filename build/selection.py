@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections import Counter, defaultdict
+from array import array
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -94,8 +95,8 @@ class Selection(BaseModel):
 
 def _candidates(samples: list[Sample], manifest: DatasetManifest, words: tuple[str, ...]) -> Iterator[tuple]:
     """(index of the sample in `samples`, task, row id, image id, label, in the test split) for every row the samples
-    promise; row id None for a placeholder: one
-    per label and grounded task of a sample whose objects have no box yet (a volume)."""
+    promise; row id None for a placeholder: one per label and grounded task of a sample whose objects have no box yet
+    (a volume)."""
     tests = [in_test_split(sample, words) for sample in samples]
     index = {sample.sample_id: k for k, sample in enumerate(samples)}
     items = task_items(samples, manifest)
@@ -128,16 +129,37 @@ def _rounds(image: np.ndarray, label: np.ndarray, row: np.ndarray, per_image: in
     return rounds
 
 
-def choose(labels: list[str], tests: np.ndarray, images: np.ndarray, rows: np.ndarray, quota: int | None,
-           rule: DatasetRule) -> tuple[np.ndarray, dict[str, int]]:
+class _Candidates:
+    """One task's candidate rows, a few numbers each (a dataset may promise millions of objects): label code, test
+    split, image hash, row hash."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, int] = {}
+        self.labels, self.tests = array("q"), bytearray()
+        self.images, self.rows = array("Q"), array("Q")
+
+    def add(self, label: str, test: bool, image: int, row: int) -> None:
+        self.labels.append(self.names.setdefault(label, len(self.names)))
+        self.tests.append(test)
+        self.images.append(image)
+        self.rows.append(row)
+
+    def counts(self) -> dict[str, int]:
+        per_code = np.bincount(np.frombuffer(self.labels, np.int64), minlength=len(self.names))
+        return {name: int(per_code[code]) for name, code in self.names.items()}
+
+
+def choose(candidates: _Candidates, quota: int | None, rule: DatasetRule) -> tuple[np.ndarray, dict[str, int]]:
     """Which of one task's candidate rows are taken (a boolean per row), and how many per label."""
-    counts = Counter(labels)
-    if quota is None or quota >= len(labels):
-        return np.ones(len(labels), bool), dict(counts)
+    counts = candidates.counts()
+    if quota is None or quota >= len(candidates.labels):
+        return np.ones(len(candidates.labels), bool), counts
     shares = water_fill(counts, quota, rule.seed)
-    names = sorted(counts)
-    code_of = {name: code for code, name in enumerate(names)}
-    codes = np.fromiter((code_of[label] for label in labels), np.int64, len(labels))
+    names = sorted(counts)  # codes in label order: nothing depends on the order labels were first met in
+    recode = np.array([names.index(name) for name in candidates.names], np.int64)
+    codes = recode[np.frombuffer(candidates.labels, np.int64)]
+    tests = np.frombuffer(bytes(candidates.tests), np.bool_)
+    images, rows = np.frombuffer(candidates.images, np.uint64), np.frombuffer(candidates.rows, np.uint64)
     rounds = _rounds(images, codes, rows, rule.objects_per_image)
     order = np.lexsort((rows, images, rounds, ~tests, codes))
     sorted_codes = codes[order]
@@ -145,7 +167,7 @@ def choose(labels: list[str], tests: np.ndarray, images: np.ndarray, rows: np.nd
     starts = np.searchsorted(sorted_codes, np.arange(len(names)))
     rank = positions - starts[sorted_codes]
     limit = np.array([shares[name] for name in names], np.int64)[sorted_codes]
-    chosen = np.zeros(len(labels), bool)
+    chosen = np.zeros(len(codes), bool)
     chosen[order[rank < limit]] = True
     return chosen, shares
 
@@ -162,33 +184,23 @@ def select_samples(samples_path: Path, manifest: DatasetManifest, rule: DatasetR
     `samples_path`, in its order) and what was chosen (`selection_path`). Reads the samples twice, a chunk at a time:
     only a few numbers per candidate row are held in between."""
     seed, words = rule.seed, rule.test_splits
-    columns: dict[str, dict[str, list]] = defaultdict(lambda: {"labels": [], "tests": [], "images": [], "rows": []})
+    columns: dict[str, _Candidates] = defaultdict(_Candidates)
     for chunk in _samples(samples_path):
+        image_hashes = {sample.sample_id: stable_hash(seed, sample.sample_id) for _, sample in chunk}
         for _, task, row_id, image_id, label, test in _candidates([s for _, s in chunk], manifest, words):
-            column = columns[task]
-            column["labels"].append(label)
-            column["tests"].append(test)
-            column["images"].append(stable_hash(seed, image_id))
-            column["rows"].append(_key(seed, task, row_id, image_id, label))
+            columns[task].add(label, test, image_hashes[image_id], _key(seed, task, row_id, image_id, label))
     selection = Selection(every_row=[t for t in TASKS if t in columns and rule.quota(t, 1) is None])
     chosen_keys: dict[str, set[int]] = {}
-    for task in (t for t in TASKS if t in columns and t not in selection.every_row):
+    for task in (t for t in TASKS if t in columns):
         column = columns.pop(task)
-        labels, tests = column["labels"], np.array(column["tests"], bool)
-        rows = np.array(column["rows"], np.uint64)
-        taken, shares = choose(labels, tests, np.array(column["images"], np.uint64), rows,
-                               rule.quota(task, len(set(labels))), rule)
-        counts = Counter(labels)
+        counts = column.counts()
+        taken, shares = choose(column, rule.quota(task, len(counts)), rule)
+        tests = np.frombuffer(bytes(column.tests), np.bool_)
         selection.summary[task] = TaskSelection(
-            available=len(labels), chosen=int(taken.sum()), test_split=int((taken & tests).sum()),
+            available=len(column.labels), chosen=int(taken.sum()), test_split=int((taken & tests).sum()),
             labels={label: [counts[label], shares.get(label, 0)] for label in sorted(counts)})
-        chosen_keys[task] = set(rows[taken].tolist())
-    for task in selection.every_row:
-        column = columns[task]
-        counts = Counter(column["labels"])
-        selection.summary[task] = TaskSelection(
-            available=len(column["labels"]), chosen=len(column["labels"]), test_split=sum(column["tests"]),
-            labels={label: [n, n] for label, n in sorted(counts.items())})
+        if task not in selection.every_row:
+            chosen_keys[task] = set(np.frombuffer(column.rows, np.uint64)[taken].tolist())
     del columns
     rows_of: dict[str, list[str]] = defaultdict(list)
     deferred_of: dict[str, list[tuple[str, str]]] = defaultdict(list)

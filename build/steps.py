@@ -1,4 +1,5 @@
-"""One dataset's build after its files are fetched: layout → select → convert → metadata → questions → rows → hashes.
+"""One dataset's build after its files are fetched: layout → select → convert → metadata → questions → rows →
+hashes.
 
 `process_dataset(job)` is what the pipeline runs on a local process or a Dask worker. The select step runs only
 under a profile that caps rows (`mmbu.build.selection`); it chooses the rows before conversion, so the convert step

@@ -54,7 +54,8 @@ def _describe(result: FetchResult) -> str:
               help='YAML {host: {requests_per_second: .., max_attempts: ..}}; host "*" sets the default.')
 @click.option("--dry-run", is_flag=True,
               help="Print the plan only (datasets, hosts, bytes to download, free disk needed, what is already "
-                   "fetched) and the rows each composition profile yields; exit 1 when a dataset cannot be fetched now.")
+                   "fetched) and the rows each composition profile yields; exit 1 when a dataset cannot be fetched "
+                   "now.")
 def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path | None, report_path: Path | None,
           only: tuple[str, ...], http_policies: Path | None, dry_run: bool) -> None:
     """Fetch each dataset's files into DATA/raw/<id>/, verified and safely extracted.

@@ -184,11 +184,10 @@ def composition_markdown(projection: CompositionProjection, *, per_dataset: bool
             lines.append(f"| {profile.profile} | {task} | {profile.by_task[task]:,} | {profile.at_target[task]:,} | "
                          f"{_number(reference) if reference else '-'} | {'all' if cap is None else cap} | "
                          f"{_derived(profile.derived_caps, task)} |")
-        reference_total = sum(profile.reference.values()) if profile.reference else None
+        reference_total = _number(sum(profile.reference.values())) if profile.reference else "-"
         lines.append(f"| **{profile.profile}** | **all** | **{profile.total:,}**"
                      + (f" (+{profile.without_count} without a count)" if profile.without_count else "")
-                     + f" | **{sum(profile.at_target.values()):,}** | {_number(reference_total) if reference_total else '-'}"
-                       " | | |")
+                     + f" | **{sum(profile.at_target.values()):,}** | {reference_total} | | |")
     target = f" (the paper: {projection.target_topics})" if projection.target_topics else ""
     lines += ["", "Distinct topics of the datasets that give rows: "
               + "; ".join(f"{p.profile} {p.topics}" for p in projection.profiles) + target + ".", "",

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, Field
 
 from mmbu.curation.catalogue.composition import CompositionProjection, project_composition
-from mmbu.curation.catalogue.paper import (  # noqa: F401 (re-exported: the catalogue's public names)
+from mmbu.curation.catalogue.paper import (
     SOURCE_KINDS, PaperTargets, expected_samples, paper_targets, source_kind,
 )
 from mmbu.curation.composition import Composition

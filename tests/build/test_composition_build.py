@@ -14,7 +14,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from PIL import Image
-from support.build_repo import BLOOD, NUCLEI, config_for, write_manifest
+from support.build_repo import BLOOD, config_for, write_manifest, write_nuclei_manifest
 
 from mmbu.build.pipeline import ReleaseProfileMismatch, run_build
 from mmbu.cli import cli
@@ -61,12 +61,7 @@ def make_repo(root: Path) -> Path:
         image[mask > 0] = 200
         Image.fromarray(image).save(root / "src" / "nuclei" / "images" / f"field{field}.png")
         Image.fromarray(mask).save(root / "src" / "nuclei" / "masks" / f"field{field}.png")
-    write_manifest(manifests, "nuclei", source={"kind": "local", "path": "src/nuclei"},
-                   tasks=["box_grounded_classification", "mask_grounded_classification", "object_detection"],
-                   layout={"kind": "image_mask_pairs", "images": "images/*.png", "masks": "masks/*.png",
-                           "mask_values": {1: "nuc", 2: "mit"}, "instances": "components"},
-                   metadata=NUCLEI, labels={"nuc": "interphase nucleus", "mit": "mitotic figure"},
-                   questions={"options_name": "nuclear appearance", "target_name": "nucleus", "n_options": 3})
+    write_nuclei_manifest(manifests)
     path = root / "composition.yaml"
     path.write_text(yaml.safe_dump(COMPOSITION, sort_keys=False), encoding="utf-8")
     return path

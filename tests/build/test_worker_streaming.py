@@ -269,7 +269,8 @@ def test_a_step_killed_before_its_rename_leaves_no_file_a_later_run_trusts(built
     (work / "converted.jsonl").unlink()
     (work / ".converted.jsonl.0badf00d.tmp").write_text(half[:-7], encoding="utf-8")
     state = json.loads((work / "state.json").read_text(encoding="utf-8"))
-    (work / "state.json").write_text(json.dumps({"layout": state["layout"], "select": state["select"]}), encoding="utf-8")
+    kept = {"layout": state["layout"], "select": state["select"]}  # the steps before the convert step
+    (work / "state.json").write_text(json.dumps(kept), encoding="utf-8")
     assert rebuilt(root)["pairs"] == ["convert", "rows", "hashes"]
     assert step_files(root / "data") == before
     assert not (work / ".converted.jsonl.0badf00d.tmp").exists()

@@ -37,6 +37,10 @@ def test_the_bundled_file_has_the_three_profiles_and_paper_by_default():
     assert loaded.stamp("mini")["version"] == composition.version and len(loaded.stamp("mini")["sha256"]) == 64
 
 
+def test_overrides_name_datasets_of_the_catalogue(catalogue):
+    assert set(load_composition().composition.overrides) <= {m.id for m in catalogue}
+
+
 def test_a_dataset_override_changes_only_its_own_caps(tmp_path):
     document = yaml.safe_load(Path(load_composition().path).read_text(encoding="utf-8"))
     document["overrides"] = {"big_one": {"test_splits": ["holdout"],
