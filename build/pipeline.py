@@ -66,11 +66,13 @@ class BuildConfig:
 
     @property
     def release_dir(self) -> Path:
+        return self.release_dir_of(self.profile_name)
+
+    def release_dir_of(self, profile: str) -> Path:
         """DATA/release for the default profile, DATA/release-<profile> for another: no release mixes profiles, and
         a data folder keeps one release per profile from one set of fetched files."""
-        name = self.profile_name
-        return self.data_dir / ("release" if name == self.composition.composition.default_profile
-                                else f"release-{name}")
+        default = self.composition.composition.default_profile
+        return self.data_dir / ("release" if profile == default else f"release-{profile}")
 
 
 @lru_cache(maxsize=4)
@@ -94,7 +96,7 @@ def check_release_profile(config: BuildConfig) -> None:
         return  # a torn build_info.json belongs to no finished release: the writer replaces the folder whole
     if built == config.profile_name:
         return
-    kept = config.data_dir / f"release-{built or 'full'}"
+    kept = config.release_dir_of(built or "full")
     what = (f"a release of the `{built}` profile" if built
             else "a release built before composition profiles (every row, as `full` takes them)")
     raise ReleaseProfileMismatch(
@@ -296,7 +298,7 @@ def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy
     built = [o for o in report.datasets if o.ok and o.rows_path]
     exclusions = _dataset_exclusions(report)
     report.exclusions = len(exclusions)
-    stamp = config.composition.stamp(config.profile_name)
+    stamp = report.composition
     inputs_hash = hash_json({
         "toolkit": toolkit_version(), "format": RELEASE_FORMAT, "version": config.release_version, "seed": config.seed,
         "taxonomy": taxonomy_hash, "composition": stamp,
