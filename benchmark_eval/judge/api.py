@@ -6,7 +6,9 @@
 
 Verdicts are cached in RUN_DIR/judgements.jsonl by (answer, gold, judge model, prompt version), so a second call
 asks only what is new or failed; `judge.json` records which judge's verdicts `score` uses. With a second judge,
-both judge the same pairs and their agreement (Cohen's kappa, flip rate) goes to judge_agreement.json.
+both judge the same pairs and their agreement (Cohen's kappa, flip rate) goes to judge_agreement.json. With
+`extract_closed`, the closed replies the strict parser cannot read go to the extractor (judge/extract.py), cached
+in extractions.jsonl, named in extractor.json; `score` then reports an assisted F1 beside the strict one.
 Unusable input raises `RunInputError` (files) or `ValueError` (options).
 """
 from __future__ import annotations
@@ -23,6 +25,8 @@ from ..scoring.output import write_json
 from ..scoring.rundir import load_gold, open_run
 from .agreement import judge_agreement
 from .cache import JUDGEMENTS_FILE, VerdictCache
+from .extract import ExtractionSummary, extract_items, unparseable_items, write_extractor_file
+from .extraction_cache import EXTRACTIONS_FILE, ExtractionCache
 from .prompt import DEFAULT_JUDGE_MODEL, JUDGE_PROMPT_VERSION
 from .run import DEFAULT_VERDICT_ATTEMPTS, JudgeItem, JudgeSummary, judge_items, open_items, write_judge_file
 
@@ -43,6 +47,8 @@ class JudgeConfig:
     concurrency: int = 16
     max_tokens: int = 2048  # reasoning judges think before the verdict line
     verdict_attempts: int = DEFAULT_VERDICT_ATTEMPTS  # asked again when a reply has no VERDICT line
+    extract_closed: bool = False  # also ask which option each unparseable closed reply gives (assisted score)
+    extractor_model: str | None = None  # default: judge_model
 
 
 @dataclass
@@ -50,11 +56,12 @@ class JudgeReport:
     summaries: list[JudgeSummary] = field(default_factory=list)  # the judge's, then the second judge's
     agreement: dict | None = None
     agreement_file: Path | None = None
+    extraction: ExtractionSummary | None = None  # with extract_closed
 
     @property
     def errors(self) -> int:
-        """Answers left without a verdict (judge errors), over both judges."""
-        return sum(summary.errors for summary in self.summaries)
+        """Answers left without a verdict (judge errors) over both judges, and replies left without an extraction."""
+        return sum(summary.errors for summary in self.summaries) + (self.extraction.errors if self.extraction else 0)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -80,7 +87,32 @@ def run_judge(config: JudgeConfig, progress: JudgeProgress | None = None) -> Jud
                                             config.second_judge_base_url or config.judge_base_url, config, progress))
         report.agreement = judge_agreement(cache, config.judge_model, config.second_judge_model, JUDGE_PROMPT_VERSION)
         report.agreement_file = write_json(run.path / AGREEMENT_FILE, report.agreement)
+    if config.extract_closed:
+        report.extraction = _extraction_pass(run, config, progress)
     return report
+
+
+def _extraction_pass(run, config: JudgeConfig, progress: JudgeProgress | None) -> ExtractionSummary:
+    """Ask the extractor about the run's unparseable closed replies; write extractor.json for the assisted score."""
+    model = config.extractor_model or config.judge_model
+    items = unparseable_items(run, load_gold(run.release_dir))
+    cache = ExtractionCache(run.path / EXTRACTIONS_FILE)
+    on_start, on_advance = progress(f"{model} (extraction)") if progress else (None, None)
+
+    async def extract_all() -> ExtractionSummary:
+        async with OpenAICompatClient(config.judge_base_url, model, api_key_env=config.api_key_env,
+                                      concurrency=config.concurrency) as client:
+            async def chat(messages: list[dict]) -> str:
+                return (await client.chat(messages, temperature=0.0, max_tokens=config.max_tokens)).text
+
+            if on_start:
+                on_start(len(items))
+            return await extract_items(items, chat, cache, model, attempts=config.verdict_attempts,
+                                       progress=on_advance)
+
+    summary = asyncio.run(extract_all())
+    write_extractor_file(run.path, model)
+    return summary
 
 
 def _judge_pass(items: list[JudgeItem], cache: VerdictCache, model: str, base_url: str, config: JudgeConfig,

@@ -52,14 +52,14 @@ PROMPT_SHA256 = "65084ed27cef76c7ced5b809dc7c12e0cb493dad8b926860120b48b6496f3ad
 _VERDICT = re.compile(r"^\W*VERDICT\W*:\W*(EQUIVALENT|NOT[ _-]?EQUIVALENT)\W*$", re.IGNORECASE)
 
 
-def prompt_sha256() -> str:
-    """Hash of the prompt text actually in use (system + user template)."""
-    return hashlib.sha256((SYSTEM_PROMPT + "\x00" + USER_TEMPLATE).encode("utf-8")).hexdigest()
+def prompt_sha256(system: str = SYSTEM_PROMPT, user_template: str = USER_TEMPLATE) -> str:
+    """Hash of a prompt's text (system + user template); by default the judge prompt's."""
+    return hashlib.sha256((system + "\x00" + user_template).encode("utf-8")).hexdigest()
 
 
 # What an answer could use to leave its fence or to speak with another voice: the fence markers themselves,
 # chat-template role and special tokens (<|im_start|>, [INST], <<SYS>>, <start_of_turn>, </s>), a verdict line.
-_FENCE_MARKER = re.compile(r"<\s*/?\s*(?:gold|model)[\s_-]*answer\s*>", re.IGNORECASE)
+_FENCE_MARKER = re.compile(r"<\s*/?\s*(?:(?:gold|model)[\s_-]*answer|reply|options)\s*>", re.IGNORECASE)  # judge, extractor
 _SPECIAL_TOKEN = re.compile(r"<\|[^|<>\n]{0,40}\|>|\[/?INST\]|<</?SYS>>|<\s*/?\s*(?:start_of_turn|end_of_turn|s|bos|eos)\s*>",
                             re.IGNORECASE)
 _VERDICT_WORD = re.compile(r"verdict", re.IGNORECASE)
@@ -90,11 +90,14 @@ def parse_verdict(text: str | None) -> bool | None:
     Only the last line counts, so "VERDICT: EQUIVALENT" quoted inside reasoning does not.
     Reasoning in ``<think>`` blocks is dropped first.
     """
-    text = re.sub(r"<think>.*?</think>", " ", text or "", flags=re.DOTALL | re.IGNORECASE)
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    if not lines:
-        return None
-    match = _VERDICT.match(lines[-1].strip())
+    match = _VERDICT.match(last_line(text))
     if not match:
         return None
     return match.group(1).upper() == "EQUIVALENT"
+
+
+def last_line(text: str | None) -> str:
+    """The last non-empty line of a judge's reply after its ``<think>`` blocks: the only line a verdict is read from."""
+    text = re.sub(r"<think>.*?</think>", " ", text or "", flags=re.DOTALL | re.IGNORECASE)
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
