@@ -15,13 +15,15 @@ from mmbu.core.cli import ExitCode, LazyGroup, describe_disk_fault
 # does not import every stage.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "taxonomy": ("mmbu.taxonomy.cli:taxonomy", "Validate or show the expert taxonomy."),
-    "manifests": ("mmbu.curation.manifest.cli:manifests", "Validate dataset manifests or export their JSON Schema."),
+    "manifests": ("mmbu.build.trial.cli:manifests",
+                  "Validate dataset manifests, export their JSON Schema, or try one: fetch, layout, questions."),
     "discover": ("mmbu.curation.agent.cli:discover", "Search Zenodo, Hugging Face, Kaggle and Papers with Code for candidates."),
     "review": ("mmbu.curation.review.cli:review", "Reviewer manifests, consensus and promotion between curation rounds."),
     "catalogue": ("mmbu.curation.catalogue.cli:catalogue", "Coverage of the catalogue against the taxonomy and the paper."),
     "fetch": ("mmbu.build.fetch.cli:fetch", "Download every manifest's files into $MMBU_DATA/raw/<id>/."),
     "convert": ("mmbu.build.convert.cli:convert", "Convert DICOM, NIfTI, whole-slide, OME-TIFF and raster images to PNG."),
     "build": ("mmbu.build.cli:build", "Build the benchmark release from the manifests."),
+    "release": ("mmbu.build.release.cli:release", "Review a built release (static HTML review sheet)."),
     "eval": ("mmbu.benchmark_eval.cli:eval_group", "Run, judge, score and report VLM evaluations on a release."),
 }
 

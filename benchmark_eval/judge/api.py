@@ -14,12 +14,14 @@ Unusable input raises `RunInputError` (files) or `ValueError` (options).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from mmbu.core.cli import ExitCode
 
+from ..backends.bounded_body import DEFAULT_MIN_RESPONSE_RATE
 from ..backends.openai_compat import DEFAULT_API_KEY_ENV, OpenAICompatClient
 from ..scoring.output import write_json
 from ..scoring.rundir import load_gold, open_run
@@ -28,9 +30,11 @@ from .cache import JUDGEMENTS_FILE, VerdictCache
 from .extract import ExtractionSummary, extract_items, unparseable_items, write_extractor_file
 from .extraction_cache import EXTRACTIONS_FILE, ExtractionCache
 from .prompt import DEFAULT_JUDGE_MODEL, JUDGE_PROMPT_VERSION
-from .run import DEFAULT_VERDICT_ATTEMPTS, JudgeItem, JudgeSummary, judge_items, open_items, write_judge_file
+from .run import (DEFAULT_VERDICT_ATTEMPTS, ChatFunction, JudgeItem, JudgeSummary, judge_items, open_items,
+                  write_judge_file)
 
 AGREEMENT_FILE = "judge_agreement.json"
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,8 @@ class JudgeConfig:
     concurrency: int = 16
     max_tokens: int = 2048  # reasoning judges think before the verdict line
     verdict_attempts: int = DEFAULT_VERDICT_ATTEMPTS  # asked again when a reply has no VERDICT line
+    timeout_s: float = 120.0  # one request's deadline, the whole exchange
+    min_response_rate: float = DEFAULT_MIN_RESPONSE_RATE  # bytes/s; a slower answer is cut (a dripping server)
     extract_closed: bool = False  # also ask which option each unparseable closed reply gives (assisted score)
     extractor_model: str | None = None  # default: judge_model
 
@@ -98,19 +104,10 @@ def _extraction_pass(run, config: JudgeConfig, progress: JudgeProgress | None) -
     items = unparseable_items(run, load_gold(run.release_dir))
     cache = ExtractionCache(run.path / EXTRACTIONS_FILE)
     on_start, on_advance = progress(f"{model} (extraction)") if progress else (None, None)
-
-    async def extract_all() -> ExtractionSummary:
-        async with OpenAICompatClient(config.judge_base_url, model, api_key_env=config.api_key_env,
-                                      concurrency=config.concurrency) as client:
-            async def chat(messages: list[dict]) -> str:
-                return (await client.chat(messages, temperature=0.0, max_tokens=config.max_tokens)).text
-
-            if on_start:
-                on_start(len(items))
-            return await extract_items(items, chat, cache, model, attempts=config.verdict_attempts,
-                                       progress=on_advance)
-
-    summary = asyncio.run(extract_all())
+    if on_start:
+        on_start(len(items))
+    summary = _with_chat(config, model, config.judge_base_url, lambda chat: extract_items(
+        items, chat, cache, model, attempts=config.verdict_attempts, progress=on_advance))
     write_extractor_file(run.path, model)
     return summary
 
@@ -118,14 +115,19 @@ def _extraction_pass(run, config: JudgeConfig, progress: JudgeProgress | None) -
 def _judge_pass(items: list[JudgeItem], cache: VerdictCache, model: str, base_url: str, config: JudgeConfig,
                 progress: JudgeProgress | None) -> JudgeSummary:
     on_start, on_advance = progress(model) if progress else (None, None)
+    return _with_chat(config, model, base_url, lambda chat: judge_items(
+        items, chat, cache, model, verdict_attempts=config.verdict_attempts, on_start=on_start, progress=on_advance))
 
-    async def judge_all() -> JudgeSummary:
+
+def _with_chat(config: JudgeConfig, model: str, base_url: str, work: Callable[[ChatFunction], Awaitable[Result]]) -> Result:
+    """Run `work(chat)` with a chat function over one OpenAI-compatible client (temperature 0, the config's limits)."""
+    async def run() -> Result:
         async with OpenAICompatClient(base_url, model, api_key_env=config.api_key_env,
-                                      concurrency=config.concurrency) as client:
+                                      concurrency=config.concurrency, timeout_s=config.timeout_s,
+                                      min_response_rate=config.min_response_rate) as client:
             async def chat(messages: list[dict]) -> str:
                 return (await client.chat(messages, temperature=0.0, max_tokens=config.max_tokens)).text
 
-            return await judge_items(items, chat, cache, model, verdict_attempts=config.verdict_attempts,
-                                     on_start=on_start, progress=on_advance)
+            return await work(chat)
 
-    return asyncio.run(judge_all())
+    return asyncio.run(run())
