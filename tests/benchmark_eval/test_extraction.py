@@ -124,3 +124,28 @@ def test_without_an_extractor_the_assisted_score_is_absent_and_the_strict_one_un
     result = run_score(ScoreConfig(run_dirs=(run_dir,), out=tmp_path / "scores.json", resamples=50))
     closed = next(s for s in result.report.scores if s["form"] == "closed" and s["template"] == "no_context")
     assert closed["f1"] == 0.25 and closed["assisted_f1"] is None and closed["extracted"] == 0
+
+
+def test_the_agreement_command_measures_the_extractor_against_human_labels(tmp_path):
+    """benchmarks/closed_extraction_agreement.py against the loopback server: it asks only what the strict parser
+    cannot read and tallies the extractor, the strict parser and both against the labels."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "closed_extraction_agreement.py"
+    spec = importlib.util.spec_from_file_location("closed_extraction_agreement", path)
+    agreement = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(agreement)
+    options = ["monocyte", "platelet", "nucleus"]
+    corpus = tmp_path / "replies.jsonl"
+    cases = [("a", "Answer: B", "B"), ("b", "I'd say it looks like monocyte, though I hesitate.", "A"),
+             ("c", "I cannot tell from this image.", None), ("d", "mumble", None)]
+    corpus.write_text("".join(json.dumps({"id": i, "split": "locked", "options": options, "reply": r, "label": label,
+                                          "reasoning": None, "disputed": False}) + "\n" for i, r, label in cases))
+    with OpenAIServer(responder=scripted_extractor) as server:
+        code = agreement.main(["--base-url", server.url, "--model", "x", "--corpus", str(corpus),
+                               "--cache", str(tmp_path / "x.jsonl")])
+        assert len(server.calls) == 2 + 3  # b and c once, the mumble three times (no OPTION line: an error)
+    assert code == 1
+    answered = [json.loads(line) for line in corpus.read_text().splitlines()][:3]
+    result = agreement.measure(answered, server.url, "x", tmp_path / "x.jsonl")  # cached: nothing is asked again
+    assert (result["asked"]["read"], result["asked"]["clear"], result["asked"]["invented"]) == (1, 1, 0)
+    assert (result["strict"]["read"], result["assisted"]["read"], result["assisted"]["clear"]) == (1, 2, 2)
