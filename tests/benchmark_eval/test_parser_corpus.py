@@ -73,11 +73,18 @@ def outcomes(cases: list[dict]) -> tuple[Counter, list[str]]:
     return counts, failures
 
 
+# What the locked part scored once, with the rules frozen (benchmarks/RESULTS.md): one letter given to a reply that
+# states option A's value and then names (J). Kept as measured, not fitted (issue 29's discipline); a parser
+# change that reads this case right, or gives a letter to any other non-answer, must say so here.
+LOCKED_INVENTED = {"mmlu-pro/Yi-6b-Chat/11930"}
+
+
 @pytest.mark.parametrize("split", SPLITS)
 def test_the_aims_hold(split):
     counts, failures = outcomes([c for c in CASES if c["split"] == split])
     detail = "\n".join(failures)
-    assert counts["invented"] == 0, detail
+    invented = {line.split(": ")[0] for line in failures if ": no answer, read" in line}
+    assert invented == (LOCKED_INVENTED if split == "locked" else set()), detail
     assert counts["wrong"] == 0, detail
     assert counts["read"] >= 0.97 * counts["clear"], detail
 
