@@ -19,11 +19,20 @@ what they wrap. The reply's *commitments* are then collected, each read by one r
 The **last** commitment wins (a model that corrects itself means its correction). A commitment
 that names two options is a hedge and is unparseable; an explicit answer field or tag that names
 nothing (``Answer: I am not sure``) withdraws what came before it, though later commitments still
-count. A phrase, label-first verdict or copula whose clause denies it ("I don't think the answer is A",
+count (a tag holding a computed value that is no option, ``\\boxed{110^\\circ}``, withdraws nothing). A letter
+contradicted by the option value the reply then concludes on ("The answer is (A). … so ∠A is 27°." with 27°
+option C's) is unparseable (``letter_value_conflict``), and so is a final reading by an option's value after a
+different letter. A phrase, label-first verdict or copula whose clause denies it ("I don't think the answer is A",
 "I doubt that A is correct") is no commitment, and "it is not A" said of the label last committed to takes that
-answer back (``retracted``). Only when a reply commits nowhere are two fallbacks tried: its first line as a whole
-(``response``: "B", "B. Monocyte", an option's exact text) and the first item of an ordered list
-(``ordered_list``). The parse path is ``rule:form`` or ``unparseable:rule:reason``.
+answer back (``retracted``). Only when a reply commits nowhere are fallbacks tried: its first line, sentence or
+clause as a whole (``response``: "B", "B. Monocyte", an option's exact text, "No, Magenta is not greater …"),
+an option's text stated as what something is (``stated_text``), the first item of an ordered list
+(``ordered_list``) and the one option a short reply names (``stated_text:single_mention``). The parse path is
+``rule:form`` or ``unparseable:rule:reason``.
+
+Linear in the reply's length: only the last 256 commitments are read (lines are searched from their end), a
+marker's value is the rest of its line up to 500 characters, tags and reasoning blocks are paired in one pass
+and JSON decoding is bounded, so a reply repeating a marker half a million times costs a fraction of a second.
 """
 from __future__ import annotations
 
