@@ -115,7 +115,9 @@ def test_extract_closed_then_strict_and_assisted_scores_side_by_side(run):
     report = run_report(ReportConfig(run_dirs=(run_dir,), out_dir=tmp_path / "report", resamples=50))
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert "## Closed answers: strict and assisted F1" in markdown
-    assert re.search(r"\| 0\.250 \[[0-9.]+, [0-9.]+\] \| 0\.500 \[[0-9.]+, [0-9.]+\] \| 3 \(0\.750\) \| 1 \|", markdown)
+    # table cells are Markdown-escaped (core.outputs.markdown_cell): the interval's brackets read `\[...\]`
+    assert re.search(r"\| 0\.250 \\\[[0-9.]+, [0-9.]+\\\] \| 0\.500 \\\[[0-9.]+, [0-9.]+\\\] \| 3 \(0\.750\) \| 1 \|",
+                     markdown)
     assert report.written["scores.csv"].read_text().splitlines()[0].count("assisted_f1") == 1
 
 
