@@ -18,7 +18,7 @@ FINDINGS = audit_findings(CATALOGUE)
 AWAITING_RESEARCH = {
     "count_rests_on_items": set(),
     "annex_branch_citations": set(),
-    "code_licence_for_data": {"cytodark0"},
+    "code_licence_for_data": set(),
     "unquoted_file_keys": {"medimeta_aml", "medimeta_fundus", "medimeta_glaucoma", "medimeta_mammo_calc",
                            "medimeta_mammo_mass"},
 }
