@@ -19,7 +19,7 @@ AWAITING_RESEARCH = {
     "count_rests_on_items": set(),
     "annex_branch_citations": set(),
     "code_licence_for_data": set(),
-    "unquoted_file_keys": {"medimeta_mammo_mass"},
+    "unquoted_file_keys": set(),
 }
 
 
