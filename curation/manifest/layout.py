@@ -260,6 +260,10 @@ class MaskFilesLayout(ColourMasks):
     channels: ChannelFiles | None = Field(
         None, description="One sample from several image files, one per channel, that differ in one named part of "
                           "`image` (CELLULAR's `_w1`, `_w2`, `_w3`).")
+    object_colors: bool = Field(False, description="RGB mask files whose colours only tell the objects of one file "
+                                                   "apart (Arvidsson's nuclei: one colour per nucleus): each connected "
+                                                   "piece of one colour is an object of `label`; needs objects: "
+                                                   "components.")
 
     @field_validator("image")
     @classmethod
@@ -308,6 +312,10 @@ class MaskFilesLayout(ColourMasks):
         if not by_file and not (self.mask_values or self.mask_colors or self.label_part or binary_components):
             raise ValueError(f"objects: {self.objects} needs mask_values (mask value -> raw label), mask_colors "
                              "or label_part")
+        if self.object_colors and (self.objects != "components" or not self.label or self.mask_colors
+                                   or self.mask_values or self.label_part):
+            raise ValueError("object_colors separates the objects of a file by colour: it needs objects: components "
+                             "and label, without mask_colors, mask_values or label_part")
         if by_file and self.mask_colors:
             raise ValueError(f"mask_colors names the classes of a label mask; objects: {self.objects} reads a file "
                              "as one object or as instance ids (use objects: values or components)")
