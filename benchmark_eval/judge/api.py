@@ -18,6 +18,7 @@ from pathlib import Path
 
 from mmbu.core.cli import ExitCode
 
+from ..backends.bounded_body import DEFAULT_MIN_RESPONSE_RATE
 from ..backends.openai_compat import DEFAULT_API_KEY_ENV, OpenAICompatClient
 from ..scoring.output import write_json
 from ..scoring.rundir import load_gold, open_run
@@ -43,6 +44,8 @@ class JudgeConfig:
     concurrency: int = 16
     max_tokens: int = 2048  # reasoning judges think before the verdict line
     verdict_attempts: int = DEFAULT_VERDICT_ATTEMPTS  # asked again when a reply has no VERDICT line
+    timeout_s: float = 120.0  # one request's deadline, the whole exchange
+    min_response_rate: float = DEFAULT_MIN_RESPONSE_RATE  # bytes/s; a slower answer is cut (a dripping server)
 
 
 @dataclass
@@ -89,7 +92,8 @@ def _judge_pass(items: list[JudgeItem], cache: VerdictCache, model: str, base_ur
 
     async def judge_all() -> JudgeSummary:
         async with OpenAICompatClient(base_url, model, api_key_env=config.api_key_env,
-                                      concurrency=config.concurrency) as client:
+                                      concurrency=config.concurrency, timeout_s=config.timeout_s,
+                                      min_response_rate=config.min_response_rate) as client:
             async def chat(messages: list[dict]) -> str:
                 return (await client.chat(messages, temperature=0.0, max_tokens=config.max_tokens)).text
 

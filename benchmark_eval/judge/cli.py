@@ -6,10 +6,12 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from mmbu.core.cli import InvalidInput
 
+from ..backends.bounded_body import DEFAULT_MIN_RESPONSE_RATE
 from ..backends.openai_compat import DEFAULT_API_KEY_ENV
 from ..scoring.rundir import RunInputError
 from .api import JudgeConfig, run_judge
@@ -22,7 +24,7 @@ def _report(console: Console, summary: JudgeSummary) -> None:
                   f"answer (pre-check), {summary.cached} pairs already judged, {summary.judged} judged now, "
                   f"{summary.errors} judge errors")
     for message in summary.error_messages[:10]:
-        console.print(f"[yellow]judge error:[/] {message}")
+        console.print(f"[yellow]judge error:[/] {escape(message)}")
     if len(summary.error_messages) > 10:
         console.print(f"[yellow]… and {len(summary.error_messages) - 10} more judge errors[/]")
 
@@ -43,9 +45,13 @@ def _report(console: Console, summary: JudgeSummary) -> None:
               help="Judge reply budget (reasoning judges think before the verdict line).")
 @click.option("--verdict-attempts", default=DEFAULT_VERDICT_ATTEMPTS, show_default=True, type=click.IntRange(min=1),
               help="Times to ask again when the reply has no VERDICT line, before recording a judge error.")
+@click.option("--timeout", default=120.0, show_default=True, type=click.FloatRange(0.1),
+              help="Seconds one judge request may take in all (connect, wait, answer).")
+@click.option("--min-response-rate", default=DEFAULT_MIN_RESPONSE_RATE, show_default=True, type=click.FloatRange(0),
+              help="Bytes/s below which an answer still arriving is cut (averaged over 10 s; 0: no minimum).")
 def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str, release: Path | None,
           second_judge_model: str | None, second_judge_base_url: str | None, concurrency: int, max_tokens: int,
-          verdict_attempts: int) -> None:
+          verdict_attempts: int, timeout: float, min_response_rate: float) -> None:
     """Judge the open answers of RUN_DIR (RUNS_DIR/<model>) against the gold answers.
 
     \b
@@ -60,7 +66,7 @@ def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str
     config = JudgeConfig(run_dir=run_dir, judge_base_url=judge_base_url, judge_model=judge_model,
                          api_key_env=api_key_env, release_dir=release, second_judge_model=second_judge_model,
                          second_judge_base_url=second_judge_base_url, concurrency=concurrency, max_tokens=max_tokens,
-                         verdict_attempts=verdict_attempts)
+                         verdict_attempts=verdict_attempts, timeout_s=timeout, min_response_rate=min_response_rate)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console, transient=True) as bar:
         def progress(model: str):
