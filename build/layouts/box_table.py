@@ -20,7 +20,7 @@ from mmbu.build.layouts.sample import Region
 from mmbu.core import budget
 from mmbu.core.boxes import Box, box_from_roles
 from mmbu.curation.manifest.hints import did_you_mean
-from mmbu.curation.manifest.layout_annotations import BoxTableLayout
+from mmbu.curation.manifest.layout_annotations import REST_OF_LINE, BoxTableLayout
 
 
 WHITESPACE = r"\s+"  # `delimiter: whitespace`: runs of spaces and tabs (pandas' separator for them)
@@ -112,8 +112,10 @@ def _file_objects(layout: BoxTableLayout, ctx: LayoutContext, box_file: Path) ->
 
 def _positional_rows(layout: BoxTableLayout, ctx: LayoutContext, path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     """`line-N` -> {column name: text} of a box file without a header; a line with another number of fields than
-    `columns` names is an exclusion, blank lines are skipped."""
+    `columns` names (fewer, when `columns` ends with '...') is an exclusion, blank lines are skipped."""
     name = ctx.rel(path)
+    open_ended = layout.columns[-1] == REST_OF_LINE
+    columns = layout.columns[:-1] if open_ended else layout.columns
     try:
         lines = path.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
@@ -124,10 +126,11 @@ def _positional_rows(layout: BoxTableLayout, ctx: LayoutContext, path: Path) -> 
         if not line.strip():
             continue
         fields = line.split() if separator == WHITESPACE else next(csv.reader([line], delimiter=separator))
-        if len(fields) != len(layout.columns):
-            ctx.exclude(f"{name}:{number}", f"the line has {len(fields)} fields but columns names {len(layout.columns)}")
+        if len(fields) < len(columns) or (len(fields) > len(columns) and not open_ended):
+            at_least = "at least " if open_ended else ""
+            ctx.exclude(f"{name}:{number}", f"the line has {len(fields)} fields but columns names {at_least}{len(columns)}")
             continue
-        yield f"line-{number}", {column: value.strip() for column, value in zip(layout.columns, fields) if column != "_"}
+        yield f"line-{number}", {column: value.strip() for column, value in zip(columns, fields) if column != "_"}
 
 
 def _separator(layout: BoxTableLayout) -> str | None:

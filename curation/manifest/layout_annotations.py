@@ -12,6 +12,9 @@ from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout_base import BOXES, BoxOrder, DatasetPath, LayoutBase, MASKS, RowFilter
 from mmbu.curation.manifest.templates import parse_template
 
+# The last entry of a headerless file's `columns` that leaves every further field of a line unread.
+REST_OF_LINE = "..."
+
 
 class BoxFields(BaseModel):
     """Where a box's four numbers are: each role names a field (a dotted path into a JSON record, or a
@@ -64,7 +67,8 @@ class BoxTableLayout(RowFilter):
     Instead of one `table`, `annotations` may be a template of one box file per image, paired with the
     `images` template by their shared parts (BBBC042: `positions/{n}.txt` with `images/{n}.png`); each
     line of such a file is one box. A file without a header names its columns by position in
-    `columns` (`_` for a column that is not used), and `delimiter: whitespace` splits on runs of spaces.
+    `columns` (`_` for a column that is not used; a last entry `...` leaves any further fields unread, for files
+    whose leading columns are documented but not their number), and `delimiter: whitespace` splits on runs of spaces.
     """
 
     kind: Literal["box_table"]
@@ -81,7 +85,8 @@ class BoxTableLayout(RowFilter):
     image: str | None = Field(None, description="With `table`: field (dotted path or column) holding the image path "
                                                 "or id.")
     columns: list[str] | None = Field(None, min_length=1, description="CSV without a header: the name of each column "
-                                                                      "by position ('_' for one not used).")
+                                                                      "by position ('_' for one not used; a last '...' "
+                                                                      "leaves any further fields unread).")
     label: str | None = Field(None, description="Field of an object holding its raw label.")
     fixed_label: str | None = Field(None, description="Raw label of every object when no field holds one.")
     box: BoxFields
@@ -132,7 +137,10 @@ class BoxTableLayout(RowFilter):
             return self
         if self.table_format == "json":
             raise ValueError("columns names the columns of a CSV without a header; a JSON file names its fields")
-        named = [c for c in self.columns if c != "_"]
+        if REST_OF_LINE in self.columns[:-1]:
+            raise ValueError(f"{REST_OF_LINE!r} may only end columns (every field after the named ones is left "
+                             f"unread); it stands at position {self.columns.index(REST_OF_LINE) + 1}")
+        named = [c for c in self.columns if c not in ("_", REST_OF_LINE)]
         if len(named) != len(set(named)):
             raise ValueError(f"columns names a column twice: {sorted({c for c in named if named.count(c) > 1})}")
         fields = [*self.box.named.values(), *([self.box.list] if self.box.list else []), *self.where,

@@ -232,6 +232,31 @@ def test_headerless_per_image_box_files_read_columns_by_position(tmp_path):
         "images/4.png": "no annotation file matching 'positions/{n}.txt' for this image"}
 
 
+def test_columns_ending_in_dots_read_the_leading_fields_of_lines_of_any_length(tmp_path):
+    """BBBC042's positions/<n>.txt: the boxes are columns 5-8 (0-based 4-7) of headerless whitespace lines, as
+    ver228/semantic_filtering@606be57:check_results/fasterrccn_validation/flow.py reads them
+    (`df.loc[:, 4:7]`), and no source says how many fields follow; KITTI writes 15, some tools a 16th score."""
+    raw = tmp_path / "raw"
+    (raw / "images").mkdir(parents=True)
+    (raw / "positions").mkdir()
+    Image.fromarray(np.full((100, 120, 3), 90, np.uint8)).save(raw / "images" / "7.tif")
+    (raw / "positions" / "7.txt").write_text(
+        "Car 0 0 0 10 20 40 60 0 0 0 0 0 0 0\n"          # 15 fields
+        "Car 0.0 0 0.0 50 5 90 45 0 0 0 0 0 0 0 0.9\n"    # 16 fields
+        "Car 0 0 0 1 2 3\n", encoding="utf-8")             # 7 fields: too short for the named columns
+    layout = {"kind": "box_table", "annotations": "positions/{n}.txt", "images": "images/{n}.tif",
+              "delimiter": "whitespace", "columns": ["_", "_", "_", "_", "left", "top", "right", "bottom", "..."],
+              "fixed_label": "astrocyte", "box": {"x1": "left", "y1": "top", "x2": "right", "y2": "bottom"}}
+    samples, exclusions = read_samples(make_manifest(layout, labels={"astrocyte": "astrocyte"},
+                                                     tasks=["object_detection"]), raw)
+
+    sample, = samples
+    assert [(r.label, r.instance, r.box) for r in sample.regions] == [
+        ("astrocyte", "line-1", (10.0, 20.0, 40.0, 60.0)), ("astrocyte", "line-2", (50.0, 5.0, 90.0, 45.0))]
+    assert {e.item: e.reason for e in exclusions} == {
+        "positions/7.txt:3": "the line has 7 fields but columns names at least 8"}
+
+
 def test_one_headerless_table_for_all_images(tmp_path):
     raw = tmp_path / "raw"
     (raw / "img").mkdir(parents=True)
@@ -255,6 +280,7 @@ def test_one_headerless_table_for_all_images(tmp_path):
     ({"table": "t.csv", "columns": ["f", "a", "b", "c", "dd"]}, "'d' is not among columns .*did you mean 'dd'"),
     ({"table": "t.csv", "columns": ["f", "a", "a", "c", "d"]}, "names a column twice"),
     ({"table": "t.json", "columns": ["f", "a", "b", "c", "d"]}, "a JSON file names its fields"),
+    ({"table": "t.csv", "columns": ["f", "...", "a", "b", "c", "d"]}, "'...' may only end columns .* position 2"),
     ({"table": "t.csv", "where": {"type": []}}, "where lists no value for 'type'"),
 ])
 def test_per_image_files_columns_and_filters_are_checked(layout, message):
