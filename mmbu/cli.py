@@ -10,6 +10,7 @@ import sys
 import click
 
 from mmbu.core.cli import ExitCode, LazyGroup, describe_disk_fault
+from mmbu.core.interrupt import exit_code_for, install_signal_handlers, interrupted_message
 
 # name -> (module:attribute, one-line help). The help text lives here so listing commands
 # does not import every stage.
@@ -44,16 +45,32 @@ def cli() -> None:
     """MMBU toolkit: rebuild the benchmark from public datasets and evaluate VLMs on it.
 
     Exit codes: 0 all good; 1 the job ran but some items failed (see its report);
-    2 bad usage or invalid input.
+    2 bad usage or invalid input; 130 interrupted by Ctrl-C, 143 by SIGTERM (after
+    saying how to resume).
     """
 
 
 def main() -> None:
+    install_signal_handlers()
     try:
-        cli(prog_name="mmbu")
+        # Not click's standalone mode: it turns Ctrl-C into "Aborted!" and exit 1, the code for "some items failed".
+        code = cli.main(prog_name="mmbu", standalone_mode=False)
+    except click.Abort as abort:  # click's wrapping of a KeyboardInterrupt (Ctrl-C, or SIGTERM as Terminated)
+        _interrupted(abort.__cause__ or abort)
+    except KeyboardInterrupt as interrupt:  # raised outside click's command invocation
+        _interrupted(interrupt)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
     except OSError as error:  # a full disk, a read-only folder, a file in the way: one sentence, no traceback
         message = describe_disk_fault(error)
         if message is None:
             raise
         click.echo(f"mmbu: {message}", err=True)
         sys.exit(ExitCode.INVALID_INPUT)
+    sys.exit(code if isinstance(code, int) else ExitCode.OK)
+
+
+def _interrupted(interrupt: BaseException) -> None:
+    click.echo(interrupted_message(interrupt), err=True)
+    sys.exit(exit_code_for(interrupt))

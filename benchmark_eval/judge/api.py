@@ -7,18 +7,23 @@
 Verdicts are cached in RUN_DIR/judgements.jsonl by (answer, gold, judge model, prompt version), so a second call
 asks only what is new or failed; `judge.json` records which judge's verdicts `score` uses. With a second judge,
 both judge the same pairs and their agreement (Cohen's kappa, flip rate) goes to judge_agreement.json.
-Unusable input raises `RunInputError` (files) or `ValueError` (options).
+Before judging, each judge endpoint is asked what it serves and one tiny question (`PreflightError` when it cannot
+serve); `max_consecutive_failures` requests in a row failing in transport or with a 5xx stop the judge
+(`CircuitOpen`; the verdicts had so far are cached). `judge.json` records the judge as configured and as its server
+reports it. Unusable input raises `RunInputError` (files) or `ValueError` (options).
 """
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mmbu.core.cli import ExitCode
 
-from ..backends.openai_compat import DEFAULT_API_KEY_ENV, OpenAICompatClient
+from ..backends.openai_compat import DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES, OpenAICompatClient
+from ..backends.preflight import preflight
 from ..scoring.output import write_json
 from ..scoring.rundir import load_gold, open_run
 from .agreement import judge_agreement
@@ -43,6 +48,9 @@ class JudgeConfig:
     concurrency: int = 16
     max_tokens: int = 2048  # reasoning judges think before the verdict line
     verdict_attempts: int = DEFAULT_VERDICT_ATTEMPTS  # asked again when a reply has no VERDICT line
+    max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES  # judge requests failing in a row that stop it
+    preflight: bool = True  # ask each judge endpoint what it serves and one tiny question first
+    command_line: tuple[str, ...] | None = None  # recorded in judge.json (secrets removed); default: this process's
 
 
 @dataclass
@@ -74,10 +82,14 @@ def run_judge(config: JudgeConfig, progress: JudgeProgress | None = None) -> Jud
     cache = VerdictCache(run.path / JUDGEMENTS_FILE)
     report = JudgeReport()
     report.summaries.append(_judge_pass(items, cache, config.judge_model, config.judge_base_url, config, progress))
-    write_judge_file(run.path, config.judge_model, JUDGE_PROMPT_VERSION, config.second_judge_model)
+    write_judge_file(run.path, config.judge_model, JUDGE_PROMPT_VERSION, config.second_judge_model,
+                     reported=report.summaries[0].reported_models, command_line=_command_line(config))
     if config.second_judge_model:
         report.summaries.append(_judge_pass(items, cache, config.second_judge_model,
                                             config.second_judge_base_url or config.judge_base_url, config, progress))
+        write_judge_file(run.path, config.judge_model, JUDGE_PROMPT_VERSION, config.second_judge_model,
+                         reported=report.summaries[0].reported_models, command_line=_command_line(config),
+                         second_reported=report.summaries[1].reported_models)
         report.agreement = judge_agreement(cache, config.judge_model, config.second_judge_model, JUDGE_PROMPT_VERSION)
         report.agreement_file = write_json(run.path / AGREEMENT_FILE, report.agreement)
     return report
@@ -88,12 +100,31 @@ def _judge_pass(items: list[JudgeItem], cache: VerdictCache, model: str, base_ur
     on_start, on_advance = progress(model) if progress else (None, None)
 
     async def judge_all() -> JudgeSummary:
-        async with OpenAICompatClient(base_url, model, api_key_env=config.api_key_env,
-                                      concurrency=config.concurrency) as client:
+        async with OpenAICompatClient(base_url, model, api_key_env=config.api_key_env, concurrency=config.concurrency,
+                                      max_consecutive_failures=config.max_consecutive_failures) as client:
+            reported: set[str] = set()
+
+            async def check_endpoint() -> None:
+                checks = await preflight(client, role="judge", option="--judge-model")
+                reported.update(check.reported_model for check in checks if check.reported_model)
+
             async def chat(messages: list[dict]) -> str:
                 return (await client.chat(messages, temperature=0.0, max_tokens=config.max_tokens)).text
 
-            return await judge_items(items, chat, cache, model, verdict_attempts=config.verdict_attempts,
-                                     on_start=on_start, progress=on_advance)
+            try:
+                summary = await judge_items(items, chat, cache, model, verdict_attempts=config.verdict_attempts,
+                                            on_start=on_start, progress=on_advance,
+                                            before_asking=check_endpoint if config.preflight else None)
+            finally:
+                reported |= client.reported_models
+            summary.reported_models = sorted(reported)
+            return summary
 
     return asyncio.run(judge_all())
+
+
+def _command_line(config: JudgeConfig) -> list[str]:
+    if config.command_line is not None:
+        return list(config.command_line)
+    argv = sys.argv
+    return ["mmbu", "eval", "judge", *argv[argv.index("judge") + 1:]] if "judge" in argv else list(argv)
