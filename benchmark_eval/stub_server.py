@@ -272,9 +272,12 @@ class OpenAIServer:
     def __init__(self, *, families: dict[str, str] | None = None, default_family: str = "terse",
                  responder: Callable[[ChatCall], str] | None = None, latency_s: float = 0.0,
                  record_bodies: bool = True, port: int = 0, host: str = "127.0.0.1",
-                 served_models: list[str] | None = None) -> None:
+                 served_models: list[str] | None = None, listed_models: list[str] | None = None,
+                 report_as: dict[str, str] | None = None) -> None:
         self.families = dict(families or {})
         self.served_models = list(served_models) if served_models is not None else None
+        self.listed_models = listed_models  # what /models lists when any name is answered (default: the families)
+        self.report_as = dict(report_as or {})  # requested name -> the `model` field of the answers (an alias's target)
         self.preflights: list[ChatCall] = []
         self._host = host
         self.default_family = default_family
@@ -349,7 +352,8 @@ class OpenAIServer:
 
     # -- handlers --------------------------------------------------------------------------
     async def _models(self, request: web.Request) -> web.Response:
-        names = self.served_models if self.served_models is not None else (sorted(self.families) or ["loopback"])
+        names = self.served_models if self.served_models is not None else (
+            self.listed_models or sorted(self.families) or ["loopback"])
         return web.json_response({"object": "list", "data": [{"id": n, "object": "model"} for n in names]})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
@@ -438,7 +442,7 @@ class OpenAIServer:
                                          status=400)
             # "timeout" and "delay" fall through to a normal answer after the delay.
         if call.prompt == PREFLIGHT_PROMPT:
-            return web.json_response(completion_body(call.model, "OK"))
+            return web.json_response(completion_body(self.report_as.get(call.model, call.model), "OK"))
         if self.responder is not None:
             text = self.responder(call)
         elif call.system and "VERDICT: NOT_EQUIVALENT" in call.system:
@@ -447,7 +451,7 @@ class OpenAIServer:
             family = self.families.get(call.model) or _family_of(call.model, self.default_family)
             text = await asyncio.get_running_loop().run_in_executor(None, scripted_answer, call, family) \
                 if call.image_urls and (call.wants_box or _are_boxes(call.options)) else scripted_answer(call, family)
-        return web.json_response(completion_body(call.model, text))
+        return web.json_response(completion_body(self.report_as.get(call.model, call.model), text))
 
 
 def judge_verdict(prompt: str) -> str:
@@ -481,9 +485,13 @@ def _family_of(model: str, default: str) -> str:
 
 def serve(*, host: str = "127.0.0.1", port: int = 8000, latency_s: float = 0.0, family: str = "auto",
           served_models: list[str] | None = None, announce: Callable[[str], None] = print) -> None:
-    """Serve until interrupted (Ctrl-C or SIGTERM), announcing the base URL first."""
+    """Serve until interrupted (Ctrl-C or SIGTERM), announcing the base URL first. Without `served_models` it
+    answers any name and lists the served names of every registered model."""
+    from .models.registry import default_registry
+
+    listed = sorted({entry.served_name for entry in default_registry().models})
     server = OpenAIServer(default_family=family, latency_s=latency_s, record_bodies=False, port=port, host=host,
-                          served_models=served_models or None)
+                          served_models=served_models or None, listed_models=listed)
     server.start()
     announce(server.url)
     try:

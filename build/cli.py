@@ -1,6 +1,7 @@
 """`mmbu build`: the whole build from manifests to `$MMBU_DATA/release/` (what `make dataset` and `make demo` run)."""
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from mmbu.build.fetch import LockError
 from mmbu.build.fetch.plan import plan_lines
 from mmbu.build.pipeline import BuildConfig, BuildReport, manifest_paths, plan_build, read_manifests, run_build
 from mmbu.core.cli import InvalidInput
+from mmbu.core.interrupt import on_interrupt
+from mmbu.core.progress import PlainProgress, is_live, output_console
 from mmbu.taxonomy import TaxonomyError
 
 
@@ -67,16 +70,12 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
     except (LockError, TaxonomyError) as exc:
         raise InvalidInput(str(exc)) from None
     click.echo("\n".join(plan_lines(plan, str(manifests_dir), with_errors=False)))
-    console = Console(stderr=True)
-    columns = (TextColumn("[bold]building"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-               TimeElapsedColumn())
+    console = output_console()
+    built = {"done": 0, "total": len(plan.datasets)}
+    on_interrupt(lambda: f"built {built['done']} of {built['total']} dataset(s); each finished step is kept "
+                         f"(work/<id>/state.json) and the release is written only once all are done")
     try:
-        with Progress(*columns, console=console, transient=True) as bar:
-            task = bar.add_task("fetching", total=None)
-
-            def advance(dataset_id: str, done: int, total: int) -> None:
-                bar.update(task, total=total, completed=done, description=dataset_id)
-
+        with _build_progress(console, built) as advance:
             report = run_build(config, progress=advance, plan=plan, validation=validation)
     except (ExecutorError, TaxonomyError, LockError, DataFolderBusy) as exc:
         raise InvalidInput(str(exc)) from None
@@ -85,6 +84,29 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
         raise
     _print_summary(report, console)
     raise SystemExit(report.exit_code)
+
+
+@contextlib.contextmanager
+def _build_progress(console: Console, built: dict[str, int]):
+    """The per-dataset progress callback: a rich bar on a terminal, plain lines elsewhere; `built` follows both."""
+    if not is_live(console):
+        with PlainProgress("build", unit="datasets/s") as plain:
+            def line(dataset_id: str, done: int, total: int) -> None:
+                built.update(done=done, total=total)
+                plain.update(done, total, note=f"last: {dataset_id}")
+
+            yield line
+        return
+    columns = (TextColumn("[bold]building"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("fetching", total=None)
+
+        def advance(dataset_id: str, done: int, total: int) -> None:
+            built.update(done=done, total=total)
+            bar.update(task, total=total, completed=done, description=dataset_id)
+
+        yield advance
 
 
 def _print_summary(report: BuildReport, console: Console) -> None:

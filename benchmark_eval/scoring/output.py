@@ -5,6 +5,7 @@ import io
 import json
 import math
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -33,6 +34,17 @@ def write_json(path: str | Path, payload: Any) -> Path:
 
 def write_csv(path: str | Path, records: list[dict]) -> Path:
     return write_bytes_atomic(path, pd.DataFrame(records).to_csv(index=False).encode("utf-8"))
+
+
+def write_unless_empty(path: str | Path, records: list[dict], writer: Callable[[str | Path, list[dict]], Path]
+                       ) -> Path | None:
+    """`writer(path, records)`, or, with nothing to write, no file at all: an earlier scoring's file at `path` is
+    removed (a one-model report must not keep a two-model report's paired comparisons), and no empty artefact is
+    left to be mistaken for a result."""
+    if records:
+        return writer(path, records)
+    Path(path).unlink(missing_ok=True)
+    return None
 
 
 RECORD_OUTCOME_COLUMNS = ("model", "task", "form", "template", "sample_id", "prompt_version", "status", "scored",
