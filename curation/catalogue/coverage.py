@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from mmbu.curation.manifest import DatasetManifest, ManifestError, load_manifest
-from mmbu.curation.manifest.evidence import FACTS, LEVELS
+from mmbu.curation.manifest.evidence import FACTS, LEVELS, LICENCE_BASES
 from mmbu.curation.manifest.model import TASKS
 from mmbu.taxonomy import Taxonomy
 
@@ -66,6 +66,7 @@ class Coverage(BaseModel):
     hosts: list[Tally]
     licences: list[Tally]
     levels: list[Tally]
+    licence_bases: list[Tally] = Field(default_factory=list, description="Whose word the licence rests on.")
     fact_levels: dict[str, dict[str, int]] = Field(description="fact -> level -> datasets (evidence per fact).")
     paper: PaperTargets
 
@@ -97,6 +98,10 @@ def hosts(manifest: DatasetManifest) -> list[str]:
 
 def evidence_level(manifest: DatasetManifest) -> str:
     return manifest.evidence.weakest_required() if manifest.evidence else NO_EVIDENCE
+
+
+def licence_basis(manifest: DatasetManifest) -> str:
+    return manifest.evidence.licence_basis() if manifest.evidence else NO_EVIDENCE
 
 
 def expected_samples(manifest: DatasetManifest) -> int | None:
@@ -136,7 +141,8 @@ def catalogue_coverage(manifests_dir: Path, taxonomy: Taxonomy) -> Coverage:
                 if sub is not None and tally.name == sub.name:
                     _add(tally, manifest, count)
         values = {"source_kinds": [source_kind(manifest)], "tasks": list(manifest.tasks), "hosts": hosts(manifest),
-                  "licences": [manifest.license], "levels": [evidence_level(manifest)]}
+                  "licences": [manifest.license], "levels": [evidence_level(manifest)],
+                  "licence_bases": [licence_basis(manifest)]}
         for breakdown, names in values.items():
             for name in names:
                 _add(breakdowns[breakdown].setdefault(name, Tally(name=name)), manifest, count)
@@ -152,6 +158,7 @@ def catalogue_coverage(manifests_dir: Path, taxonomy: Taxonomy) -> Coverage:
         tasks=_ordered(breakdowns["tasks"], TASKS),
         hosts=_by_size(breakdowns["hosts"]), licences=_by_size(breakdowns["licences"]),
         levels=_ordered(breakdowns["levels"], (*reversed(LEVELS), NO_EVIDENCE)),
+        licence_bases=_ordered(breakdowns["licence_bases"], (*LICENCE_BASES, NO_EVIDENCE)),
         fact_levels={fact: {level: counts[level] for level in reversed(LEVELS)} for fact, counts in fact_levels.items()},
         paper=paper,
     )

@@ -64,6 +64,13 @@ def to_markdown(coverage: Coverage, compare: Coverage | None = None) -> str:
               "|---|" + "---|" * len(next(iter(coverage.fact_levels.values()), {}))]
     lines += [f"| {fact} | " + " | ".join(str(n) for n in levels.values()) + " |"
               for fact, levels in coverage.fact_levels.items()]
+    single = next((t for t in coverage.licence_bases if t.name == "single listing"), None)
+    lines += ["", "## Licence basis", "",
+              "Whose word each licence rests on: the host's own page or files, two or more independent listings that "
+              "agree, or a single third-party listing (`licence_single_listing: true` in the manifest's evidence):", "",
+              *_table("basis", coverage.licence_bases), ""]
+    if single and single.dataset_ids:
+        lines.append(f"Single-listing licences: {', '.join(sorted(single.dataset_ids))}")
     return "\n".join(lines) + "\n"
 
 
@@ -83,7 +90,8 @@ def changes(before: Coverage, after: Coverage) -> list[str]:
     for title, first, second in (("modality", before.modalities, after.modalities),
                                  ("source kind", before.source_kinds, after.source_kinds),
                                  ("licence", before.licences, after.licences),
-                                 ("verification level", before.levels, after.levels)):
+                                 ("verification level", before.levels, after.levels),
+                                 ("licence basis", before.licence_bases, after.licence_bases)):
         was = {t.name: t.datasets for t in first}
         moved = [f"{t.name} {was.get(t.name, 0)} → {t.datasets}" for t in second if was.get(t.name, 0) != t.datasets]
         moved += [f"{name} {count} → 0" for name, count in was.items()

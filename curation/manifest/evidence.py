@@ -13,11 +13,17 @@ from and a level per source:
 A fact's level is the best level among its sources. A source reference is a URL, `owner/repo@commit:path`
 (a file of a public GitHub repository at a commit, 7 to 40 hex digits) or `repo:path` (a file of this
 repository, e.g. the demo mirror's PROVENANCE.md).
+
+The licence also has a *basis*: the host's own word (a primary citation), two or more independent listings that
+agree (secondary citations from different origins: a listing is its publisher, so two files of one organisation's
+repositories are one listing), or a single listing. A licence resting on one listing is allowed only when the
+manifest says so (`licence_single_listing: true`), so that `mmbu catalogue` can count and name such datasets.
 """
 from __future__ import annotations
 
 import re
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -30,6 +36,11 @@ REQUIRED_FACTS: tuple[str, ...] = ("host", "licence", "layout")
 LabelProvenance = Literal["experts", "annotators", "crowd", "clinical records", "acquisition", "text mining", "model"]
 EXCLUDED_PROVENANCE = frozenset({"text mining", "model"})
 
+LicenceBasis = Literal["host", "independent listings", "single listing"]
+LICENCE_BASES: tuple[str, ...] = ("host", "independent listings", "single listing")
+# Hosts where anyone publishes: the publisher is the first path segment after these prefixes, not the host.
+_PUBLISHER_PREFIXES = {"github.com": "", "raw.githubusercontent.com": "", "gitlab.com": "",
+                       "huggingface.co": "datasets/", "kaggle.com": "datasets/"}
 URL_REF = re.compile(r"^https?://[^\s/]+\.[^\s/]+(/\S*)?$")
 REPO_REF = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)@(?P<commit>[0-9a-f]{7,40}):(?P<path>\S.*)$")
 LOCAL_REF = re.compile(r"^repo:(?P<path>[\w.][\w./-]*)(#\S+)?$")
@@ -41,6 +52,25 @@ def reference_kind(reference: str) -> str | None:
         if pattern.match(reference):
             return kind
     return None
+
+
+def citation_origin(reference: str) -> str:
+    """Who published a source: a repository's owner, a multi-tenant host's user, otherwise the host name.
+
+    Two citations with one origin are one listing, whatever files of it they name."""
+    if match := REPO_REF.match(reference):
+        return "github.com/" + match["repo"].split("/")[0].lower()
+    if LOCAL_REF.match(reference):
+        return "this repository"
+    parts = urlsplit(reference)
+    host = (parts.hostname or "").lower().removeprefix("www.")
+    prefix = _PUBLISHER_PREFIXES.get(host)
+    if prefix is None:
+        return host
+    path = parts.path.lstrip("/")
+    owner = path.removeprefix(prefix).split("/")[0] if path.startswith(prefix) else ""
+    host = "github.com" if host == "raw.githubusercontent.com" else host
+    return f"{host}/{owner.lower()}" if owner else host
 
 
 class _Strict(BaseModel):
@@ -108,6 +138,9 @@ class Evidence(_Strict):
     layout: list[Citation] = Field(min_length=1, description="Folder names, file names, columns.")
     labels: LabelEvidence
     samples: SampleEvidence
+    licence_single_listing: bool = Field(
+        False, description="True when the licence rests on one third-party listing: no page of the host states it "
+                           "and no second, independent listing was found. Required then, refused otherwise.")
 
     @field_validator("host", "licence", "layout", mode="before")
     @classmethod
@@ -125,6 +158,14 @@ class Evidence(_Strict):
     def levels(self) -> dict[str, str]:
         return {fact: self.level(fact) for fact in FACTS}
 
+    def licence_basis(self) -> str:
+        """'host' (a primary citation), 'independent listings' (secondary citations from two or more origins) or
+        'single listing'."""
+        if any(c.level == "primary" for c in self.licence):
+            return "host"
+        origins = {citation_origin(c.source) for c in self.licence if c.level == "secondary" and c.source}
+        return "independent listings" if len(origins) >= 2 else "single listing"
+
     def weakest_required(self) -> str:
         """The lowest level among host, licence and layout: what the build prints for the dataset."""
         return min((self.level(fact) for fact in REQUIRED_FACTS), key=LEVELS.index)
@@ -140,8 +181,24 @@ def evidence_problems(evidence: Evidence | None) -> list[tuple[str, str]]:
         if evidence.level(fact) == "unverified":
             problems.append((f"evidence.{fact}", "has only unverified sources; cite a primary or secondary source "
                                                  "(the host's page, the authors' files, a loader or a listing)"))
+    if evidence.level("licence") != "unverified":  # no listing at all is reported above
+        problems += _licence_basis_problems(evidence)
     if evidence.labels.provenance in EXCLUDED_PROVENANCE:
         problems.append(("evidence.labels.provenance",
                          f"labels made by {evidence.labels.provenance} exclude a dataset; record it in the review "
                          "trail (manifests/reviews/catalogue/) instead"))
     return problems
+
+
+def _licence_basis_problems(evidence: Evidence) -> list[tuple[str, str]]:
+    """A licence on one listing must say so; one on the host or two listings must not."""
+    basis = evidence.licence_basis()
+    if basis == "single listing" and not evidence.licence_single_listing:
+        listing = next((citation_origin(c.source) for c in evidence.licence if c.source), "one source")
+        return [("evidence.licence", f"rests on one third-party listing ({listing}); cite the host's own page or a "
+                                     "second, independent listing, or say so with `licence_single_listing: true` "
+                                     "under evidence")]
+    if basis != "single listing" and evidence.licence_single_listing:
+        return [("evidence.licence_single_listing",
+                 f"is true, but the licence rests on {'the host' if basis == 'host' else basis}; remove it")]
+    return []

@@ -68,6 +68,25 @@ def test_counts_per_modality_kind_host_licence_and_level(tmp_path):
                                                             "no evidence": 0}
     assert coverage.fact_levels["host"] == {"primary": 2, "secondary": 1, "unverified": 0}
     assert coverage.paper.sources_by_kind == {"classification": 250, "segmentation": 84, "detection": 76}
+    # the factory's licence is read on the host's Zenodo record
+    assert {t.name: t.dataset_ids for t in coverage.licence_bases} == {
+        "host": ["blood_cells", "brain_mr", "parasite_boxes"], "independent listings": [], "single listing": [],
+        "no evidence": []}
+
+
+def test_licences_on_a_single_listing_are_counted_and_named(tmp_path):
+    folder = catalogue(tmp_path / "datasets")
+    listed = manifest_dict(id="listed_cells")
+    listed["evidence"] = copy.deepcopy(listed["evidence"])
+    listed["evidence"]["licence"] = {"source": "dataset-ninja/cells@0123456:src/settings.py", "level": "secondary"}
+    listed["evidence"]["licence_single_listing"] = True
+    write_manifest(folder, listed)
+    coverage = catalogue_coverage(folder, load_taxonomy())
+    assert {t.name: t.dataset_ids for t in coverage.licence_bases}["single listing"] == ["listed_cells"]
+    result = CliRunner().invoke(cli, ["catalogue", "--manifests", str(folder), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    markdown = (tmp_path / "out" / "catalogue.md").read_text(encoding="utf-8")
+    assert "| single listing | 1 |" in markdown and "Single-listing licences: listed_cells" in markdown
 
 
 def test_command_prints_and_writes_markdown_json_and_chart(tmp_path):

@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from factories import BASE_MANIFEST, manifest_dict, write_manifest  # noqa: E402
 
 from mmbu.curation.manifest import load_manifest
-from mmbu.curation.manifest.evidence import Citation, Evidence, reference_kind
+from mmbu.curation.manifest.evidence import Citation, Evidence, citation_origin, reference_kind
 from mmbu.curation.manifest.validate import validate_files
 from mmbu.taxonomy import load_taxonomy
 
@@ -68,6 +68,8 @@ def test_host_licence_and_layout_need_a_secondary_source_or_better(tmp_path, fac
         "a loader or a listing)"))]
     # one unverified source beside a secondary one is fine: a fact's level is its best source's
     both = {fact: [weak[fact], {"source": "https://a.example.org/page", "level": "secondary"}]}
+    if fact == "licence":  # one listing: said so
+        both["licence_single_listing"] = True
     assert problems(tmp_path, with_evidence(**both)) == []
 
 
@@ -104,3 +106,56 @@ def test_levels_are_the_best_source_per_fact_and_the_weakest_required_fact(tmp_p
     evidence = Evidence.model_validate({**EVIDENCE, "layout": [
         {"level": "unverified", "note": "guessed"}, {"source": "https://a.example.org", "level": "primary"}]})
     assert evidence.level("layout") == "primary" and len(evidence.citations("layout")) == 2
+
+
+@pytest.mark.parametrize("reference,origin", [
+    ("constantinpape/torch-em@6f71247:torch_em/data/datasets/medical/busi.py", "github.com/constantinpape"),
+    ("dataset-ninja/bccd@0123456:src/settings.py", "github.com/dataset-ninja"),
+    ("https://github.com/Dataset-Ninja/bccd/blob/main/LICENSE.md", "github.com/dataset-ninja"),
+    ("https://raw.githubusercontent.com/dataset-ninja/bccd/main/README.md", "github.com/dataset-ninja"),
+    ("https://huggingface.co/datasets/marmal88/skin_cancer", "huggingface.co/marmal88"),
+    ("https://www.kaggle.com/datasets/kmader/malaria-bounding-boxes", "kaggle.com/kmader"),
+    ("https://www.zenodo.org/records/3835", "zenodo.org"),
+    ("repo:manifests/mirror/PROVENANCE.md", "this repository"),
+])
+def test_a_citation_s_origin_is_its_publisher(reference, origin):
+    assert citation_origin(reference) == origin
+
+
+def licence_evidence(*citations, single_listing=None):
+    evidence = {**EVIDENCE, "licence": [{"source": s, "level": level, "quote": "CC BY 4.0"} for s, level in citations]}
+    if single_listing is not None:
+        evidence["licence_single_listing"] = single_listing
+    return manifest_dict(evidence=evidence)
+
+
+TORCH_EM = "constantinpape/torch-em@6f71247:torch_em/data/datasets/medical/busi.py"
+NINJA = "dataset-ninja/busi@0123456:src/settings.py"
+
+
+def test_a_licence_on_one_listing_must_say_so_and_is_counted_by_its_basis(tmp_path):
+    # two files of one publisher are one listing
+    one_listing = licence_evidence((TORCH_EM, "secondary"),
+                                   ("constantinpape/torch-em@6f71247:README.md", "secondary"))
+    assert problems(tmp_path, one_listing) == [(
+        "evidence.licence", "rests on one third-party listing (github.com/constantinpape); cite the host's own page "
+                            "or a second, independent listing, or say so with `licence_single_listing: true` under "
+                            "evidence")]
+    said = licence_evidence((TORCH_EM, "secondary"), single_listing=True)
+    assert problems(tmp_path, said) == []
+    assert load_manifest(write_manifest(tmp_path, said)).evidence.licence_basis() == "single listing"
+    # the build does not require evidence, so it does not require the statement either
+    assert problems(tmp_path, one_listing, require_evidence=False) == []
+
+
+@pytest.mark.parametrize("citations,basis", [
+    (((TORCH_EM, "secondary"), (NINJA, "secondary")), "independent listings"),
+    (((TORCH_EM, "secondary"), ("https://zenodo.org/records/3835", "primary")), "host"),
+])
+def test_a_licence_on_the_host_or_two_listings_refuses_the_single_listing_statement(tmp_path, citations, basis):
+    assert problems(tmp_path, licence_evidence(*citations)) == []
+    assert load_manifest(write_manifest(tmp_path, licence_evidence(*citations))).evidence.licence_basis() == basis
+    wrong = licence_evidence(*citations, single_listing=True)
+    where = "the host" if basis == "host" else basis
+    assert problems(tmp_path, wrong) == [("evidence.licence_single_listing",
+                                          f"is true, but the licence rests on {where}; remove it")]
