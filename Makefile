@@ -3,7 +3,8 @@
 #                  manifests/mirror, no network, seconds
 #   make test      run the whole test suite
 #   make dataset   build the real catalogue (manifests/datasets) from the network into $(MMBU_DATA)/release: the
-#                  fetch plan first, then fetch and build with resume; offline it fails fast, one line per dataset
+#                  fetch plan first, then fetch and build with resume; offline it fails fast, one line per host; a release
+#                  already there is not replaced by a smaller one unless ALLOW_PARTIAL=1
 #   make catalogue the catalogue's coverage against the taxonomy and the paper into $(MMBU_DATA)/catalogue (Markdown, JSON, PNG)
 #   make bench     speed/memory benchmarks (by hand, not in CI)
 
@@ -30,7 +31,7 @@ demo: $(STAMP)
 	$(BIN)/mmbu build --manifests manifests/demo --mirror manifests/mirror --data $(DEMO_DATA) --jobs $(JOBS)
 
 dataset: $(STAMP)
-	$(BIN)/mmbu build --manifests manifests/datasets --data $(MMBU_DATA) --jobs $(JOBS)
+	$(BIN)/mmbu build --manifests manifests/datasets --data $(MMBU_DATA) --jobs $(JOBS) $(if $(ALLOW_PARTIAL),--allow-partial)
 
 catalogue: $(STAMP)
 	$(BIN)/mmbu catalogue --out $(MMBU_DATA)/catalogue

@@ -15,6 +15,7 @@ from mmbu.build.duplicates import DEFAULT_MAX_DISTANCE
 from mmbu.build.executors import ExecutorError
 from mmbu.build.fetch import LockError
 from mmbu.build.fetch.plan import plan_lines
+from mmbu.build.fetch.unreachable import failure_lines
 from mmbu.build.pipeline import BuildConfig, BuildReport, manifest_paths, plan_build, read_manifests, run_build
 from mmbu.core.cli import InvalidInput
 from mmbu.core.interrupt import on_interrupt
@@ -42,9 +43,12 @@ from mmbu.taxonomy import TaxonomyError
               help="Images whose perceptual hashes differ by at most this many bits of 256 are one image: one copy "
                    "per task stays (0: identical hashes only).")
 @click.option("--keep-duplicates", is_flag=True, help="Skip the duplicate-image check.")
+@click.option("--allow-partial", is_flag=True,
+              help="Replace the release on disk even when the new build has fewer rows (or none): offline or with a "
+                   "host down, the release already there is otherwise kept.")
 def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_path: Path | None,
           taxonomy_path: Path | None, jobs: int, executor: str, scheduler: str | None, seed: int,
-          duplicate_distance: int, keep_duplicates: bool) -> None:
+          duplicate_distance: int, keep_duplicates: bool, allow_partial: bool) -> None:
     """Build the benchmark release from the manifests: fetch → layout → convert → metadata → questions → release.
 
     Each step of each dataset is skipped when its inputs are unchanged, and an interrupted build
@@ -59,7 +63,8 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
     mirror = mirror or (Path(os.environ["MMBU_MIRROR"]) if os.environ.get("MMBU_MIRROR") else None)
     config = BuildConfig(manifests_dir=manifests_dir, data_dir=data_dir, mirror=mirror, lock_path=lock_path,
                          taxonomy_path=taxonomy_path, seed=seed, jobs=jobs, executor=executor, scheduler=scheduler,
-                         duplicate_distance=None if keep_duplicates else duplicate_distance)
+                         duplicate_distance=None if keep_duplicates else duplicate_distance,
+                         allow_partial=allow_partial)
     if not manifest_paths(manifests_dir):
         click.echo(f"{manifests_dir} holds no manifest (*.yaml) yet: nothing to build. `make demo` builds the "
                    "offline demo; manifests/README.md says how to add a dataset.")
@@ -122,15 +127,19 @@ def _print_summary(report: BuildReport, console: Console) -> None:
         console.print(table)
     for message in report.manifest_errors:
         console.print(f"[red]failed:[/] {message}")
-    for result in report.fetch:  # one line per dataset that could not be fetched (offline: every one of them)
-        if not result.ok:
-            console.print(f"✗ dataset {result.dataset_id}: {result.error}", markup=False, highlight=False,
-                          soft_wrap=True)
+    # one line per unreachable host naming its datasets (offline: one per host), one per other dataset not fetched
+    for line in failure_lines(report.fetch, "build-report.json"):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     for outcome in report.datasets:
         if not outcome.ok:
             console.print(f"[red]failed:[/] {outcome.error or outcome.dataset_id}")
+    if report.release_kept is not None:
+        kept = "kept as it was" if (report.release_dir / "build_info.json").exists() else "not written"
+        console.print(f"release {report.release_dir}: {kept}, since {report.release_kept}; build-report.json lists "
+                      f"what failed. Run again when the hosts answer, or pass --allow-partial (make dataset "
+                      f"ALLOW_PARTIAL=1) to write the partial release.", markup=False, highlight=False)
     if not report.datasets:
-        console.print(f"no dataset was built; {report.release_dir / 'exclusions.csv'} lists why.")
+        console.print("no dataset was built; build-report.json lists why.")
         return
     duplicates = report.duplicates
     if duplicates.drops:
@@ -141,6 +150,8 @@ def _print_summary(report: BuildReport, console: Console) -> None:
         console.print(f"[yellow]duplicates:[/] {duplicates.search.capped_comparisons} comparison(s) in "
                       f"{duplicates.search.capped_buckets} oversized hash bucket(s) were skipped; copies only they "
                       "would have linked may remain (build-report.json, duplicates)")
+    if report.release_kept is not None:
+        return
     written = "written" if report.release_written else "unchanged (inputs identical)"
     rows = ", ".join(f"{task} {count:,}" for task, count in report.release_rows.items()) or "none"
     console.print(f"release {report.release_dir}: {written}; rows per task: {rows}; "

@@ -65,7 +65,7 @@ class PlainProgress:
         self.label, self.unit = label, unit
         self._stream = stream
         self._interval = progress_seconds() if interval is None else interval
-        self._clock = clock
+        self.clock = clock
         self._started: float | None = None
         self._start_count = 0
         self._start_tokens = 0
@@ -76,7 +76,7 @@ class PlainProgress:
     def update(self, done: int, total: int | None = None, *, counts: Mapping[str, int] | None = None,
                answered: int | None = None, tokens: int | None = None, note: str | None = None,
                force: bool = False) -> None:
-        now = self._clock()
+        now = self.clock()
         answered = done if answered is None else answered
         if self._started is None:
             self._started, self._start_count, self._start_tokens = now, answered, tokens or 0

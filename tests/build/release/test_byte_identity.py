@@ -6,7 +6,8 @@ cases cover one shard per config, many shards, and several row groups per shard.
 line has changed (the file gained the duplicate step's columns `duplicate_of` and `distance`), the data and
 croissant.json lines with each new question prototype version (the rows' questions changed, not the writer), and
 croissant.json's once more when the writer declared list columns `isArray` (boxes as integers) and wrote one
-`prov:wasDerivedFrom` node per source (the shards unchanged).
+`prov:wasDerivedFrom` node per source (the shards unchanged); README.md's when the card gained its Versions and
+Citation sections.
 """
 from __future__ import annotations
 
