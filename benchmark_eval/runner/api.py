@@ -23,7 +23,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -39,6 +39,7 @@ from ..backends.preflight import EndpointCheck, preflight
 from ..models.box_format import BoxFormat
 from ..models.registry import ModelEntry, ad_hoc_entry, load_registry
 from ..release import ReleaseError, list_tasks
+from ..release_source import resolve_release
 from ..tasks.image_cache import remove_stale_temporaries
 from ..tasks.prompts import PROMPT_VERSION
 from ..tasks.spec import FORMS, TEMPLATES, parse_choice
@@ -57,7 +58,7 @@ class EvalUsageError(ValueError):
 class EvalConfig:
     """One `mmbu eval run`: every option of the command, with its defaults."""
 
-    release_dir: Path
+    release_dir: Path | str  # a folder, or hf://OWNER/NAME@REVISION (release_source.py)
     runs_dir: Path  # records go to runs_dir/<model slug>/predictions.jsonl
     model: str  # a registry name, paper name or HF id; others need box_format
     base_urls: tuple[str, ...] = ()  # OpenAI-compatible base URLs including /v1 (default: the registry's)
@@ -84,6 +85,8 @@ class EvalConfig:
     command_line: tuple[str, ...] | None = None  # recorded in run.json (secrets removed); default: this process's
     max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES  # requests failing in a row that stop the run (0: never)
     preflight: bool = True  # ask each endpoint what it serves and one tiny question before the run (openai backend)
+    release_revision: str | None = None  # with release_dir OWNER/NAME: the Hub revision (commit, branch, tag)
+    release_cache: Path | None = None  # where a Hub release is downloaded (default: huggingface_hub's cache)
 
 
 @dataclass
@@ -201,6 +204,8 @@ def run_eval(config: EvalConfig, on_progress: Callable[[Progress], None] | None 
     errors are asked again. `on_progress` is called with the counters after every record.
     """
     entry = resolve_model(config.model, config.box_format, config.registry_path)
+    source = resolve_release(config.release_dir, config.release_revision, config.release_cache)
+    config = replace(config, release_dir=source.path, release_revision=None)
     tasks, forms, templates = _selection(config)
     if config.image_cache is not None:
         try:
@@ -234,7 +239,8 @@ def run_eval(config: EvalConfig, on_progress: Callable[[Progress], None] | None 
     manifest_args = dict(release_dir=config.release_dir, entry=entry.model_dump(mode="json"), served_model=served,
                          backend=backend.describe() | {"workers": config.workers}, prompt_version=PROMPT_VERSION,
                          generation=generation, selection=selection, argv=_command_line(config),
-                         started_at=time.time(), endpoints=[_endpoint_record(check) for check in endpoints])
+                         started_at=time.time(), endpoints=[_endpoint_record(check) for check in endpoints],
+                         release_source=source.source)
     run_file = run_config.run_dir / RUN_FILE
     run_config.run_dir.mkdir(parents=True, exist_ok=True)
     progress = Progress(on_change=_with_client_retries(backend, on_progress))

@@ -39,8 +39,14 @@ def completeness_table(rows: list[dict]) -> Table:
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--release", "release_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="The release directory (with data/<task>/*.parquet).")
+@click.option("--release", "release_dir", required=True, metavar="DIR|hf://OWNER/NAME@REV",
+              help="The release: a directory (with data/<task>/*.parquet), or a Hugging Face dataset repository "
+                   "(hf://OWNER/NAME@REVISION, or OWNER/NAME with --revision), downloaded and checked against its "
+                   "SHA256SUMS.")
+@click.option("--revision", "release_revision", default=None,
+              help="The Hub revision (commit sha, branch or tag) of a --release OWNER/NAME.")
+@click.option("--release-cache", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Where a Hub release is downloaded (default: huggingface_hub's cache, HF_HUB_CACHE).")
 @click.option("--model", "model_name", required=True,
               help="A registry name, paper name or HF id (e.g. Qwen/Qwen2.5-VL-7B-Instruct); others need --box-format.")
 @click.option("--base-url", "base_urls", multiple=True,
@@ -85,7 +91,8 @@ def completeness_table(rows: list[dict]) -> Table:
               help="Skip asking each endpoint for its models and one tiny question before the run.")
 @click.option("--out", "runs_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Runs directory; records go to OUT/<model-slug>/predictions.jsonl.")
-def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_kind: str, api_key_env: str | None,
+def run(release_dir: str, release_revision: str | None, release_cache: Path | None, model_name: str,
+        base_urls: tuple[str, ...], backend_kind: str, api_key_env: str | None,
         served_model_name: str | None, concurrency: int, workers: int, tasks: str | None, forms: str | None, templates: str | None,
         limit: int | None, box_format: str | None, max_tokens: int | None, seed: int, timeout: float,
         max_attempts: int, retry_backoff: float, max_response_mib: float, batch_size: int, tensor_parallel_size: int,
@@ -109,7 +116,7 @@ def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_
         retry_backoff=retry_backoff, max_response_bytes=int(max_response_mib * 2**20), batch_size=batch_size,
         tensor_parallel_size=tensor_parallel_size,
         registry_path=registry_path, image_cache=image_cache, max_consecutive_failures=max_consecutive_failures,
-        preflight=not no_preflight)
+        preflight=not no_preflight, release_revision=release_revision, release_cache=release_cache)
     try:
         report = _run_with_bar(config, console)
     except EvalUsageError as exc:

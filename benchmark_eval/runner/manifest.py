@@ -44,7 +44,8 @@ def build_manifest(*, release_dir: Path, entry: dict[str, Any], served_model: st
                    prompt_version: str, generation: dict[str, Any], selection: dict[str, Any],
                    argv: list[str], started_at: float, finished_at: float | None,
                    previous: dict[str, Any] | None, endpoints: list[dict[str, Any]] | None = None,
-                   reported_models: list[str] | None = None, stopped: str | None = None) -> dict[str, Any]:
+                   reported_models: list[str] | None = None, stopped: str | None = None,
+                   release_source: str | None = None) -> dict[str, Any]:
     build_info_path = release_dir / "build_info.json"
     try:
         build_info = json.loads(build_info_path.read_text(encoding="utf-8")) if build_info_path.is_file() else None
@@ -69,6 +70,7 @@ def build_manifest(*, release_dir: Path, entry: dict[str, Any], served_model: st
         "tool": "mmbu eval run",
         "toolkit_version": toolkit_version(),
         "release": str(release_dir.resolve()),
+        "release_source": release_source or str(release_dir),  # a folder, or hf://OWNER/NAME@COMMIT
         "release_version": info.get("release_version"),
         "release_inputs_hash": info.get("inputs_hash"),
         "release_build_info": build_info,
