@@ -138,7 +138,8 @@ def test_dask_executor_builds_the_same_release(tmp_path, built):
     from distributed import LocalCluster
 
     make_repo(tmp_path)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                      local_directory=str(tmp_path / "dask-scratch")) as cluster:  # not /tmp/dask-scratch-space
         report = run_build(config_for(tmp_path, executor="dask", scheduler=cluster.scheduler_address))
     assert report.exit_code == 0, report.failed
     reference_root, reference = built
