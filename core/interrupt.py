@@ -41,21 +41,25 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
     raise Terminated()
 
 
-def _default_sigterm_in_child() -> None:
-    # A forked worker must die of SIGTERM (a pool's terminate), not raise in the middle of its work.
+def _worker_signals_in_child() -> None:
+    # A forked worker must die of SIGTERM (a pool's terminate), not raise in the middle of its work; and it leaves
+    # Ctrl-C (which the terminal sends to the whole group) to its parent, which stops it: a KeyboardInterrupt in a
+    # pool worker would print a traceback from wherever it happened to be.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 _installed = False
 
 
 def install_signal_handlers() -> None:
-    """SIGTERM raises `Terminated` in this (main) thread; forked children get the default action back."""
+    """SIGTERM raises `Terminated` in this (main) thread; forked children (the build's workers) die of SIGTERM and
+    ignore Ctrl-C, which their parent handles by stopping them."""
     global _installed
     if _installed:
         return
     signal.signal(signal.SIGTERM, _raise_terminated)
-    os.register_at_fork(after_in_child=_default_sigterm_in_child)
+    os.register_at_fork(after_in_child=_worker_signals_in_child)
     _installed = True
 
 

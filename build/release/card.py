@@ -39,16 +39,16 @@ def _cell(text: object) -> str:
 
 def version_story(version: str, build_info: Mapping[str, object]) -> list[str]:
     """The card's "Versions" section: the data's version against the toolkit's, and what pins the bytes."""
+    # Not the inputs hash: it covers the data folder's paths, and a release built in another folder from the same
+    # sources is the same release, byte for byte (build_info.json, which SHA256SUMS covers too, holds it).
     toolkit = build_info.get("toolkit_version") or (build_info.get("packages") or {}).get("mmbu") or "unknown"
-    inputs = build_info.get("inputs_hash")
     return ["## Versions", "",
             f"Two version numbers meet here. **{version}** is the version of this data release: its rows, questions "
             f"and files. **{toolkit}** is the version of the MMBU toolkit (the software) that built it; the two move "
-            "independently, so a toolkit release that changes nothing in the data keeps the data's version.",
-            "" if not inputs else f"The release's inputs (manifests, taxonomy, seeds, fetched files, toolkit) hash to "
-            f"`{inputs}`: a build from the same inputs writes the same files.",
-            "`build_info.json` records both versions, every package version and the hashes; `SHA256SUMS` pins each "
-            "file. This is MMBU rebuilt from the public sources, not the authors' own copy of the data.", ""]
+            "independently, so a toolkit release that changes nothing in the data keeps the data's version.", "",
+            "`build_info.json` records both versions, every package version, the seeds and the hash of the build's "
+            "inputs (`inputs_hash`); `SHA256SUMS` pins each file. This is MMBU rebuilt from the public sources, not "
+            "the authors' own copy of the data.", ""]
 
 
 def render_card(counts: Mapping[str, Mapping[str, int]], manifests: Sequence[DatasetManifest],

@@ -25,9 +25,11 @@ def why_keep(release_dir: Path, new_rows: Mapping[str, int]) -> str | None:
     """Why the release on disk must not be replaced by one of `new_rows` (rows per task), or None when it may be."""
     total = sum(new_rows.values())
     old = existing_rows(release_dir)
-    if total == 0:
-        return "no dataset built any row" + (f" (the release on disk has {sum(old.values()):,})" if old else "")
-    if old is not None and total < sum(old.values()):
+    if old is None:
+        return None  # nothing to protect: even a release without rows is written, for its exclusions.csv
+    if total == 0 and sum(old.values()):
+        return f"no dataset built any row (the release on disk has {sum(old.values()):,})"
+    if total < sum(old.values()):
         shrunk = ", ".join(f"{task} {old[task]:,} → {new_rows.get(task, 0):,}" for task in old
                            if new_rows.get(task, 0) < old[task])
         return f"the new build has {total:,} rows against the {sum(old.values()):,} of the release on disk ({shrunk})"

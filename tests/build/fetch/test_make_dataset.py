@@ -71,10 +71,14 @@ def test_offline_every_host_fails_in_seconds_with_one_line_naming_its_datasets(w
     dead = env["MMBU_ZENODO_URL"].removeprefix("http://")  # Zenodo and Kaggle share the dead address here
     assert hosts == {dead: "kag, zen", "hub.mmbu-test.invalid": "hub", "files.mmbu-test.invalid": "web"}
     assert not re.search(r"^✗ dataset ", result.stderr, flags=re.M)  # no line per dataset
-    assert "no dataset was built" in result.stderr and "not written" in result.stderr
-    assert not (data_dir / "release").exists()  # no empty release
+    assert "no dataset was built" in result.stderr
     report = json.loads((data_dir / "build-report.json").read_text())
     assert sorted(f["dataset_id"] for f in report["fetch"] if "is unreachable" in f["error"]) == ids
+    assert not list((data_dir / "release").glob("data/*"))  # no release was there: one without rows names them
+    assert sorted(re.findall(r"^(\w+),,", (data_dir / "release" / "exclusions.csv").read_text(), flags=re.M)) == ids
+    before = (data_dir / "release" / "SHA256SUMS").read_bytes()
+    again, _ = mmbu_build(manifests_dir, data_dir, env)  # still offline: the same (empty) release stays
+    assert again.returncode == 1 and (data_dir / "release" / "SHA256SUMS").read_bytes() == before
 
 
 def test_offline_kaggle_is_unreachable_before_it_needs_credentials(write_manifest, manifests_dir, data_dir, tmp_path):
@@ -132,6 +136,13 @@ def test_a_smaller_build_keeps_the_release_on_disk_unless_allowed(write_manifest
     assert partial.returncode == 1 and "written" in partial.stderr
     smaller = json.loads((data_dir / "release" / "build_info.json").read_text())["rows"]
     assert sum(smaller.values()) < sum(rows.values())
+
+    for name in ("cells", "more"):  # every host down now: no row at all never replaces a release with rows
+        write_buildable(write_manifest, manifests_dir, name, {"kind": "url", "files": [
+            {"url": f"https://files.mmbu-test.invalid/{name}.zip"}]})
+    empty, _ = mmbu_build(manifests_dir, data_dir, offline_env())
+    assert empty.returncode == 1 and "no dataset built any row" in empty.stderr
+    assert json.loads((data_dir / "release" / "build_info.json").read_text())["rows"] == smaller
 
 
 def test_an_empty_catalogue_is_said_plainly(manifests_dir, data_dir):
