@@ -16,7 +16,8 @@ from mmbu.core.interrupt import exit_code_for, install_signal_handlers, interrup
 # does not import every stage.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "taxonomy": ("mmbu.taxonomy.cli:taxonomy", "Validate or show the expert taxonomy."),
-    "manifests": ("mmbu.curation.manifest.cli:manifests", "Validate dataset manifests or export their JSON Schema."),
+    "manifests": ("mmbu.build.trial.cli:manifests",
+                  "Validate dataset manifests, export their JSON Schema, or try one: fetch, layout, questions."),
     "discover": ("mmbu.curation.agent.cli:discover", "Search Zenodo, Hugging Face, Kaggle and Papers with Code for candidates."),
     "review": ("mmbu.curation.review.cli:review", "Reviewer manifests, consensus and promotion between curation rounds."),
     "catalogue": ("mmbu.curation.catalogue.cli:catalogue", "Coverage of the catalogue against the taxonomy and the paper."),

@@ -5,7 +5,8 @@ Order of business for a dataset:
     file is there with its size: nothing to do, and no request goes out.
  2. Files into a staging folder next to `raw/<id>/`: from `$MMBU_MIRROR/<id>/` when present, otherwise from
     the manifest's source (Zenodo, Hugging Face, Kaggle, URL, local path).
- 3. Each file checked against its sha256 pin in manifests.lock (host checksums were checked on download).
+ 3. Each file checked against its sha256 pin in manifests.lock (host checksums were checked on download; a
+    mirror's copy is checked against the md5/sha256 its manifest states).
  4. Archives extracted safely in staging and removed; the completion record written last.
  5. Staging renamed to `raw/<id>/`; new pins written to the lock.
 A failure at any step leaves `raw/<id>/` as it was (partial downloads stay in `downloads/<id>/` for resuming).
@@ -37,7 +38,7 @@ from mmbu.build.fetch.model import (
     parse_completion,
 )
 from mmbu.build.fetch.nested import extract_nested
-from mmbu.build.fetch.sources import ADAPTERS, FetchContext
+from mmbu.build.fetch.sources import ADAPTERS, STATED_DIGESTS, FetchContext
 from mmbu.build.fetch.sources.context import tree_file_sizes
 from mmbu.build.fetch.sources.local import fetch_mirror
 from mmbu.core.files import DIR_MODE, replace_folder, write_text_atomic
@@ -128,6 +129,17 @@ def _check_pins(files: list[FetchedFile], pins: dict[str, PinnedFile], staging: 
         raise FetchError(f"file(s) pinned in manifests.lock are no longer provided by the source: {', '.join(missing)}")
 
 
+def _check_stated_digests(files: list[FetchedFile], stated: dict[str, dict[str, str]], staging: Path) -> None:
+    """A mirror's copy of a file whose manifest states its md5 or sha256 must match it, as a download must."""
+    for fetched in files:
+        for kind, expected in stated.get(fetched.name, {}).items():
+            found = getattr(fetched, kind)
+            if found != expected.lower():
+                (staging / fetched.name).unlink(missing_ok=True)
+                raise FetchError(f"{fetched.name} from the mirror: {kind} checksum mismatch with the manifest (it "
+                                 f"states {expected}, the mirror's file has {found}); the bad file was removed")
+
+
 def _extract_all(files: list[FetchedFile], staging: Path, limits: ExtractLimits) -> None:
     for fetched in files:
         path = staging / fetched.name
@@ -193,6 +205,8 @@ def fetch_dataset(
     try:
         if mirror_dir is not None and mirror_dir.is_dir():
             fetched_from, files = "mirror", fetch_mirror(mirror_dir, context)
+            if stated := STATED_DIGESTS.get(manifest.source.kind):
+                _check_stated_digests(files, stated(manifest.source), staging)
         else:
             fetched_from, files = manifest.source.kind, ADAPTERS[manifest.source.kind](manifest.source, context)
         context.resolved = {**pinned, **context.resolved}  # a mirror copy resolves nothing: keep the lock's pins

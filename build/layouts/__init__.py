@@ -20,6 +20,7 @@ from mmbu.build.layouts import (
     arrays, box_table, coco, folder_per_class, label_table, mask_files, mask_pairs, parquet, polygons, voc, volume_table, yolo,
 )
 from mmbu.build.layouts.context import LayoutContext, SampleSink
+from mmbu.build.layouts.diagnose import check_patterns
 from mmbu.build.layouts.frames import geometry_of, map_boxes, map_mask
 from mmbu.build.layouts.grounding import ConvertedImage, place_items
 from mmbu.build.layouts.masks import MaskError, mask_box, mask_png, read_mask, region_mask, regions_from_mask
@@ -81,8 +82,10 @@ def read_samples_into(manifest: DatasetManifest, raw_dir: str | Path, sink: Samp
     except Exception as exc:  # noqa: BLE001 - same rule: report, keep the rest
         ctx.exclude(str(raw_dir), f"grouping the DICOM whole-slide series stopped early ({type(exc).__name__}: "
                                   f"{exc}); the other samples are kept")
-    if not ctx.sample_count and not ctx.exclusions:
-        ctx.exclude(str(raw_dir), f"the {manifest.layout.kind} layout found no sample in the fetched files")
+    if not ctx.sample_count and not ctx.exclusions:  # say which pattern misses, and what lies nearest (`diagnose`)
+        missed = [check.sentence() for check in check_patterns(manifest.layout, ctx.raw_dir) if not check.matched]
+        ctx.exclude(str(raw_dir), f"the {manifest.layout.kind} layout found no sample in the fetched files"
+                                  + (": " + "; ".join(missed) if missed else ""))
     return ctx.sample_count, ctx.exclusions
 
 

@@ -1,4 +1,5 @@
-"""NumPy `.npy` and `.npz` arrays and HDF5 datasets read one item (first-axis index) at a time, never whole.
+"""NumPy `.npy` and `.npz` arrays, HDF5 datasets and multi-page TIFF stacks read one item (first-axis index, a
+TIFF's page) at a time, never whole.
 
 - `.npy`: memory-mapped (`np.load(mmap_mode="r")`); an item is read from disk when it is indexed, so
   a 3 GB `masks.npy` costs one item's bytes of memory, in any order.
@@ -31,6 +32,7 @@ from mmbu.curation.manifest.hints import did_you_mean
 
 if TYPE_CHECKING:
     import h5py
+    import tifffile
 
 
 class ArrayFileError(ValueError):
@@ -160,6 +162,10 @@ def open_array(path: Path, key: str | None = None) -> ItemArray:
     item-by-item reading."""
     if is_hdf5(path):
         return _open_hdf5(path, key)
+    if is_tiff(path):
+        if key is not None:
+            raise ArrayFileError(f"{path.name} is a TIFF file: its stack is its pages, with no key to name")
+        return _open_tiff(path)
     if key is None:
         try:
             with open(path, "rb") as handle:
@@ -219,6 +225,55 @@ def _member_data_offset(path: Path, info: zipfile.ZipInfo) -> int:
 
 
 # --- HDF5 -----------------------------------------------------------------------------------------
+
+TIFF_MAGICS = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")  # classic and BigTIFF, either byte order
+
+
+def is_tiff(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4) in TIFF_MAGICS
+    except OSError:
+        return False
+
+
+class _TiffPages(ItemArray):
+    """The pages of a multi-page TIFF's first series (an image or label stack, DenseCell's `train-labels.tif`):
+    item i is page i, decoded when asked for, so a long movie costs one page of memory."""
+
+    def __init__(self, tiff: "tifffile.TiffFile", path: Path) -> None:
+        series = tiff.series[0]
+        self._pages = list(series.pages)
+        keyframe = series.keyframe
+        super().__init__((len(self._pages), *keyframe.shape), np.dtype(keyframe.dtype),
+                         f"TIFF, {len(self._pages)} pages read one at a time")
+        self._tiff, self._name = tiff, path.name
+
+    def item(self, index: int) -> np.ndarray:
+        page = self._pages[index]
+        if page is None:
+            raise ArrayFileError(f"{self._name}: page {index} is missing from the file")
+        try:
+            return np.asarray(page.asarray())
+        except Exception as exc:  # noqa: BLE001 - tifffile and imagecodecs raise their own types
+            raise ArrayFileError(f"{self._name}: page {index} cannot be decoded ({exc})") from None
+
+    def close(self) -> None:
+        self._tiff.close()
+
+
+def _open_tiff(path: Path) -> ItemArray:
+    import tifffile
+
+    try:
+        tiff = tifffile.TiffFile(path)
+    except Exception as exc:  # noqa: BLE001 - TiffFileError, struct errors, OSError on truncated headers
+        raise ArrayFileError(f"{path.name} is not a readable TIFF file ({exc})") from None
+    if not tiff.series or not tiff.series[0].pages:
+        tiff.close()
+        raise ArrayFileError(f"{path.name} holds no image")
+    return _TiffPages(tiff, path)
+
 
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"

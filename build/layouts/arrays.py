@@ -113,18 +113,23 @@ def _read_group(layout: ArraysLayout, ctx: LayoutContext, group: _Group, stack: 
     notes = {"images": f"{where} ({images.access})"}
     if masks:
         notes["masks"] = f"{masks[1]} ({masks[0].access})"
-    for index in range(len(images)):
+    covered = _annotated_range(layout, len(images), labels, masks)
+    if len(covered) < len(images):
+        ctx.exclude(where, f"items {_ranges(sorted(set(range(len(images))) - set(covered)))} have no "
+                           f"{'labels' if labels else 'mask'}: {_start_text(layout, labels, masks)}")
+    for index in covered:
         frame = f"key={group.key};index={index}" if group.key else f"index={index}"
         item = f"{ctx.rel(group.path)}#{frame}"  # as add_derived names its exclusions
         label = None
         if labels:
-            label, reason = _item_label(layout, labels[0].item(index))
+            label, reason = _item_label(layout, labels[0].item(index - (_start(layout, "labels") or 0)))
             if reason:
                 ctx.exclude(item, reason)
                 continue
         regions: list[Region] = []
         mask = None
-        mask_item = masks[0].item(index) if masks else None  # read once: a streamed member cannot go back cheaply
+        # read once: a streamed member cannot go back cheaply
+        mask_item = masks[0].item(index - (_start(layout, "masks") or 0)) if masks else None
         depth = _depth(ctx, images, axes, mask_item if "D" in axes else None)
         if mask_item is not None:
             mask, regions, problems = item_regions(layout, mask_item, depth)
@@ -136,6 +141,41 @@ def _read_group(layout: ArraysLayout, ctx: LayoutContext, group: _Group, stack: 
         ctx.add_derived(group.path, frame, lambda i=index, d=depth: _image_item(images, axes, i, d), label=label,
                         regions=regions, mask=mask, row_metadata=row_metadata, grounded=labels is None,
                         provenance={**notes, **slice_note, "index": str(index)})
+
+
+def _start(layout: ArraysLayout, name: str) -> int | None:
+    """`start` of the labels or masks reference (None for the others and when not given)."""
+    ref = {"labels": layout.labels, "masks": layout.masks}.get(name)
+    return ref.start if ref is not None else None
+
+
+def _annotated_range(layout: ArraysLayout, count: int, labels: tuple[ItemArray, str] | None,
+                     masks: tuple[ItemArray, str] | None) -> range:
+    """The images items that every given labels or masks array covers (all of them without `start`)."""
+    first, stop = 0, count
+    for name, found in (("labels", labels), ("masks", masks)):
+        if found is not None and (start := _start(layout, name)) is not None:
+            first, stop = max(first, start), min(stop, start + len(found[0]))
+    return range(first, max(first, stop))
+
+
+def _start_text(layout: ArraysLayout, labels: tuple[ItemArray, str] | None,
+                masks: tuple[ItemArray, str] | None) -> str:
+    spans = [f"{where} covers items {start}-{start + len(array) - 1}"
+             for name, found in (("labels", labels), ("masks", masks)) if found is not None
+             for (array, where), start in [(found, _start(layout, name) or 0)]]
+    return "; ".join(spans)
+
+
+def _ranges(indices: list[int]) -> str:
+    """0, 1, 2, 5, 7, 8 as '0-2, 5, 7-8'."""
+    spans: list[list[int]] = []
+    for index in indices:
+        if spans and index == spans[-1][1] + 1:
+            spans[-1][1] = index
+        else:
+            spans.append([index, index])
+    return ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in spans)
 
 
 def _axes(given: str, images: ItemArray) -> str | None:
@@ -153,8 +193,14 @@ def _check_shapes(layout: ArraysLayout, images: ItemArray, axes: str, labels: tu
                   masks: tuple[ItemArray, str] | None, metadata: dict[str, tuple[ItemArray, str]]) -> str | None:
     count = len(images)
     for name, found in (("labels", labels), ("masks", masks), *metadata.items()):
-        if found is not None and len(found[0]) != count:
+        start = _start(layout, name)
+        if found is None:
+            continue
+        if start is None and len(found[0]) != count:
             return f"the images hold {count} items but {name} ({found[1]}) holds {len(found[0])}"
+        if start is not None and start + len(found[0]) > count:
+            return (f"{name} ({found[1]}) holds {len(found[0])} items from images item {start} on, past the "
+                    f"images' {count} items")
     if masks is None:
         return None
     shape = dict(zip(axes, images.shape))

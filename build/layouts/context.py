@@ -142,9 +142,11 @@ class LayoutContext:
     def add_derived(self, source: Path, frame: str, image: Callable[[], np.ndarray | bytes], *,
                     label: str | None = None, regions: Iterable[Region] = (), mask: np.ndarray | None = None,
                     row_metadata: dict[str, str] | None = None, grounded: bool = False,
-                    provenance: dict[str, str] | None = None) -> Sample | None:
+                    provenance: dict[str, str] | None = None, sources: Iterable[Path] = ()) -> Sample | None:
         """Record a sample that is a part of `source` (an array slice, a table cell): `frame` says which
-        part (`key=train_images;index=12`) and with the source's path makes the stable sample id.
+        part (`key=train_images;index=12`) and with the source's path makes the stable sample id. `sources` are
+        further files it is made from (the other channel files of a composed image): a change to any of them
+        writes it again.
 
         `image()` returns the pixels (an array) or encoded image bytes; it is called only when the cached
         file is missing or stale. `mask` is the sample's label mask (its regions' `mask_value`s), stored
@@ -166,6 +168,8 @@ class LayoutContext:
                          sample_id)
             return None
         identity = source_identity(source, frame=frame)
+        if sources:
+            identity["with"] = [source_identity(path) for path in sources]
         try:
             image_path, notes = (self.derived.cached("images", sample_id, identity)
                                  or self.derived.write("images", sample_id, identity, image()))

@@ -1,10 +1,12 @@
-"""Image files with same-stem masks (PNG, TIFF or NIfTI label volumes)."""
+"""Image files with same-stem masks (PNG, TIFF or NIfTI label volumes), or with their mask in a panel of the same
+file (`panels`)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 
+from mmbu.build.layouts import panels
 from mmbu.build.layouts.colour_masks import colour_objects, colour_values, read_rgb
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import glob_files, image_size, is_volume, stem, volume_shape
@@ -20,6 +22,9 @@ def _mask_key(path: Path, suffix: str) -> str:
 
 
 def read(layout: ImageMaskPairsLayout, ctx: LayoutContext) -> None:
+    if layout.panels is not None:  # each file holds its image and its mask
+        panels.read(layout, ctx)
+        return
     masks: dict[str, Path] = {}
     for mask in glob_files(ctx.raw_dir, layout.masks):
         masks.setdefault(_mask_key(mask, layout.mask_suffix), mask)

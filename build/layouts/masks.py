@@ -22,6 +22,11 @@ class MaskError(ValueError):
     """A mask file cannot be used; the message is one readable sentence."""
 
 
+class ColourMaskError(MaskError):
+    """A mask whose colour channels differ: not a label mask by itself (its colours need `mask_colors`, or mark
+    one object of a file that holds one)."""
+
+
 def read_mask(path: Path) -> np.ndarray:
     """Label values of a mask file: (H, W) for PNG/TIFF, the raw (X, Y, Z) volume for NIfTI.
 
@@ -45,7 +50,7 @@ def read_mask(path: Path) -> np.ndarray:
         return array
     if array.ndim == 3 and array.shape[-1] in (3, 4):
         if not all(np.array_equal(array[..., 0], array[..., c]) for c in range(1, 3)):
-            raise MaskError(f"{path.name}: colour masks with differing channels are not label masks")
+            raise ColourMaskError(f"{path.name}: colour masks with differing channels are not label masks")
         array = array[..., 0]
     if array.ndim != 2:
         raise MaskError(f"{path.name}: expected a 2-D label mask, got shape {array.shape}")
@@ -64,6 +69,20 @@ def _integral_labels(array: np.ndarray, path: Path) -> np.ndarray:
         raise MaskError(f"{path.name}: the mask holds values that are not whole label numbers ({shown}); "
                         "an interpolated or probability mask is not a label mask")
     return array.astype(np.int64)
+
+
+def snap_lossy_values(values: np.ndarray, background: int, declared: list[int]) -> tuple[np.ndarray, str]:
+    """A JPEG label mask back to its declared values: each pixel takes the nearest one, then every class
+    loses the structures thinner than three pixels (ringing along an edge between two other classes)."""
+    from scipy import ndimage  # here: a no-op rebuild never loads scipy
+    levels = np.array(sorted({background, *declared}), dtype=np.int32)
+    nearest = levels[np.abs(values.astype(np.int32)[..., None] - levels).argmin(axis=-1)]
+    cleaned = np.full_like(nearest, background)
+    for value in levels:
+        if value != background:
+            cleaned[ndimage.binary_opening(nearest == value, structure=np.ones((3, 3), bool))] = value
+    return cleaned, (f"lossy mask: each pixel snapped to the nearest of {', '.join(map(str, levels))}, "
+                     "structures thinner than 3 pixels removed")
 
 
 def _box(slices: tuple[slice, slice]) -> tuple[float, float, float, float]:

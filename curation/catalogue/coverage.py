@@ -4,7 +4,8 @@ Counted per dataset manifest: its modality and sub-modality (resolved through th
 source its tasks make it (a source with masks is a segmentation source, one with boxes but no masks a
 detection source, one with whole-image labels only a classification source: the paper's 250 / 84 / 76
 split), the benchmark tasks it feeds, its host, its licence and the verification level of its evidence (the
-weakest of host, licence and layout; `mmbu.curation.manifest.evidence`). Expected samples are the counts the
+weakest of host, licence and layout; `mmbu.curation.manifest.evidence`), a one-word summary of it (primary, secondary,
+single-listing, unverified) and the audit's patterns (`mmbu.curation.manifest.audit`). Expected samples are the counts the
 manifests' `evidence.samples.count` state; a dataset without one is counted as "count unknown".
 """
 from __future__ import annotations
@@ -18,11 +19,16 @@ import yaml
 from pydantic import BaseModel, Field
 
 from mmbu.curation.manifest import DatasetManifest, ManifestError, load_manifest
+from mmbu.curation.manifest.audit import audit_findings
 from mmbu.curation.manifest.evidence import FACTS, LEVELS, LICENCE_BASES
 from mmbu.curation.manifest.model import TASKS
 from mmbu.taxonomy import Taxonomy
 
 SOURCE_KINDS = ("classification", "segmentation", "detection")
+# Each dataset once, by the weakest thing a reviewer must take on trust: a fact with no confirming source
+# (unverified), else a licence resting on one third-party listing, else a third party's word for the host, licence or
+# layout (secondary), else the host's or authors' own pages and files for all three (primary).
+EVIDENCE_SUMMARY = ("primary", "secondary", "single-listing", "unverified")
 HOST_OF_KIND = {"zenodo": "zenodo.org", "huggingface": "huggingface.co", "kaggle": "kaggle.com", "local": "local"}
 NO_EVIDENCE = "no evidence"
 
@@ -67,6 +73,10 @@ class Coverage(BaseModel):
     licences: list[Tally]
     levels: list[Tally]
     licence_bases: list[Tally] = Field(default_factory=list, description="Whose word the licence rests on.")
+    evidence: list[Tally] = Field(default_factory=list, description="Each dataset once: primary, secondary, "
+                                                                    "single-listing or unverified (EVIDENCE_SUMMARY).")
+    audit: dict[str, list[str]] = Field(default_factory=dict, description="The audit's patterns found in the "
+                                                                         "catalogue: check -> one sentence each.")
     fact_levels: dict[str, dict[str, int]] = Field(description="fact -> level -> datasets (evidence per fact).")
     paper: PaperTargets
 
@@ -98,6 +108,16 @@ def hosts(manifest: DatasetManifest) -> list[str]:
 
 def evidence_level(manifest: DatasetManifest) -> str:
     return manifest.evidence.weakest_required() if manifest.evidence else NO_EVIDENCE
+
+
+def evidence_summary(manifest: DatasetManifest) -> str:
+    """primary, secondary, single-listing or unverified (see EVIDENCE_SUMMARY); `no evidence` without any."""
+    if manifest.evidence is None:
+        return NO_EVIDENCE
+    weakest = manifest.evidence.weakest_required()
+    if weakest == "unverified":
+        return "unverified"
+    return "single-listing" if manifest.evidence.licence_basis() == "single listing" else weakest
 
 
 def licence_basis(manifest: DatasetManifest) -> str:
@@ -142,7 +162,7 @@ def catalogue_coverage(manifests_dir: Path, taxonomy: Taxonomy) -> Coverage:
                     _add(tally, manifest, count)
         values = {"source_kinds": [source_kind(manifest)], "tasks": list(manifest.tasks), "hosts": hosts(manifest),
                   "licences": [manifest.license], "levels": [evidence_level(manifest)],
-                  "licence_bases": [licence_basis(manifest)]}
+                  "licence_bases": [licence_basis(manifest)], "evidence": [evidence_summary(manifest)]}
         for breakdown, names in values.items():
             for name in names:
                 _add(breakdowns[breakdown].setdefault(name, Tally(name=name)), manifest, count)
@@ -159,6 +179,8 @@ def catalogue_coverage(manifests_dir: Path, taxonomy: Taxonomy) -> Coverage:
         hosts=_by_size(breakdowns["hosts"]), licences=_by_size(breakdowns["licences"]),
         levels=_ordered(breakdowns["levels"], (*reversed(LEVELS), NO_EVIDENCE)),
         licence_bases=_ordered(breakdowns["licence_bases"], (*LICENCE_BASES, NO_EVIDENCE)),
+        evidence=_ordered(breakdowns["evidence"], (*EVIDENCE_SUMMARY, NO_EVIDENCE)),
+        audit=audit_findings(manifests),
         fact_levels={fact: {level: counts[level] for level in reversed(LEVELS)} for fact, counts in fact_levels.items()},
         paper=paper,
     )

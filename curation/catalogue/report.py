@@ -64,6 +64,17 @@ def to_markdown(coverage: Coverage, compare: Coverage | None = None) -> str:
               "|---|" + "---|" * len(next(iter(coverage.fact_levels.values()), {}))]
     lines += [f"| {fact} | " + " | ".join(str(n) for n in levels.values()) + " |"
               for fact, levels in coverage.fact_levels.items()]
+    lines += ["", "## Evidence summary", "",
+              "Each dataset once, by the weakest thing a reviewer must take on trust: **unverified** (a host, licence "
+              "or layout fact with no confirming source), else **single-listing** (the licence rests on one "
+              "third-party listing), else **secondary** (a third party's word for the host, licence or layout), else "
+              "**primary** (the host's or authors' own pages and files for all three):", "",
+              *_table("evidence", coverage.evidence)]
+    if any(coverage.audit.values()):
+        lines += ["", "## Audit patterns", "",
+                  "Shapes an audit of the evidence found, hunted through the whole catalogue "
+                  "(`mmbu.curation.manifest.audit`):", ""]
+        lines += [f"- {finding}" for findings in coverage.audit.values() for finding in findings]
     single = next((t for t in coverage.licence_bases if t.name == "single listing"), None)
     lines += ["", "## Licence basis", "",
               "Whose word each licence rests on: the host's own page or files, two or more independent listings that "
@@ -91,7 +102,8 @@ def changes(before: Coverage, after: Coverage) -> list[str]:
                                  ("source kind", before.source_kinds, after.source_kinds),
                                  ("licence", before.licences, after.licences),
                                  ("verification level", before.levels, after.levels),
-                                 ("licence basis", before.licence_bases, after.licence_bases)):
+                                 ("licence basis", before.licence_bases, after.licence_bases),
+                                 ("evidence summary", before.evidence, after.evidence)):
         was = {t.name: t.datasets for t in first}
         moved = [f"{t.name} {was.get(t.name, 0)} → {t.datasets}" for t in second if was.get(t.name, 0) != t.datasets]
         moved += [f"{name} {count} → 0" for name, count in was.items()

@@ -19,6 +19,7 @@ from mmbu.curation.manifest.layout_base import (
 )
 from mmbu.curation.manifest.layout_annotations import BoxTableLayout, PolygonsLayout
 from mmbu.curation.manifest.layout_arrays import ArraysLayout
+from mmbu.curation.manifest.layout_shapes import ChannelFiles, Panels
 from mmbu.curation.manifest.layout_tables import ParquetLayout
 from mmbu.curation.manifest.layout_volumes import VolumeTableLayout
 
@@ -133,12 +134,16 @@ class ImageMaskPairsLayout(ColourMasks):
     `mask_values` maps a mask value to a raw label, or `mask_colors` a colour of an RGB mask (see
     `ColourMasks`); `background` is ignored. `instances` says how objects are separated: `none` (one
     region per value), `components` (connected components of each value are separate objects) or `ids`
-    (every value is one object of class `instance_label`).
+    (every value is one object of class `instance_label`). With `panels` each image file holds its mask in a
+    panel beside the image (DeepLIIF), and `masks` is left out.
     """
 
     kind: Literal["image_mask_pairs"]
     images: DatasetPath
-    masks: DatasetPath
+    masks: DatasetPath | None = Field(None, description="Glob of the mask files (paired by stem); left out when "
+                                                         "`panels` finds each mask inside its image file.")
+    panels: Panels | None = Field(None, description="Each file of `images` holds equal panels side by side, the image "
+                                                    "in one and its mask in another (DeepLIIF).")
     mask_suffix: str = Field("", description="Removed from a mask's stem before pairing, e.g. '_mask'.")
     mask_values: dict[int, str] = Field(default_factory=dict)
     background: int = 0
@@ -161,6 +166,9 @@ class ImageMaskPairsLayout(ColourMasks):
 
     @model_validator(mode="after")
     def _ids_need_a_label(self) -> "ImageMaskPairsLayout":
+        if (self.masks is None) == (self.panels is None):
+            raise ValueError("give masks (a glob of mask files) or panels (the mask is a panel of each image file), "
+                             "one of the two")
         if self.instances == "ids" and not self.instance_label:
             raise ValueError("instances: ids needs instance_label (the raw label of every object)")
         if self.instances == "ids" and self.mask_colors:
@@ -206,7 +214,12 @@ class MaskFilesLayout(ColourMasks):
     or `components` a pixel belongs to the object when its value is at least `threshold` (default
     128); with `values` each pixel takes the nearest declared value and structures thinner than three
     pixels are removed, so compression ringing never becomes specks of another class. The threshold
-    used is recorded in the sample's provenance.
+    used is recorded in the sample's provenance. A colour mask file of one object (CELLULAR's cells, whose
+    colours say nothing) is every pixel not of `background_color`.
+
+    `pair_by: rank` pairs the n-th image with the n-th mask, in natural order, inside groups of files sharing
+    their named parts, for numberings that differ (Arvidsson's nuclei, CHAOS); `channels` composes one sample
+    from per-channel image files (CELLULAR's `_w1`, `_w2`, `_w3`).
     """
 
     kind: Literal["mask_files"]
@@ -226,22 +239,46 @@ class MaskFilesLayout(ColourMasks):
     threshold: int | None = Field(None, ge=1, le=255, description="Foreground from this value up (8-bit masks); "
                                                                   "128 for JPEG masks when omitted.")
     min_region_pixels: int = Field(1, ge=1, description="Objects smaller than this are dropped as specks.")
+    pair_by: Literal["parts", "rank"] = Field(
+        "parts", description="parts: a mask belongs to the image whose named parts it shares; rank: inside each group "
+                             "of files with the same named parts, the n-th image in natural order (img2 before img10) "
+                             "takes the n-th mask, for numberings that differ (one mask template).")
+    channels: ChannelFiles | None = Field(
+        None, description="One sample from several image files, one per channel, that differ in one named part of "
+                          "`image` (CELLULAR's `_w1`, `_w2`, `_w3`).")
 
     @field_validator("image")
     @classmethod
     def _image_template(cls, value: str) -> str:
-        if not parse_template(value).names:
-            raise ValueError(f"{value!r} names no part (such as {{stem}} or {{id}}) to pair masks by")
+        parse_template(value)
         return value
 
     @model_validator(mode="after")
     def _masks_share_parts_and_labels_are_given(self) -> "MaskFilesLayout":
         image_names = set(parse_template(self.image).names)
-        for text in self.masks:
-            if not image_names & set(parse_template(text).names):
-                raise ValueError(f"mask template {text!r} shares no named part with image {self.image!r}, "
-                                 "so no mask can be paired with an image")
         mask_names = [set(parse_template(text).names) for text in self.masks]
+        if self.pair_by == "rank":
+            if len(self.masks) != 1:
+                raise ValueError("pair_by: rank pairs the n-th image with the n-th mask of one mask template; "
+                                 f"masks names {len(self.masks)}")
+            if extra := mask_names[0] - image_names:
+                raise ValueError(f"with pair_by: rank every named part of the mask template must be one of image's "
+                                 f"(it groups the masks of an image group); {sorted(extra)} is not")
+        elif not image_names:
+            raise ValueError(f"{self.image!r} names no part (such as {{stem}} or {{id}}) to pair masks by "
+                             "(or pair them by rank: pair_by: rank)")
+        else:
+            for text, names in zip(self.masks, mask_names):
+                if not image_names & names:
+                    raise ValueError(f"mask template {text!r} shares no named part with image {self.image!r}, "
+                                     "so no mask can be paired with an image (or pair them by rank: pair_by: rank)")
+        if self.channels is not None:
+            if self.channels.part not in image_names:
+                raise ValueError(f"channels.part {self.channels.part!r} is not a named part of image {self.image!r}"
+                                 f"{did_you_mean(self.channels.part, sorted(image_names))}")
+            if any(self.channels.part in names for names in mask_names) or self.label_part == self.channels.part:
+                raise ValueError(f"channels.part {self.channels.part!r} tells the channel files of one sample apart; "
+                                 "the masks and the label are the sample's, so it cannot be a part of them")
         if self.label_part is not None and self.label_part not in image_names and not all(
                 self.label_part in names for names in mask_names):
             parts = sorted(image_names.union(*mask_names))

@@ -17,11 +17,15 @@ class ArrayRef(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    file: DatasetPath = Field(description="Path template of the .npy or .npz file, e.g. 'Fold {fold}/images/fold{fold}/images.npy'.")
+    file: DatasetPath = Field(description="Path template of the .npy, .npz, HDF5 or (a stack) multi-page TIFF file, "
+                                          "e.g. 'Fold {fold}/images/fold{fold}/images.npy'.")
     key: str | None = Field(None, description="Member of an .npz file, e.g. '{split}_images', or dataset of an HDF5 "
                                               "file, e.g. 'volumes/raw' (a name inside the file, never a path).")
     channels: list[int] | None = Field(None, min_length=1, description="items: file: the channels of the array to take "
                                                                        "(LyNSeC: [0, 1, 2] the image, [3] the mask).")
+    start: int | None = Field(None, ge=0, description="labels or masks of a stack: the images item their first item "
+                                                      "belongs to, when they annotate a shorter range (a label stack "
+                                                      "of frames 100-149 of a 300-frame movie: start: 100).")
 
     @field_validator("channels")
     @classmethod
@@ -50,11 +54,12 @@ class ArrayRef(BaseModel):
 ImageAxes = Literal["auto", "NHW", "NHWC", "NCHW", "NDHW", "NDHWC", "HW", "HWC", "CHW", "DHW"]
 STACK_AXES = ("auto", "NHW", "NHWC", "NCHW", "NDHW", "NDHWC")
 FILE_AXES = ("auto", "HW", "HWC", "CHW", "DHW")
-ARRAY_SUFFIXES = (".npy", ".npz", ".h5", ".hdf5", ".hdf")
+ARRAY_SUFFIXES = (".npy", ".npz", ".h5", ".hdf5", ".hdf")  # items: file reads other files as pictures
 
 
 class ArraysLayout(LayoutBase):
-    """Image stacks in NumPy `.npy`/`.npz` files: one sample per index of the first axis.
+    """Image stacks in NumPy `.npy`/`.npz` files, HDF5 datasets or multi-page TIFF files: one sample per index of
+    the first axis (a TIFF's pages: DenseCell's `train-images.tif` with `train-labels.tif`).
 
     MedMNIST ships one `.npz` per subset with `<split>_images` (N, 28, 28[, 3]) and `<split>_labels`
     (N, 1) members; PanNuke ships per fold `images.npy` (N, 256, 256, 3), `masks.npy` (N, 256, 256, 6:
@@ -131,6 +136,11 @@ class ArraysLayout(LayoutBase):
 
     @model_validator(mode="after")
     def _refs_agree(self) -> "ArraysLayout":
+        if self.images.start is not None or any(ref.start is not None for ref in self.metadata.values()):
+            raise ValueError("start places labels or masks inside the image stack; the images and metadata arrays "
+                             "take none")
+        if self.items == "file" and any(ref is not None and ref.start is not None for ref in (self.labels, self.masks)):
+            raise ValueError("start is for stacks (items: stack), whose labels or masks may cover fewer items")
         names = self.images.names
         for where, ref in (("labels", self.labels), ("masks", self.masks), *self.metadata.items()):
             if ref is not None and not ref.names <= names:

@@ -11,7 +11,7 @@ meaning. Everything else is literal. Templates are relative to the dataset's raw
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 
@@ -28,8 +28,11 @@ class TemplateError(ValueError):
 class PathTemplate:
     """A parsed template: what it matches, which parts it names, and how to list its files."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, choices: Mapping[str, Iterable[str]] | None = None) -> None:
+        """`choices` limits a part to listed values (the channel files' `w1`, `w2`, `w3`), so the parts around it
+        may hold the separator it follows (`{field}_{channel}` over `A01_f00_w1`)."""
         self.text = text
+        self._choices = {name: tuple(values) for name, values in (choices or {}).items()}
         self._pieces: list[tuple[str, str]] = []  # ("literal", text) | ("part", name) | ("digits", name)
         position = 0
         for found in _PART.finditer(text):
@@ -71,7 +74,11 @@ class PathTemplate:
                 out.append(f"(?P={value})")
             else:
                 seen.add(value)
-                out.append(f"(?P<{value}>\\d+)" if kind == "digits" else f"(?P<{value}>[^/]+?)")
+                if value in self._choices:
+                    alternatives = "|".join(re.escape(c) for c in sorted(self._choices[value], key=len, reverse=True))
+                    out.append(f"(?P<{value}>{alternatives})")
+                else:
+                    out.append(f"(?P<{value}>\\d+)" if kind == "digits" else f"(?P<{value}>[^/]+?)")
         return re.compile("".join(out))
 
     def match(self, relative_path: str) -> dict[str, str] | None:

@@ -141,3 +141,62 @@ def test_a_rebuild_is_a_no_op_and_a_lost_cache_file_is_made_again(tmp_path):
     assert report.exit_code == 0 and "layout" in report.datasets[0].ran
     assert derived[0].exists()
     assert {p: p.stat().st_mtime_ns for p in derived[1:]} == {p: stamps[p] for p in derived[1:]}
+
+
+def test_a_panel_and_a_sample_composed_from_channel_files_reach_the_release(tmp_path):
+    """DeepLIIF-like panels (image | mask in one PNG) and CELLULAR-like channel files (`_w1`, `_w2` 16-bit TIFFs, one
+    colour PNG per cell) through convert and release: the panel's pixels are kept, the channels are blended in the
+    manifest's colours, and the mask rows' boxes and masks are the drawn rectangles."""
+    import tifffile
+    from datasets import load_dataset
+
+    manifests = tmp_path / "manifests" / "datasets"
+    manifests.mkdir(parents=True)
+    panel = np.stack([np.add.outer(np.arange(16) * 9, np.arange(20) * 4) % 256] * 3, axis=-1).astype(np.uint8)
+    mask = np.zeros((16, 20, 3), np.uint8)
+    mask[3:9, 4:12] = (255, 0, 0)
+    (tmp_path / "src" / "liif").mkdir(parents=True)
+    Image.fromarray(np.concatenate([panel, mask], axis=1)).save(tmp_path / "src" / "liif" / "Lung_1.png")
+    cells = tmp_path / "src" / "cellular"
+    (cells / "images").mkdir(parents=True)
+    (cells / "masks" / "A01" / "fed").mkdir(parents=True)
+    left = np.zeros((16, 20), np.uint16)
+    left[:, :10] = 1000
+    tifffile.imwrite(cells / "images" / "A01_w1.TIF", left)
+    tifffile.imwrite(cells / "images" / "A01_w2.TIF", ((left == 0) * 3000).astype(np.uint16))
+    cell = np.zeros((16, 20, 3), np.uint8)
+    cell[2:7, 11:18] = (31, 119, 180)
+    Image.fromarray(cell).save(cells / "masks" / "A01" / "fed" / "cell_1.png")
+    base = {"license": "CC-BY-4.0", "citation": "test data", "curation": {"round": 3, "reviewers": ["tester"]},
+            "metadata": TISSUE, "tasks": TASKS, "questions": {"options_name": "cell type", "n_options": 3}}
+    documents = {
+        "liif_panels": {**base, "title": "panels", "source": {"kind": "local", "path": "src/liif"},
+                        "layout": {"kind": "image_mask_pairs", "images": "*.png",
+                                   "panels": {"across": 2, "image": 1, "mask": 2},
+                                   "mask_colors": {"#ff0000": "positive"}, "instances": "components"},
+                        "labels": {"positive": "positive cell", "negative": "negative cell"}},
+        "cellular_channels": {**base, "title": "channels", "source": {"kind": "local", "path": "src/cellular"},
+                              "layout": {"kind": "mask_files", "image": "images/{field}_{channel}.TIF",
+                                         "channels": {"part": "channel", "colors": {"w1": "#00ff00",
+                                                                                    "w2": "#ff0000"}},
+                                         "masks": ["masks/{field}/{class}/*.png"], "objects": "file",
+                                         "label_part": "class"},
+                              "labels": {"fed": "fed cell", "unfed": "unfed cell"}},
+    }
+    for name, document in documents.items():
+        (manifests / f"{name}.yaml").write_text(yaml.safe_dump({"id": name, **document}, sort_keys=False))
+
+    report = run_build(config(tmp_path))
+
+    assert report.exit_code == 0, report.failed
+    rows = load_dataset(str(tmp_path / "data" / "release"), "mask_grounded_classification", split="test",
+                        cache_dir=str(tmp_path / "hf"))
+    by_dataset = {row["dataset_id"]: row for row in rows}
+    released = by_dataset["liif_panels"]
+    assert np.array_equal(np.asarray(released["image"]), panel)
+    assert released["boxes"] == [[4, 3, 12, 9]] and (np.asarray(released["mask"]) > 0).sum() == 6 * 8
+    composed = by_dataset["cellular_channels"]
+    image = np.asarray(composed["image"])
+    assert image.shape == (16, 20, 3)
+    assert (image[:, :10] == (0, 255, 0)).all() and (image[:, 10:] == (255, 0, 0)).all()  # w1 green, w2 red
+    assert composed["boxes"] == [[11, 2, 18, 7]] and composed["answer"] == "fed cell"

@@ -3,7 +3,8 @@
 An adapter is `fetch(source, context) -> list[FetchedFile]`, registered in `ADAPTERS` by source kind.
 Files are named as they will lie under `raw/<id>/` before archive extraction. `REMOTE_FILES` holds, per
 kind, `remote_files(source, RemoteContext) -> list[RemoteFile]`: what the host says it will provide
-(names and sizes) without downloading anything, for the fetch plan.
+(names and sizes) without downloading anything, for the fetch plan. `STATED_DIGESTS` holds the md5/sha256 a
+manifest writes for its files, which a mirror copy must match.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from mmbu.build.fetch.sources.context import FetchContext, RemoteContext, Remote
 from mmbu.build.fetch.sources.huggingface import fetch_huggingface, huggingface_remote_files
 from mmbu.build.fetch.sources.kaggle import fetch_kaggle, kaggle_remote_files
 from mmbu.build.fetch.sources.local import fetch_local, local_remote_files
-from mmbu.build.fetch.sources.url import fetch_url, url_remote_files
+from mmbu.build.fetch.sources.url import fetch_url, url_remote_files, url_stated_digests
 from mmbu.build.fetch.sources.zenodo import fetch_zenodo, zenodo_remote_files
 
 Adapter = Callable[[Any, FetchContext], list[FetchedFile]]
@@ -36,4 +37,10 @@ REMOTE_FILES: dict[str, Callable[[Any, RemoteContext], list[RemoteFile]]] = {
     "local": local_remote_files,
 }
 
-__all__ = ["ADAPTERS", "REMOTE_FILES", "FetchContext", "RemoteContext", "RemoteFile"]
+# Digests a manifest states for its files (name -> {"md5" | "sha256": hex}), per kind: a file taken from the
+# mirror is checked against them as a download is (Zenodo's md5 comes from the host's API, not the manifest).
+STATED_DIGESTS: dict[str, Callable[[Any], dict[str, dict[str, str]]]] = {
+    "url": url_stated_digests,
+}
+
+__all__ = ["ADAPTERS", "REMOTE_FILES", "STATED_DIGESTS", "FetchContext", "RemoteContext", "RemoteFile"]

@@ -27,6 +27,16 @@ def fetch_url(source: UrlSource, context: FetchContext) -> list[FetchedFile]:
     return fetched
 
 
+def url_stated_digests(source: UrlSource) -> dict[str, dict[str, str]]:
+    """File name under raw/<id>/ -> the digests the manifest states for it ({"md5": ..., "sha256": ...})."""
+    stated = {}
+    for entry in source.files:
+        digests = {kind: value for kind, value in (("md5", entry.md5), ("sha256", entry.sha256)) if value}
+        if digests:
+            stated[file_name_for(entry.url, entry.name)] = digests
+    return stated
+
+
 def url_remote_files(source: UrlSource, context: RemoteContext) -> list[RemoteFile]:
     """Each file's size from a one-byte ranged GET (`Content-Range: bytes 0-0/<size>`), or the full answer's
     Content-Length when the server ignores ranges; the connection is closed before the body is read."""

@@ -50,3 +50,37 @@ def test_mirror_missing_a_pinned_file_is_an_error(tmp_path, write_manifest, data
     half = mirror_with(tmp_path / "b", "partial", {"a.bin": b"a"})
     result = fetch_dataset(manifest, data_dir, mirror=half, lock=LockFile(lock.path))
     assert result.status == "error" and "no longer provided" in result.error and "b.bin" in result.error
+
+
+def test_mirror_file_is_checked_against_the_digests_its_manifest_states(tmp_path, write_manifest, data_dir, lock):
+    """A url file whose manifest states sha256 or md5 is verified when it comes from the mirror, as a download is;
+    the dataset with the wrong copy fails in one sentence naming the file and both digests, the others go on."""
+    import hashlib
+
+    from mmbu.build.fetch import fetch_all
+
+    good, bad = b"the published bytes", b"a different file under the same name"
+    by_sha = write_manifest("by_sha", {"kind": "url", "files": [
+        {"url": "https://host.invalid/a.bin", "sha256": sha256(good)}]})
+    by_md5 = write_manifest("by_md5", {"kind": "url", "files": [
+        {"url": "https://host.invalid/b.bin", "md5": hashlib.md5(good).hexdigest()}]})
+    fine = write_manifest("fine", {"kind": "url", "files": [
+        {"url": "https://host.invalid/c.bin", "sha256": sha256(good)}]})
+    mirror = mirror_with(tmp_path, "by_sha", {"a.bin": bad})
+    mirror_with(tmp_path, "by_md5", {"b.bin": bad})
+    mirror_with(tmp_path, "fine", {"c.bin": good})
+    paths = [data_dir.parent / "repo" / "manifests" / "datasets" / f"{m.id}.yaml" for m in (by_sha, by_md5, fine)]
+
+    results = {r.dataset_id: r for r in fetch_all(paths, data_dir, mirror=mirror, lock=lock)}
+
+    assert results["by_sha"].status == "error"
+    assert results["by_sha"].error == (
+        f"a.bin from the mirror: sha256 checksum mismatch with the manifest (it states {sha256(good)}, the mirror's "
+        f"file has {sha256(bad)}); the bad file was removed")
+    assert results["by_md5"].status == "error"
+    assert hashlib.md5(good).hexdigest() in results["by_md5"].error
+    assert hashlib.md5(bad).hexdigest() in results["by_md5"].error and "md5 checksum mismatch" in results["by_md5"].error
+    assert results["fine"].status == "fetched" and results["fine"].fetched_from == "mirror"
+    assert not (data_dir / "raw" / "by_sha").exists() and not (data_dir / "raw" / "by_md5").exists()
+    assert (data_dir / "raw" / "fine" / "c.bin").read_bytes() == good
+    assert lock.pins_for("by_sha", by_sha.source.model_dump(mode="json", exclude_none=True)) == {}

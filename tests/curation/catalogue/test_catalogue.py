@@ -89,6 +89,31 @@ def test_licences_on_a_single_listing_are_counted_and_named(tmp_path):
     assert "| single listing | 1 |" in markdown and "Single-listing licences: listed_cells" in markdown
 
 
+def test_each_dataset_is_summarised_once_by_its_weakest_evidence_and_audit_patterns_are_listed(tmp_path):
+    """primary / secondary / single-listing / unverified, as the issue asks the catalogue to report."""
+    folder = tmp_path / "datasets"
+    own_pages = {"source": "https://zenodo.org/records/3835", "level": "primary", "quote": "images/<class>/*.jpg"}
+    primary = manifest_dict(id="own_pages")
+    primary["evidence"] = {**copy.deepcopy(primary["evidence"]), "layout": own_pages}
+    write_manifest(folder, primary)
+    write_manifest(folder, manifest_dict(id="loader_layout"))  # the factory's layout is read in a loader: secondary
+    listed = manifest_dict(id="one_listing", source={"kind": "zenodo", "record": 3835, "files": ["fundus.zip"]})
+    listed["evidence"] = {**copy.deepcopy(listed["evidence"]), "licence_single_listing": True,
+                          "licence": {"source": "dataset-ninja/cells@0123456:src/settings.py", "level": "secondary"}}
+    write_manifest(folder, listed)
+
+    coverage = catalogue_coverage(folder, load_taxonomy())
+
+    assert {t.name: t.dataset_ids for t in coverage.evidence} == {
+        "primary": ["own_pages"], "secondary": ["loader_layout"], "single-listing": ["one_listing"],
+        "unverified": [], "no evidence": []}
+    assert coverage.audit["unquoted_file_keys"] == [
+        "one_listing: source file 'fundus.zip' is quoted by no host or layout citation; quote where it was read"]
+    markdown = CliRunner().invoke(cli, ["catalogue", "--manifests", str(folder)]).output
+    assert "| primary | 1 |" in markdown and "| single-listing | 1 |" in markdown and "| unverified | 0 |" in markdown
+    assert "## Audit patterns" in markdown and "- one_listing: source file 'fundus.zip'" in markdown
+
+
 def test_command_prints_and_writes_markdown_json_and_chart(tmp_path):
     folder = catalogue(tmp_path / "datasets")
     summary = tmp_path / "summary.md"
