@@ -120,6 +120,16 @@ def test_the_breaker_stops_a_run_whose_server_fails_mid_way(release, tmp_path, f
     assert len(records) == 2 and all(r.status == "error" for r in records)  # the third one stopped the run
 
 
+def test_the_breaker_stops_worker_processes_too(release, tmp_path):
+    with OpenAIServer() as server:
+        server.inject("503", count=10_000)
+        result, _ = eval_run(release, server.url, tmp_path, "--max-attempts", "1", "--max-consecutive-failures", "2",
+                             "--workers", "2", "--concurrency", "2")
+    text = " ".join(result.output.split())
+    assert result.exit_code == 1 and "stopped: 2 requests in a row failed" in text and "HTTP 503" in text, text
+    assert "resume with:" in text and "Traceback" not in text
+
+
 def test_the_breaker_stops_the_judge(release, tmp_path):
     with OpenAIServer() as server:
         assert eval_run(release, server.url, tmp_path)[0].exit_code == 0
