@@ -80,12 +80,14 @@ def check_columns(path: Path, required: Iterable[str]) -> pa.Schema:
     return schema
 
 
-def load_samples(release_dir: str | Path, task: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+def load_samples(release_dir: str | Path, task: str, columns: Sequence[str] | None = None,
+                 optional: Sequence[str] = ()) -> pd.DataFrame:
     """All rows of one task as a DataFrame, **without image bytes** unless `columns` names them.
 
     With ``columns=None`` every contract column except ``image``/``mask`` is read (plus any extra
     columns such as ``answer_aliases``), and a boolean ``has_mask`` column tells which rows carry a
-    mask. A file lacking a needed column raises :class:`MissingColumnError` naming file and column.
+    mask. A file lacking a needed column raises :class:`MissingColumnError` naming file and column;
+    `optional` columns are read where a file has them (null elsewhere).
     """
     frames = []
     for path in task_files(release_dir, task):
@@ -93,8 +95,8 @@ def load_samples(release_dir: str | Path, task: str, columns: Sequence[str] | No
             schema = check_columns(path, CONTRACT_COLUMNS)
             wanted = [n for n in schema.names if n not in IMAGE_COLUMNS]
         else:
-            check_columns(path, columns)
-            wanted = list(columns)
+            schema = check_columns(path, columns)
+            wanted = [*columns, *(n for n in optional if schema.get_field_index(n) >= 0 and n not in columns)]
         table = pq.read_table(path, columns=wanted)
         frame = table.to_pandas()
         if columns is None:

@@ -42,6 +42,9 @@ SPLIT = "test"
 TEMPLATES: tuple[str, ...] = ("no_context", "modality", "full_context")
 QUESTION_COLUMNS: dict[str, str] = {template: f"question_{template}" for template in TEMPLATES}
 """template -> the column holding its question."""
+CLOSED_QUESTION_COLUMNS: dict[str, str] = {template: f"closed_question_{template}" for template in TEMPLATES}
+"""template -> the column holding the closed form's question where it is not the template question (closed
+detection asks which box holds one instance; the open form asks for every one); null elsewhere."""
 METADATA_FIELDS: tuple[str, ...] = (
     "image_source", "dataset_name", "domain", "modality", "sub_modality", "stain", "specimen",
     "specimen_subregion", "topic", "original_task", "context", "institution", "url",
@@ -90,6 +93,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("image_height", "int32", False),
     Column("source_path", "string", False),
     Column("question_version", "string", False),
+    *(Column(CLOSED_QUESTION_COLUMNS[template], "string", False,
+             f"the closed form's {template.replace('_', ' ')} question where it differs (detection); null otherwise")
+      for template in TEMPLATES),
     Column("scanner_vendor", "string", False),
     Column("objective_power", "float64", False),
     Column("microns_per_pixel", "float64", False),

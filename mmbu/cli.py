@@ -24,7 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "fetch": ("mmbu.build.fetch.cli:fetch", "Download every manifest's files into $MMBU_DATA/raw/<id>/."),
     "convert": ("mmbu.build.convert.cli:convert", "Convert DICOM, NIfTI, whole-slide, OME-TIFF and raster images to PNG."),
     "build": ("mmbu.build.cli:build", "Build the benchmark release from the manifests."),
-    "release": ("mmbu.build.release.cli:release", "Publish a built release to a Hugging Face dataset repository."),
+    "release": ("mmbu.build.release.cli:release", "Review a built release (HTML sheet) or publish it to a Hugging Face dataset repository."),
     "eval": ("mmbu.benchmark_eval.cli:eval_group", "Run, judge, score and report VLM evaluations on a release."),
 }
 

@@ -283,7 +283,8 @@ class Runner:
         done = completed_ok(iter_records(config.predictions))
         tables = {}
         for task in config.tasks:
-            frame = load_samples(config.release_dir, task, columns=TASK_SPECS[task].columns)
+            spec = TASK_SPECS[task]
+            frame = load_samples(config.release_dir, task, columns=spec.columns, optional=spec.optional_columns)
             if config.limit is not None:
                 frame = frame.head(config.limit)
             index, count = config.shard

@@ -12,7 +12,9 @@ Shapes (closed options are lettered A, B, C, ... in the release's presentation o
 * detection open: the question, then a box for every instance asked in the convention stated
   explicitly (pixel coordinates of the image as sent with its size, or 0–1000, or 0–1; corner
   order) and the answer form. The release question names no coordinate frame: the model's does.
-* detection closed: the candidate boxes as options, written in the model's own convention.
+* detection closed: the release's closed-form question (``closed_question_<template>``: which box holds one instance
+  of the target), the convention, then the candidate boxes as options in the model's own convention. A release
+  without that column gets the template question and 'Which box contains the "<target>"?'.
 """
 from __future__ import annotations
 
@@ -23,13 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models.box_format import BoxFormat, describe_convention, model_frame_size, to_model_convention
-from mmbu.core.release import QUESTION_COLUMNS
+from mmbu.core.release import CLOSED_QUESTION_COLUMNS, QUESTION_COLUMNS
 from .images import ROI_COLOUR_NAME, Frames
 from .spec import TASK_SPECS
 
 # v3: ROI outlines at exact scale (no 1-px gap), masks resized by footprint, max_side fitted exactly, 16-bit grey
 # scaled, transparency composited on white, a whole-image region outlined inside its edge (tasks/images.py)
-PROMPT_VERSION = "mmbu-eval-prompt-v3"
+# v4: closed detection asks the release's closed-form question (one instance), not "locate every" and then one box
+PROMPT_VERSION = "mmbu-eval-prompt-v4"
 SYSTEM_PROMPT = "You are a careful assistant who answers questions about biomedical images from what is visible in them."
 ROI_SENTENCES = {
     "box": f"The region of interest is marked by the {ROI_COLOUR_NAME} box drawn on the image.",
@@ -105,7 +108,11 @@ def build_prompt(task: str, form: str, template: str, row: Mapping[str, Any], *,
         else:
             options = [detection_option_text(o, box_format, frames) for o in _options(row)]
             letters, shown = tuple(string.ascii_uppercase[: len(options)]), tuple(options)
-            parts.append(f'Which box contains the "{target}"? {convention}')
+            closed = row.get(CLOSED_QUESTION_COLUMNS[template])
+            if isinstance(closed, str) and closed.strip():
+                parts = [closed.strip(), convention]
+            else:  # a release from before the closed-form questions
+                parts.append(f'Which box contains the "{target}"? {convention}')
             parts.append("Options:\n" + "\n".join(f"{k}. {t}" for k, t in zip(letters, shown)))
             parts.append(_closed_instruction(letters))
     elif form == "closed":

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from mmbu.core.release import QUESTION_COLUMNS, TASKS, TEMPLATES
+from mmbu.core.release import CLOSED_QUESTION_COLUMNS, QUESTION_COLUMNS, TASKS, TEMPLATES
 
 FORMS: tuple[str, ...] = ("closed", "open")
 
@@ -19,6 +19,11 @@ class TaskSpec:
     def columns(self) -> tuple[str, ...]:
         """Release columns the runner needs for this task (besides the image bytes)."""
         return ("sample_id", "dataset_id", "boxes", "target", "answer", "options", *QUESTION_COLUMNS.values())
+
+    @property
+    def optional_columns(self) -> tuple[str, ...]:
+        """Columns read when the release has them (older releases lack them): closed detection's own questions."""
+        return tuple(CLOSED_QUESTION_COLUMNS.values()) if self.detection else ()
 
 
 TASK_SPECS: dict[str, TaskSpec] = {

@@ -9,7 +9,12 @@ Public face:
     lint_labels(labels, taxonomy) -> DataFrame                      warnings for disease-like labels
     format_lint_report(failures) -> str
     load_prototypes() -> Prototypes
+    box_option_problems(options, answer, gold_boxes, size, content) -> [str]   closed detection's rules, per row
+    read_content_mask(png) -> ContentMask                           where an image shows something
+    wording_problems(rows, manifest, taxonomy) -> [WordingProblem]  wording rules over a dataset's rows
 """
+from mmbu.build.questions.box_options import box_option_problems
+from mmbu.build.questions.content import ContentMask, content_mask, read_content_mask
 from mmbu.build.questions.instantiate import QUESTION_COLUMNS, answer_aliases, instantiate_questions, label_set
 from mmbu.build.questions.items import ITEM_COLUMNS, attach_metadata, task_items
 from mmbu.build.questions.lint import (
@@ -21,10 +26,12 @@ from mmbu.build.questions.lint import (
 )
 from mmbu.build.questions.options import rng_for
 from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, TEMPLATES, Prototypes, load_prototypes
+from mmbu.build.questions.wording_rules import WordingProblem, wording_problems
 from mmbu.core.boxes import box_text, iou
 
 __all__ = [
-    "ITEM_COLUMNS", "LINT_COLUMNS", "QUESTION_COLUMNS", "TEMPLATES", "TEMPLATE_COLUMNS", "Prototypes",
+    "ITEM_COLUMNS", "LINT_COLUMNS", "QUESTION_COLUMNS", "TEMPLATES", "TEMPLATE_COLUMNS", "ContentMask", "Prototypes",
+    "WordingProblem", "box_option_problems", "content_mask", "read_content_mask", "wording_problems",
     "answer_aliases", "attach_metadata", "box_text", "drop_lint_failures", "format_lint_report", "instantiate_questions", "iou",
     "label_set", "lint_labels", "lint_questions", "load_prototypes", "rng_for", "task_items",
 ]

@@ -7,9 +7,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from PIL import Image
 
-from mmbu.build.questions.options import box_options, label_options, plan_options, rng_for
+from mmbu.build.questions.box_options import box_options
+from mmbu.build.questions.content import ContentMask, read_content_mask
+from mmbu.build.questions.options import label_options, plan_options, rng_for
 from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, load_prototypes
+from mmbu.build.questions.wording_rules import FILE_NAME
+from mmbu.core.boxes import box_text
+from mmbu.core.release import CLOSED_QUESTION_COLUMNS
 from mmbu.build.records import records
 from mmbu.core.exclusions import Exclusion
 from mmbu.core.wording import same_wording
@@ -17,7 +23,7 @@ from mmbu.curation.manifest import DatasetManifest
 from mmbu.taxonomy.model import Taxonomy
 
 QUESTION_COLUMNS = ("answer", "options", *TEMPLATE_COLUMNS.values(),
-                    "label", "target", "answer_aliases", "question_version")
+                    "label", "target", "answer_aliases", "question_version", *CLOSED_QUESTION_COLUMNS.values())
 DEFAULT_NONE_ANSWER_RATE = 0.0
 MIN_BOX_OPTIONS = 2
 
@@ -34,14 +40,16 @@ def label_set(manifest: DatasetManifest) -> list[str]:
 
 def _wordings(raw: str, manifest: DatasetManifest, taxonomy: Taxonomy) -> list[str]:
     """Every wording of one label that may stand for it: manifest synonyms, the raw label when it is a word (a
-    code such as "3" or "B" names a class only inside the dataset's files), then the canonical name and
+    code such as "3" or "B" names a class only inside the dataset's files, and a folder or file name such as
+    "marked_lesion" is no answer anyone writes), then the canonical name and
     abbreviations of a taxonomy term whose canonical name the label is. A label that only matches a term through
     one of its synonyms may be narrower than the term, whose other names are then its parents or siblings
     ("Plasmodium falciparum" is a synonym of the term Plasmodium, as is "Plasmodium vivax"; "artery" one of blood
     vessel, as is "vein"), so such a term adds nothing."""
     spec = manifest.label_spec(raw)
     found = [*spec.synonyms]
-    if raw != spec.name and re.search(r"[^\W\d_]", raw) and not re.fullmatch(r"[^\W\d_]", raw.strip()):
+    if raw != spec.name and re.search(r"[^\W\d_]", raw) and not re.fullmatch(r"[^\W\d_]", raw.strip()) \
+            and not FILE_NAME.search(raw):
         found.append(raw)
     for facet in taxonomy.facets:
         term = taxonomy.resolve(facet, spec.name)
@@ -139,8 +147,8 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
                           prototypes_path: str | Path | None = None) -> tuple[pd.DataFrame, list[Exclusion]]:
     """Questions, options and answers for one dataset's task rows (items joined with metadata).
 
-    Detection rows need `boxes`/`other_boxes` already in the output PNG frame and `image_width`/
-    `image_height` of that PNG. `none_answer_rate` is the share of closed classification rows whose
+    Detection rows need `boxes`/`other_boxes` already in the output PNG frame, `image_width`/`image_height` of
+    that PNG and `image`, its path: wrong boxes are placed on its content (`box_options`). `none_answer_rate` is the share of closed classification rows whose
     gold label is deliberately left out so that "None of the above" is the answer (0 by default: the
     open and closed forms share a row, and the `label` column then keeps the true class).
     Returns the rows with `QUESTION_COLUMNS` added, and the rows that could not be instantiated.
@@ -158,7 +166,8 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
     exclusions: list[Exclusion] = []
     # a dataset's rows share a few metadata combinations: each one's questions and each label's aliases are
     # made once (rendering and the leak checks were a third of the step, per row)
-    questions: dict[tuple[object, ...], dict[str, str]] = {}
+    questions: dict[tuple[object, ...], dict[str, str | None]] = {}
+    contents: dict[str, ContentMask] = {}  # the last image's: a sample's rows are consecutive
     label_aliases: dict[str, list[str]] = {}
     aliases: dict[tuple[object, ...], list[str]] = {}
 
@@ -182,17 +191,28 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
         fields |= {"label": spec.name, "target": target, "question_version": prototypes.version}
         if row["task"] == "object_detection":
             size = (row.get("image_width"), row.get("image_height"))
-            if any(v is None or pd.isna(v) for v in size) or box_plan is None:
-                drop(row, "detection rows need the output image size (image_width, image_height)")
+            if any(v is None or pd.isna(v) for v in size) or box_plan is None or not _text(row.get("image")):
+                drop(row, "detection rows need the output image and its size (image, image_width, image_height)")
+                continue
+            image = str(row["image"])
+            try:
+                if image not in contents:
+                    contents = {image: read_content_mask(image)}
+            except (OSError, ValueError, Image.DecompressionBombError) as exc:
+                drop(row, f"the image {image} cannot be read to place wrong boxes on its content ({exc})")
                 continue
             others = row["other_boxes"]  # a list, an array after a Parquet round trip, or None
             others = others if isinstance(others, (list, tuple, np.ndarray)) else []
             made = box_options([tuple(b) for b in row["boxes"]], [tuple(b) for b in others],
-                               (int(size[0]), int(size[1])), box_plan, rng, prototypes.none_of_the_above)
+                               (int(size[0]), int(size[1])), box_plan.label_slots, contents[image], rng)
             if made is None:
-                drop(row, "no distractor box with IoU < 0.5 to every gold box fits in this image")
+                drop(row, f"no room on the image's content for {box_plan.label_slots - 1} wrong box(es) of the "
+                          f"answer's size clear of every {target} and of each other")
                 continue
-            fields["options"], fields["answer"] = made
+            boxes, answer = made
+            options = [box_text(b) for b in boxes] + ([prototypes.none_of_the_above] if box_plan.none_of_the_above else [])
+            rng.shuffle(options)
+            fields["options"], fields["answer"] = options, box_text(answer)
             fields["answer_aliases"] = []
         else:
             if classify_plan is None:
@@ -208,7 +228,7 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
             if (raw, key) not in aliases:
                 # an alias the question itself says ("cell" for "brain cell" asked as "Which cell type ...?") is
                 # an answer taken from the question, not from the image
-                said = questions[key].values()
+                said = [question for question in questions[key].values() if question]
                 aliases[raw, key] = [alias for alias in label_aliases[raw]
                                      if not any(mentions_any(question, [alias]) for question in said)]
             fields["answer_aliases"] = list(aliases[raw, key])

@@ -18,6 +18,7 @@ import pandas as pd
 from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, load_prototypes
 from mmbu.build.records import column_values
 from mmbu.core.exclusions import Exclusion
+from mmbu.core.release import CLOSED_QUESTION_COLUMNS
 from mmbu.core.wording import names
 from mmbu.taxonomy.model import Taxonomy
 from mmbu.core.yaml_io import read_yaml
@@ -107,14 +108,19 @@ def lint_questions(df: pd.DataFrame, taxonomy: Taxonomy, words_path: str | Path 
     found: dict[tuple[object, ...], list[Hit]] = {}
     column = {name: column_values(df[name]) for name in ("dataset_id", "sample_id", "task", "options",
                                                           *TEMPLATE_COLUMNS.values())}
-    column |= {name: column_values(df[name]) if name in df.columns else [None] * len(df) for name in ("target", "label")}
+    column |= {name: column_values(df[name]) if name in df.columns else [None] * len(df)
+               for name in ("target", "label", *CLOSED_QUESTION_COLUMNS.values())}
+    # the closed form's own questions (closed detection's) are linted as the templates' are
+    asked = [*TEMPLATE_COLUMNS.items(), *((f"{t} (closed)", name) for t, name in CLOSED_QUESTION_COLUMNS.items())]
     for position, task in enumerate(column["task"]):
         exempt = (column["target"][position], column["label"][position])
         # a classification question must not contain its options' labels (detection names its target)
         options = () if task == "object_detection" else tuple(o for o in column["options"][position]
                                                                if o != NONE_OF_THE_ABOVE)
-        for template, name in TEMPLATE_COLUMNS.items():
+        for template, name in asked:
             question = column[name][position]
+            if not isinstance(question, str):
+                continue
             key = (question, options, *(label for label in exempt if isinstance(label, str) and label))
             if key not in found:
                 leaked = _leaked_option(question, options)

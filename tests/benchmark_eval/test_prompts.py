@@ -71,6 +71,19 @@ def test_detection_closed_candidates_are_written_in_the_models_convention():
     assert shown["E"] == "None of the above"
 
 
+def test_closed_detection_asks_the_releases_closed_question_for_one_instance():
+    """The open question asks for every instance; the closed options hold one (the release's closed_question_*)."""
+    row = {**make_rows("object_detection", 1, (320, 240), 2)[0],
+           "question_full_context": "Locate every cell nucleus in this fluorescence microscopy image.",
+           "closed_question_full_context": "Which box contains a cell nucleus in this fluorescence microscopy image?"}
+    frames = plan_frames((320, 240), QWEN3)
+    closed = build_prompt("object_detection", "closed", "full_context", row, box_format=QWEN3.box_format, frames=frames)
+    assert closed.text.startswith("Which box contains a cell nucleus in this fluorescence microscopy image?")
+    assert "Locate every" not in closed.text and "normalised to the range 0 to 1000" in closed.text
+    opened = build_prompt("object_detection", "open", "full_context", row, box_format=QWEN3.box_format, frames=frames)
+    assert opened.text.startswith("Locate every cell nucleus") and "Which box" not in opened.text
+
+
 def test_empty_question_or_options_is_a_prompt_error():
     row = make_rows("ungrounded_classification", 1, (320, 240), 1)[0]
     frames = plan_frames((320, 240), QWEN3)

@@ -62,6 +62,75 @@ def test_demo_covers_the_promised_modalities(demo):
     assert {".dcm", ".nii", ".svs"} <= suffixes  # DICOM, NIfTI and a whole-slide image
 
 
+def test_every_closed_detection_row_has_exactly_one_right_answer(demo):
+    """Each wrong box lies on the image's content, holds no instance of the target, has the answer's size and stands
+    apart from the other options; the closed question asks for one instance (box_options, issue 28)."""
+    import io
+
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    from mmbu.build.questions.box_options import box_option_problems
+    from mmbu.build.questions.content import content_mask
+
+    config, _ = demo
+    rows = 0
+    for shard in (config.release_dir / "data" / "object_detection").glob("*.parquet"):
+        for row in pq.read_table(shard).to_pylist():
+            image = Image.open(io.BytesIO(row["image"]["bytes"]))
+            problems = box_option_problems(row["options"], row["answer"], row["boxes"], image.size, content_mask(image))
+            assert problems == [], (row["dataset_id"], problems)
+            assert row["closed_question_no_context"].startswith("Which box contains a ")
+            rows += 1
+    assert rows == 2  # the nuclei and the liver lesion
+
+
+def test_the_demo_passes_the_wording_rules(demo):
+    """The catalogue's wording rules hold for the demo too: it is what a new user reads first."""
+    import pandas as pd
+
+    from mmbu.build.questions.wording_rules import wording_problems
+    from mmbu.curation.manifest import load_manifest
+    from mmbu.taxonomy.model import load_taxonomy
+
+    config, _ = demo
+    rows = pd.concat([pd.read_parquet(shard).drop(columns=["image", "mask"])
+                      for name in CONFIGS for shard in (config.release_dir / "data" / name).glob("*.parquet")])
+    for dataset_id, group in rows.groupby("dataset_id"):
+        manifest = load_manifest(REPO / "manifests" / "demo" / f"{dataset_id}.yaml")
+        assert wording_problems(group, manifest, load_taxonomy()) == [], dataset_id
+
+
+def test_the_review_sheet_of_the_demo(demo, tmp_path):
+    """`mmbu release preview` on the demo: every dataset and task on one page, its images beside it."""
+    import re
+
+    from click.testing import CliRunner
+
+    from mmbu.cli import cli
+
+    config, report = demo
+    result = CliRunner().invoke(cli, ["release", "preview", str(config.release_dir), "--out", str(tmp_path / "sheet"),
+                                      "--per-dataset", "2"])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "sheet" / "index.html").read_text(encoding="utf-8")
+    images = re.findall(r'<img src="(img/[^"]+)"', page)
+    assert images and all((tmp_path / "sheet" / name).is_file() for name in images)
+    assert page.count("<article>") == sum(min(2, n) for n in _rows_per_dataset_and_task(config.release_dir))
+    assert "Which box contains a cell nucleus" in page and "the closed options&#x27; boxes" in page
+
+
+def _rows_per_dataset_and_task(release_dir):
+    import pyarrow.parquet as pq
+    from collections import Counter
+
+    counts = Counter()
+    for name in CONFIGS:
+        for shard in (release_dir / "data" / name).glob("*.parquet"):
+            counts.update((name, d) for d in pq.read_table(shard, columns=["dataset_id"]).column(0).to_pylist())
+    return counts.values()
+
+
 def test_croissant_and_checksums_validate(demo):
     import mlcroissant as mlc
 

@@ -26,7 +26,7 @@ def test_names_ending_in_imaging_read_as_images_and_repeated_values_are_said_onc
 def test_radiology_contrast_phrase_and_missing_fields():
     question = full({**BASE, "modality": "magnetic resonance imaging", "sub_modality": None, "stain": "T1-weighted",
                      "specimen": "human", "anatomy": "liver", "preparation": None})
-    assert question.endswith("in this magnetic resonance image of human liver, acquired as a T1-weighted sequence?")
+    assert question.endswith("in this magnetic resonance image of the human liver, acquired as a T1-weighted sequence?")
 
 
 @pytest.mark.parametrize("noun, phrase", [("smear", "a smear"), ("imprint", "an imprint"),
@@ -61,8 +61,8 @@ def test_context_that_names_a_label_is_withheld_and_the_lint_catches_leaks(tmp_p
                              questions={"options_name": "body region", "preparation": None})
     questions = one_question(manifest, taxonomy, "chest", modality="computed tomography",
                              sub_modality="conventional computed tomography", specimen_subregion="chest")
-    assert questions.iloc[0].question_full_context.endswith(
-        "conventional computed tomography image (computed tomography) from a human specimen?")
+    # the patient of a CT is no specimen, and the anatomy that names a label is withheld: nothing more is said
+    assert questions.iloc[0].question_full_context.endswith("in this conventional computed tomography image?")
     assert lint_questions(questions, taxonomy).empty
 
     leaky = questions.assign(question_modality="Which body region is shown in this chest image?")
@@ -95,8 +95,10 @@ def test_capital_tokens_of_canonical_taxonomy_names_are_not_abbreviations(tmp_pa
     assert [h.word for h in lint.hits("acquired as a T2 sequence")] == ["T2"]
 
 
-def test_a_cellular_anatomy_is_not_what_the_image_is_of():
+def test_a_cellular_anatomy_is_not_what_the_image_is_of(tmp_path):
     """Was "... (fluorescence microscopy) of cell culture nucleus" and "of a tissue section of nucleus"."""
+    from support.build_manifests import write_png
+
     from mmbu.taxonomy.model import load_taxonomy
 
     taxonomy = load_taxonomy()
@@ -105,10 +107,11 @@ def test_a_cellular_anatomy_is_not_what_the_image_is_of():
                                                                               "preparation": None})
     row = {"sample_id": "demo_marrow-0000000000000001", "dataset_id": manifest.id, "task": "object_detection",
            "source_path": "a.png", "label": "nucleus", "target": "nucleus", "boxes": [[1, 1, 9, 9]],
-           "other_boxes": [], "image_width": 64, "image_height": 64, "modality": "fluorescence microscopy",
+           "other_boxes": [], "image": str(write_png(tmp_path / "a.png", size=(64, 64))), "image_width": 64,
+           "image_height": 64, "modality": "fluorescence microscopy",
            "sub_modality": None, "stain": None, "specimen": "cell culture", "specimen_subregion": "nucleus"}
     organ = {**row, "sample_id": "demo_marrow-0000000000000002", "specimen": "human", "specimen_subregion": "liver"}
     questions, _ = instantiate_questions(pd.DataFrame([row, organ]), manifest, taxonomy, seed=1)
     assert list(questions.question_full_context) == [
-        "Locate every instance of cell nucleus in this fluorescence microscopy image from a cell culture specimen.",
-        "Locate every instance of cell nucleus in this fluorescence microscopy image of human liver."]
+        "Locate every cell nucleus in this fluorescence microscopy image from a cell culture specimen.",
+        "Locate every cell nucleus in this fluorescence microscopy image of the human liver."]

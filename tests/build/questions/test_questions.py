@@ -59,7 +59,7 @@ def test_three_templates_follow_the_bone_marrow_example(marrow, taxonomy):
     assert row.question_full_context == (
         "Which myeloid lineage cell type is most consistent with the visual features in this brightfield "
         "microscopy image (light microscopy) of a smear of human bone marrow, stained with May-Grünwald-Giemsa?")
-    assert row.question_version == "mmbu-questions-v6"
+    assert row.question_version == "mmbu-questions-v7"
 
 
 def test_options_are_fixed_in_size_contain_the_answer_and_are_stable_across_rebuilds(marrow, taxonomy):
@@ -143,50 +143,59 @@ def test_answer_aliases_come_from_manifest_and_taxonomy(marrow, taxonomy):
     assert questions[questions.label == "lymphocyte"].iloc[0].answer_aliases == ["LYT"]
 
 
-def detection_rows(manifest, boxes, others, size=(200, 160)):
+def detection_rows(manifest, boxes, others, image, size=(200, 160)):
+    """Detection rows on one real PNG (`image`, written by Pillow at `size`)."""
+    write_png(image, size=size)
     return pd.DataFrame([{
         "sample_id": f"demo_marrow-{k:016x}", "dataset_id": manifest.id, "task": "object_detection",
         "source_path": f"img{k}.png", "label": "ring", "target": "ring", "boxes": boxes, "other_boxes": others,
-        "image_width": size[0], "image_height": size[1], "modality": "light microscopy",
+        "image": str(image), "image_width": size[0], "image_height": size[1], "modality": "light microscopy",
         "sub_modality": "brightfield microscopy", "stain": None, "specimen": "human", "specimen_subregion": None,
     } for k in range(30)])
 
 
-def test_detection_options_are_gold_plus_boxes_that_overlap_no_gold(taxonomy):
+def test_detection_options_are_one_instance_and_boxes_that_hold_none(taxonomy, tmp_path):
     manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
                              labels={"ring": "ring-stage parasite", "rbc": "red blood cell"})
     gold = [[10, 10, 50, 40], [100, 90, 130, 120]]
-    questions, dropped = instantiate_questions(detection_rows(manifest, gold, [[60, 60, 90, 90]]), manifest,
-                                               taxonomy, seed=3)
+    questions, dropped = instantiate_questions(detection_rows(manifest, gold, [[60, 60, 90, 90]], tmp_path / "a.png"),
+                                               manifest, taxonomy, seed=3)
     assert dropped == []
     for row in questions.itertuples():
         assert row.answer == "[10, 10, 50, 40]" and row.answer in row.options and len(row.options) == 5
         assert NOTA in row.options and row.answer_aliases == []
-        assert row.question_modality.startswith(
-            "Locate every instance of ring-stage parasite in this light microscopy image.")
+        assert row.question_modality == "Locate every ring-stage parasite in this light microscopy image."
+        assert row.closed_question_modality == "Which box contains a ring-stage parasite in this light microscopy image?"
         boxes = [[int(v) for v in o.strip("[]").split(", ")] for o in row.options if o not in (NOTA, row.answer)]
         assert len(boxes) == 3
         for box in boxes:
             assert 0 <= box[0] < box[2] <= 200 and 0 <= box[1] < box[3] <= 160
-            assert all(iou(box, g) < 0.5 for g in gold)
-    # the other object's box is a natural distractor and is used
-    assert any("[60, 60, 90, 90]" in opts for opts in questions.options)
+            assert (box[2] - box[0], box[3] - box[1]) == (40, 30)  # the answer's size
+            assert iou(box, gold[0]) == 0  # apart from the answer
+            for g in gold:  # no instance's centre, at most a tenth of an instance's box
+                assert not (box[0] <= (g[0] + g[2]) / 2 < box[2] and box[1] <= (g[1] + g[3]) / 2 < box[3])
+                covered = max(0, min(box[2], g[2]) - max(box[0], g[0])) * max(0, min(box[3], g[3]) - max(box[1], g[1]))
+                assert covered <= 0.1 * (g[2] - g[0]) * (g[3] - g[1])
+    # a box of the answer's size centred on the other object is a natural wrong option, and is used
+    assert any("[55, 60, 95, 90]" in opts for opts in questions.options)
 
 
-def test_detection_never_offers_the_gold_box_alone(taxonomy):
+def test_detection_never_offers_the_gold_box_alone(taxonomy, tmp_path):
     manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
                              labels={"ring": "ring-stage parasite"}, questions={"n_options": 2})
-    questions, _ = instantiate_questions(detection_rows(manifest, [[10, 10, 50, 40]], []).head(3), manifest,
-                                         taxonomy, seed=3)
+    questions, _ = instantiate_questions(detection_rows(manifest, [[10, 10, 50, 40]], [], tmp_path / "a.png").head(3),
+                                         manifest, taxonomy, seed=3)
     assert all(len(opts) == 3 and NOTA in opts for opts in questions.options)
 
 
-def test_detection_without_room_for_distractors_is_excluded(taxonomy):
+def test_detection_without_room_for_distractors_is_excluded(taxonomy, tmp_path):
     manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
                              labels={"ring": "ring-stage parasite"})
-    questions, dropped = instantiate_questions(detection_rows(manifest, [[0, 0, 20, 20]], [], size=(20, 20)).head(1),
-                                               manifest, taxonomy, seed=3)
-    assert questions.empty and "no distractor box" in dropped[0].reason
+    rows = detection_rows(manifest, [[0, 0, 20, 20]], [], tmp_path / "a.png", size=(20, 20)).head(1)
+    questions, dropped = instantiate_questions(rows, manifest, taxonomy, seed=3)
+    assert questions.empty and dropped[0].reason == (
+        "no room on the image's content for 3 wrong box(es) of the answer's size clear of every ring-stage parasite "
+        "and of each other")
 
 
 def test_task_items_expand_regions_into_grounded_and_detection_rows(tmp_path, taxonomy):
@@ -231,12 +240,13 @@ def test_lint_flags_forbidden_wording_but_not_label_text(marrow, taxonomy):
     assert format_lint_report(lint_questions(questions, taxonomy)) == "wording lint: every question is clean"
 
 
-def test_detection_targets_are_exempt_and_disease_like_labels_are_warnings(taxonomy):
+def test_detection_targets_are_exempt_and_disease_like_labels_are_warnings(taxonomy, tmp_path):
     manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
                              labels={"ring": "tumour nodule"})
-    questions, _ = instantiate_questions(detection_rows(manifest, [[10, 10, 50, 40]], []).head(1), manifest,
-                                         taxonomy, seed=3)
+    rows = detection_rows(manifest, [[10, 10, 50, 40]], [], tmp_path / "a.png").head(1)
+    questions, _ = instantiate_questions(rows, manifest, taxonomy, seed=3)
     assert "tumour nodule" in questions.iloc[0].question_no_context
+    assert "tumour nodule" in questions.iloc[0].closed_question_no_context
     assert lint_questions(questions, taxonomy).empty
     warnings = lint_labels(["tumour nodule", "monocyte", "CT finding"], taxonomy)
     assert set(zip(warnings.label, warnings.word)) == {("tumour nodule", "tumour"), ("CT finding", "CT")}

@@ -6,8 +6,11 @@ cases cover one shard per config, many shards, and several row groups per shard.
 line has changed (the file gained the duplicate step's columns `duplicate_of` and `distance`), the data and
 croissant.json lines with each new question prototype version (the rows' questions changed, not the writer), and
 croissant.json's once more when the writer declared list columns `isArray` (boxes as integers) and wrote one
-`prov:wasDerivedFrom` node per source (the shards unchanged); README.md's when the card gained its Versions and
-Citation sections.
+`prov:wasDerivedFrom` node per source (the shards unchanged). Questions v7 added the closed-form question columns
+(README.md and croissant.json describe them) and placed closed detection's wrong boxes on the image's content clear
+of every instance, which leaves one gland detection row of the fixture without room: it became an exclusion, so
+exclusions.csv, stats/ and build_info.json changed with it. README.md's when the card gained its
+Versions and Citation sections.
 """
 from __future__ import annotations
 
