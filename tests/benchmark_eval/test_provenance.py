@@ -14,6 +14,7 @@ from support.openai_server import OpenAIServer
 from mmbu.benchmark_eval.judge.api import JudgeConfig, run_judge
 from mmbu.benchmark_eval.report.api import ReportConfig, run_report
 from mmbu.benchmark_eval.runner.api import EvalConfig, run_eval
+from mmbu.benchmark_eval.tasks.prompts import PROMPT_VERSION
 from mmbu.core.version import toolkit_version
 
 MODEL, SERVED = "Qwen2.5-VL-7B", "Qwen/Qwen2.5-VL-7B-Instruct"
@@ -47,7 +48,7 @@ def test_the_report_says_what_produced_it(release, tmp_path):
     assert re.search(r"Scored \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ with mmbu " + re.escape(toolkit_version()), head)
     assert "`mmbu eval report " in head and "--token <redacted>" in head
     provenance_row = next(line for line in head.splitlines() if line.startswith("| Qwen2.5-VL-7B"))
-    for fact in ("`qwen2.5-vl-7b-awq`", f"0.1.0 (inputs `{INPUTS[:12]}`)", "`mmbu-eval-prompt-v3`",
+    for fact in ("`qwen2.5-vl-7b-awq`", f"0.1.0 (inputs `{INPUTS[:12]}`)", f"`{PROMPT_VERSION}`",
                  "`Qwen/Qwen3-32B` (`Qwen/Qwen3-32B-FP8`)", "`mmbu-judge-v1`", f"`{toolkit_version()}`",
                  "--api-key <redacted>"):
         assert fact in provenance_row, (fact, provenance_row)
@@ -56,8 +57,7 @@ def test_the_report_says_what_produced_it(release, tmp_path):
 
     scores = pd.read_csv(result.written["scores.csv"])
     assert set(scores["release_inputs_hash"]) == {INPUTS} and set(scores["model_reported"]) == {"qwen2.5-vl-7b-awq"}
-    assert set(scores["judge_reported"]) == {"Qwen/Qwen3-32B-FP8"} and set(scores["prompt_version"]) == {
-        "mmbu-eval-prompt-v3"}
+    assert set(scores["judge_reported"]) == {"Qwen/Qwen3-32B-FP8"} and set(scores["prompt_version"]) == {PROMPT_VERSION}
     judge = json.loads((run_dir / "judge.json").read_text())
     assert judge["judge_model"] == "Qwen/Qwen3-32B" and judge["judge_model_reported"] == ["Qwen/Qwen3-32B-FP8"]
 
