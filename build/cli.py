@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mmbu.build.data_lock import DataFolderBusy
+from mmbu.build.data_lock import DataFolderBusy, DataFolderLayout, check_data_folders
 from mmbu.build.duplicates import DEFAULT_MAX_DISTANCE
 from mmbu.build.executors import ExecutorError
 from mmbu.build.fetch import LockError
@@ -70,9 +71,10 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
                    "offline demo; manifests/README.md says how to add a dataset.")
         return
     try:
+        check_data_folders(data_dir)
         validation = read_manifests(config)  # each manifest parsed once, for the plan and the build
         plan = plan_build(config, validation.manifests)
-    except (LockError, TaxonomyError) as exc:
+    except (LockError, TaxonomyError, DataFolderLayout) as exc:
         raise InvalidInput(str(exc)) from None
     click.echo("\n".join(plan_lines(plan, str(manifests_dir), with_errors=False)))
     console = output_console()
@@ -82,7 +84,7 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
     try:
         with _build_progress(console, built) as advance:
             report = run_build(config, progress=advance, plan=plan, validation=validation)
-    except (ExecutorError, TaxonomyError, LockError, DataFolderBusy) as exc:
+    except (ExecutorError, TaxonomyError, LockError, DataFolderBusy, DataFolderLayout) as exc:
         raise InvalidInput(str(exc)) from None
     except OSError as exc:  # a full disk or a read-only folder: `mmbu` says it in one sentence naming the folder
         exc.filename = exc.filename or str(data_dir)
@@ -121,25 +123,26 @@ def _print_summary(report: BuildReport, console: Console) -> None:
             table.add_column(column)
         for outcome in report.datasets:
             rows = ", ".join(f"{task.split('_')[0]} {n}" for task, n in outcome.rows_per_task.items())
-            table.add_row(outcome.dataset_id, outcome.evidence, ",".join(outcome.ran) or "-",
+            # values from manifests and datasets are text, never rich markup (`[/]` in one would end the build here)
+            table.add_row(escape(outcome.dataset_id), escape(outcome.evidence), ",".join(outcome.ran) or "-",
                           ",".join(outcome.skipped) or "-", rows, str(len(outcome.exclusions)),
                           "ok" if outcome.ok else "[red]failed")
         console.print(table)
     for message in report.manifest_errors:
-        console.print(f"[red]failed:[/] {message}")
+        console.print(f"[red]failed:[/] {escape(message)}")
     # one line per unreachable host naming its datasets (offline: one per host), one per other dataset not fetched
     for line in failure_lines(report.fetch, "build-report.json"):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     for outcome in report.datasets:
         if not outcome.ok:
-            console.print(f"[red]failed:[/] {outcome.error or outcome.dataset_id}")
+            console.print(f"[red]failed:[/] {escape(outcome.error or outcome.dataset_id)}")
     if report.release_kept is not None:
         kept = "kept as it was" if (report.release_dir / "build_info.json").exists() else "not written"
         console.print(f"release {report.release_dir}: {kept}, since {report.release_kept}; build-report.json lists "
                       f"what failed. Run again when the hosts answer, or pass --allow-partial (make dataset "
                       f"ALLOW_PARTIAL=1) to write the partial release.", markup=False, highlight=False)
     if not report.datasets:
-        console.print("no dataset was built; build-report.json lists why.")
+        console.print("no dataset was built; build-report.json lists why.", markup=False)
         return
     duplicates = report.duplicates
     if duplicates.drops:
@@ -155,4 +158,4 @@ def _print_summary(report: BuildReport, console: Console) -> None:
     written = "written" if report.release_written else "unchanged (inputs identical)"
     rows = ", ".join(f"{task} {count:,}" for task, count in report.release_rows.items()) or "none"
     console.print(f"release {report.release_dir}: {written}; rows per task: {rows}; "
-                  f"{report.exclusions} item(s) excluded (see exclusions.csv and build-report.json)")
+                  f"{report.exclusions} item(s) excluded (see exclusions.csv and build-report.json)", markup=False)

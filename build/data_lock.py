@@ -42,8 +42,10 @@ class DataFolderBusy(Exception):
 
 @contextmanager
 def data_folder_lock(data_dir: Path, command: str) -> Iterator[None]:
-    """Hold the data folder for one command; raises DataFolderBusy at once if another process holds it."""
+    """Hold the data folder for one command; raises DataFolderBusy at once if another process holds it, and
+    DataFolderLayout if a folder it writes into is a file."""
     data_dir = Path(data_dir)
+    check_data_folders(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     path = data_dir / LOCK_NAME
     handle = path.open("a+", encoding="utf-8")
@@ -69,6 +71,23 @@ def _holder(path: Path) -> str:
         return f"{holder['command']} (pid {holder['pid']} on {holder['host']}, started {holder['started']})"
     except (OSError, ValueError, KeyError, TypeError):
         return "another mmbu process"
+
+
+DATA_FOLDERS = ("raw", "downloads", "work", "release", "reports")  # what the build and the fetch write below DATA/
+
+
+class DataFolderLayout(Exception):
+    """A folder the build writes into exists as something else (a file); one sentence naming it."""
+
+
+def check_data_folders(data_dir: Path) -> None:
+    """Refuse at once, in one sentence, a data folder whose `raw/`, `work/`... exists but is not a folder
+    (otherwise every dataset fails alone with the same FileExistsError)."""
+    for name in DATA_FOLDERS:  # the data folder itself being a file is the OS error `mmbu` reports in one sentence
+        path = Path(data_dir) / name
+        if (path.exists() or path.is_symlink()) and not path.is_dir():
+            raise DataFolderLayout(f"cannot write {path}: a file is where a folder is needed (the build and the "
+                                   "fetch keep their files in it); move it away or choose another --data")
 
 
 def remove_stale_temporaries(data_dir: Path) -> int:

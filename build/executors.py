@@ -12,6 +12,8 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -143,6 +145,50 @@ def _call(function: Callable[..., Any], item: Any) -> Any:
         return exc
 
 
+DASK_CONNECT_TIMEOUT_S = 10.0  # to open the connection, and again for the scheduler's first message
+_FRAME_COUNT = struct.Struct("<Q")  # a Dask TCP message opens with its number of frames, a little-endian uint64
+_MAX_HANDSHAKE_FRAMES = 64
+
+
+def probe_dask_scheduler(scheduler: str, timeout: float = DASK_CONNECT_TIMEOUT_S) -> None:
+    """ExecutorError unless `scheduler` (`tcp://host:port` or `host:port`) accepts a connection and opens with a Dask
+    message within `timeout` seconds each.
+
+    A Dask scheduler sends its handshake as soon as it accepts a connection. distributed's own `Client` waits for
+    it without a bound when the port accepts and stays silent (the build hung), and reads another protocol's bytes
+    as a frame length (an HTTP port gave a MemoryError traceback): both are one sentence here. Other schemes (tls,
+    inproc, ucx) are left to `Client`."""
+    scheme, _, rest = scheduler.rpartition("://")
+    if scheme not in ("", "tcp"):
+        return
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit():
+        raise ExecutorError(f"--scheduler {scheduler}: expected tcp://HOST:PORT, e.g. tcp://127.0.0.1:8786")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as connection:
+            first = _receive_exactly(connection, _FRAME_COUNT.size)
+    except TimeoutError:
+        raise ExecutorError(f"the Dask scheduler at {scheduler} did not answer within {timeout:g} s (the port accepts "
+                            "connections but sends no Dask handshake: is it the scheduler's port, usually 8786?)") from None
+    except OSError as exc:
+        raise ExecutorError(f"cannot reach the Dask scheduler at {scheduler} ({exc.strerror or exc})") from None
+    frames = _FRAME_COUNT.unpack(first)[0] if len(first) == _FRAME_COUNT.size else 0
+    if not 0 < frames <= _MAX_HANDSHAKE_FRAMES:
+        shown = first.decode("latin-1").encode("unicode_escape").decode()
+        raise ExecutorError(f"{scheduler} does not speak Dask's protocol (it opened with {shown!r}); give the "
+                            "scheduler's address, e.g. tcp://127.0.0.1:8786, not its dashboard's")
+
+
+def _receive_exactly(connection: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        piece = connection.recv(size - len(data))
+        if not piece:
+            break
+        data += piece
+    return data
+
+
 def _run_dask(function: Callable[..., Any], items: Iterable[Any], scheduler: str | None) -> Iterator[tuple[int, Any]]:
     try:
         from distributed import Client, as_completed as dask_completed
@@ -150,10 +196,12 @@ def _run_dask(function: Callable[..., Any], items: Iterable[Any], scheduler: str
         raise ExecutorError("the Dask executor needs the 'dask' extra: pip install 'mmbu[dask]'") from None
     if not scheduler:
         raise ExecutorError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
+    probe_dask_scheduler(scheduler)
     try:
-        client = Client(scheduler, timeout="10s")
-    except (OSError, TimeoutError) as exc:
-        raise ExecutorError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
+        client = Client(scheduler, timeout=f"{DASK_CONNECT_TIMEOUT_S:g}s")
+    except (OSError, TimeoutError, MemoryError, ValueError) as exc:  # MemoryError: a length field of another protocol
+        raise ExecutorError(f"cannot reach the Dask scheduler at {scheduler} ({type(exc).__name__}: "
+                            f"{str(exc)[:200]})") from None
     try:
         pending: dict[str, int] = {}
         futures = dask_completed()

@@ -13,9 +13,10 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 import pandera.pandas as pa
-from license_expression import get_spdx_licensing
+from license_expression import ExpressionError
 from pandera.engines.pandas_engine import Engine
 
+from mmbu.core.licences import validate_spdx
 from mmbu.curation.manifest import METADATA_FIELDS
 from mmbu.curation.manifest.model import METADATA_FACETS
 from mmbu.taxonomy.model import Taxonomy
@@ -54,16 +55,11 @@ def sub_modality_pairs(taxonomy: Taxonomy) -> set[tuple[str, str]]:
     return {(modality_names[t.parent], t.name) for t in taxonomy.terms("sub_modality") if t.parent in modality_names}
 
 
-@lru_cache(maxsize=1)
-def _spdx():  # building the SPDX licensing index takes ~0.1 s: once per process
-    return get_spdx_licensing()
-
-
 @lru_cache(maxsize=1024)
 def _valid_spdx(value: str) -> bool:
     try:
-        return not _spdx().validate(value).errors
-    except Exception:  # noqa: BLE001 - a parse failure simply means "not an SPDX expression"
+        return not validate_spdx(value, strict=False).errors
+    except ExpressionError:  # a parse failure simply means "not an SPDX expression"
         return False
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 import traceback
 from collections import Counter
@@ -47,6 +48,7 @@ from mmbu.build.questions.lint import drop_lint_failures
 from mmbu.build.sorted_runs import SortedRuns, write_row_groups
 from mmbu.core.exclusions import Exclusion
 from mmbu.core.files import atomic_path, sync_to_disk, write_json_atomic, write_text_atomic
+from mmbu.core.landlock import ConfinedChildDied, landlock_abi, run_confined
 from mmbu.core.version import toolkit_version
 from mmbu.curation.manifest import DatasetManifest, load_manifest
 from mmbu.taxonomy import Taxonomy, load_taxonomy
@@ -105,8 +107,38 @@ def cached_taxonomy(path: str | None) -> Taxonomy:
     return load_taxonomy(path)
 
 
+CONFINE_VARIABLE = "MMBU_CONFINE"  # "0": run the dataset's steps without the Landlock restriction
+
+
 def process_dataset(job: DatasetJob) -> DatasetOutcome:
-    """Build one fetched dataset's release rows into `work/<id>/rows.parquet`; never raises."""
+    """Build one fetched dataset's release rows into `work/<id>/rows.parquet`; never raises.
+
+    Where the kernel has Landlock, the steps run in a child process that can read only the dataset's `raw/<id>/`
+    and `work/<id>/` (and what Python needs: `mmbu.core.landlock`), so a parser that a hostile file leads astray
+    costs this dataset, never a file of the machine. `MMBU_CONFINE=0` turns that off."""
+    dataset_id = job.manifest.id if job.manifest else Path(job.manifest_path).stem
+    data_dir = Path(job.data_dir)
+    raw_dir, work = data_dir / "raw" / dataset_id, data_dir / "work" / dataset_id
+    if os.environ.get(CONFINE_VARIABLE) == "0" or not landlock_abi():
+        return process_dataset_here(job)
+    work.mkdir(parents=True, exist_ok=True)
+    scratch = work / SCRATCH_FOLDER
+    readable = [raw_dir, work, *([] if job.manifest else [Path(job.manifest_path)]),
+                *([Path(job.taxonomy_path)] if job.taxonomy_path else [])]
+    try:
+        return run_confined(process_dataset_here, job, readable, scratch=scratch)
+    except ConfinedChildDied as exc:
+        return DatasetOutcome(dataset_id=dataset_id, manifest_path=str(job.manifest_path), ok=False,
+                              error=f"{dataset_id}: {exc}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+SCRATCH_FOLDER = ".mmbu-tmp"  # the confined steps' temporary folder (TMPDIR), inside work/<id>/
+
+
+def process_dataset_here(job: DatasetJob) -> DatasetOutcome:
+    """`process_dataset` in this process, unconfined."""
     started = time.perf_counter()
     manifest = job.manifest or load_manifest(job.manifest_path)
     outcome = DatasetOutcome(dataset_id=manifest.id, manifest_path=str(job.manifest_path), ok=False,

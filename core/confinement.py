@@ -36,6 +36,31 @@ def lexical_problem(value: str, folder: str = "the dataset's folder raw/<id>/") 
     return None
 
 
+def name_problem(name: str) -> str | None:
+    """Why a file name a host or a file gives (a Zenodo key, an archive member, a header's data file) cannot be
+    used as a path inside a folder, or None. Backslashes count as separators (Windows-made archives and keys);
+    a leading `~` is an ordinary character here, since nothing expands it."""
+    text = name.replace("\\", "/")
+    if "\0" in text:
+        return "holds a NUL character"
+    if not text.strip("/. "):
+        return "names no file"
+    if text.startswith("/") or _DRIVE.match(text):
+        return "is an absolute path"
+    if ".." in PurePosixPath(text).parts:
+        return "climbs out with '..'"
+    return None
+
+
+def confined_name(folder: Path, name: str, *, what: str = "the file name") -> Path:
+    """`folder / name` for a name a host or a file gives, checked as text (`name_problem`) and again after
+    resolving symbolic links (`confine`); OutsideFolder naming `what`, the name and the folder otherwise."""
+    problem = name_problem(name)
+    if problem:
+        raise OutsideFolder(f"{what} {name!r} {problem}; only files inside {folder} are written or read")
+    return confine(folder, *PurePosixPath(name.replace("\\", "/")).parts, what=what)
+
+
 def stays_inside(folder: str) -> Callable[[str], str]:
     """A pydantic validator refusing a path that `lexical_problem` says could leave `folder`."""
     def check(value: str) -> str:
@@ -60,9 +85,16 @@ def confine(folder: Path, *parts: str, what: str = "the path") -> Path:
     path = Path(folder).joinpath(*parts)
     if not inside(folder, path):
         shown = "/".join(parts)
-        raise OutsideFolder(f"{what} {shown!r} resolves outside {folder} (to {path.resolve()}); a manifest may only "
-                            f"read files inside its dataset's folder")
+        raise OutsideFolder(f"{what} {shown!r} resolves outside {folder} (to {_resolved(path)}); only files inside "
+                            "it are read or written")
     return path
+
+
+def _resolved(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError):
+        return "a symbolic link loop"
 
 
 class ResolvedFolder:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from mmbu.core.yaml_io import read_yaml
 
 if TYPE_CHECKING:
-    from license_expression import Licensing
+    from license_expression import ExpressionInfo, Licensing
 
 LICENCE_TABLES_PATH = Path(__file__).with_name("licences.yaml")
 
@@ -40,10 +40,27 @@ def load_licence_tables(path: Path = LICENCE_TABLES_PATH) -> LicenceTables:
 
 
 @cache
-def _spdx_licensing() -> Licensing:
-    from license_expression import get_spdx_licensing  # imported when first needed: ~10 ms to build
+def spdx_licensing() -> Licensing:
+    """license-expression's SPDX licensing, built once per process (imported when first needed)."""
+    from license_expression import get_spdx_licensing
 
     return get_spdx_licensing()
+
+
+def validate_spdx(text: str, *, strict: bool = True) -> ExpressionInfo:
+    """`Licensing.validate` of `text`, raising ExpressionError for a malformed expression.
+
+    license-expression's validate reports most parse errors in `info.errors`, but for some (`MIT AND`: an operator
+    missing an operand) its own error path raises AttributeError; there the parser is asked again, and its
+    ExpressionError ("AND requires two or more licenses") is what the caller gets."""
+    from license_expression import ExpressionError
+
+    licensing = spdx_licensing()
+    try:
+        return licensing.validate(text, strict=strict)
+    except AttributeError:
+        licensing.parse(text, validate=True, strict=strict)  # raises the ExpressionError validate stumbled on
+        raise ExpressionError(f"{text!r} is not a valid licence expression") from None
 
 
 def to_spdx(raw: str, source: str, tables: LicenceTables | None = None) -> tuple[bool, str | None]:
@@ -56,9 +73,9 @@ def to_spdx(raw: str, source: str, tables: LicenceTables | None = None) -> tuple
         return True, table[key]
     from license_expression import ExpressionError
 
-    licensing = _spdx_licensing()
+    licensing = spdx_licensing()
     try:
-        info = licensing.validate(raw.strip(), strict=True)
+        info = validate_spdx(raw.strip())
     except ExpressionError:
         return False, None
     if info.errors or not info.normalized_expression:
@@ -74,7 +91,7 @@ def canonical_spdx(licence: str) -> str:
     from license_expression import ExpressionError
 
     try:
-        return _spdx_licensing().parse(licence, validate=True, strict=True).render()
+        return spdx_licensing().parse(licence, validate=True, strict=True).render()
     except ExpressionError:
         return licence
 

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 import requests
 import tenacity
+import urllib3
 from pydantic import BaseModel, ConfigDict, Field
 
 from mmbu.core.files import write_text_atomic
@@ -67,6 +68,21 @@ class HostPolicy(BaseModel):
     low_remaining: int = Field(
         1, ge=0, description="When X-RateLimit-Remaining drops to this, pause the host until X-RateLimit-Reset."
     )
+    # Bounds on what a host may cost (a hostile or broken host would otherwise decide): see `BodyLimits`.
+    min_bytes_per_second: float = Field(
+        4096.0, ge=0, description="A body arriving slower than this, averaged over `rate_window` seconds, is cut "
+                                  "(0: no minimum; `read_timeout` still bounds a silent host).")
+    rate_window: float = Field(60.0, gt=0, description="Seconds over which the minimum rate is averaged.")
+    file_deadline: float = Field(
+        6 * 3600.0, gt=0, description="Seconds one file's download may take in all, resumed attempts included.")
+    call_deadline: float = Field(120.0, gt=0, description="Seconds one API call (a JSON answer) may take in all.")
+    max_json_bytes: int = Field(
+        64 * 1024**2, gt=0, description="Largest JSON answer accepted, counted after gzip/deflate inflation.")
+    size_margin: float = Field(
+        0.01, ge=0, description="A download may exceed the size its host, manifest or lock declares by this "
+                                "fraction plus 1 MiB before it is cut; beyond, the file is refused.")
+    max_undeclared_bytes: int = Field(
+        500 * 1024**3, gt=0, description="Largest download whose size nobody declares (what archives may expand to).")
 
 
 # Defaults from the published/observed limits (reference/discovery-apis.md §1.6, §2.6, §5.2).
@@ -132,6 +148,66 @@ class NotJsonError(HttpError):
 
 class TransportError(HttpError):
     """No usable response: connection refused or reset, or a connect/read timeout."""
+
+
+class BodyTooLarge(HttpError):
+    """A body went past its bound: the size a host or the lock declared (plus the margin), or `max_json_bytes`."""
+
+
+class TooSlow(HttpError):
+    """A body arrived slower than `min_bytes_per_second`, or past its deadline."""
+
+
+SIZE_MARGIN_BYTES = 1024**2  # added to `size_margin` × the declared size
+
+
+def size_bound(declared: int | None, policy: HostPolicy) -> int:
+    """The most bytes a download declared as `declared` bytes (None: nobody says) may bring."""
+    if declared is None:
+        return policy.max_undeclared_bytes
+    return int(declared * (1 + policy.size_margin)) + SIZE_MARGIN_BYTES
+
+
+@dataclass
+class BodyLimits:
+    """What one body may cost: `max_bytes`, and time (a `deadline` on the monotonic clock, a minimum rate)."""
+
+    max_bytes: int
+    deadline: float
+    min_bytes_per_second: float
+    rate_window: float
+
+
+def bounded_chunks(response: requests.Response, limits: BodyLimits, shown: str, *,
+                   decode: bool = False, chunk: int = 1 << 16) -> Iterator[bytes]:
+    """The body of `response` chunk by chunk (inflated when `decode`), within `limits`, else BodyTooLarge or TooSlow.
+
+    Reads with urllib3's `read1`, which returns what one receive brought: a host dripping a byte a second is seen
+    after each byte (a plain `read(n)` waits for all n bytes, each receive within the read timeout, for ever).
+    Inflation is bounded by `chunk` per read (urllib3 decompresses at most what was asked for), so a gzip bomb
+    costs `max_bytes`, never its inflated size. Connection errors reach the caller as urllib3 raises them.
+    """
+    total = 0
+    window_start, window_bytes = time.monotonic(), 0
+    while True:
+        data = response.raw.read1(chunk, decode_content=decode)
+        if not data:
+            return
+        total += len(data)
+        if total > limits.max_bytes:
+            raise BodyTooLarge(shown, response.status_code, f"the answer is larger than the {limits.max_bytes:,} "
+                                                             "bytes allowed; it was not kept")
+        now = time.monotonic()
+        if now > limits.deadline:
+            raise TooSlow(shown, response.status_code, f"still arriving after its deadline ({total:,} bytes so far)")
+        window_bytes += len(data)
+        if now - window_start >= limits.rate_window:
+            if limits.min_bytes_per_second and window_bytes / (now - window_start) < limits.min_bytes_per_second:
+                raise TooSlow(shown, response.status_code, f"arriving at {window_bytes / (now - window_start):,.0f} "
+                                                           f"bytes/s, below the {limits.min_bytes_per_second:,.0f} "
+                                                           "bytes/s minimum")
+            window_start, window_bytes = now, 0
+        yield data
 
 
 class _Retryable(Exception):
@@ -225,6 +301,7 @@ class JsonResponse:
 
 
 _KEPT_HEADERS = ("Content-Type", "ETag", "Link", "Last-Modified")
+_parse_json = json.loads  # `request_json` has a parameter named json (the request's body)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -285,20 +362,27 @@ class PoliteSession:
         if use_cache and (cached := self._cache_read(key)) is not None:
             return cached
         request_headers = {"Accept": "application/json", **(headers or {})}
-        response = self._send(method, url, params=params, json=json, headers=request_headers, auth=auth)
-        try:
+        policy = self.host_policy(url)
+        started = time.monotonic()
+        with self.stream(url, headers=request_headers, auth=auth, params=params, method=method, json=json) as response:
             shown = redact_url(response.url)
             content_type = response.headers.get("Content-Type", "")
+            limits = BodyLimits(policy.max_json_bytes, started + policy.call_deadline, policy.min_bytes_per_second,
+                                policy.rate_window)
             try:
-                data = response.json()
+                body = b"".join(bounded_chunks(response, limits, shown, decode=True))
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                raise TransportError(shown, response.status_code, f"the answer broke off ({type(exc).__name__})") from None
+            try:
+                data = _parse_json(body)
             except ValueError:
-                start = self._redact(response.text[:80].strip())
+                start = self._redact(body[:80].decode("utf-8", "replace").strip())
                 got = content_type or "no content type"
                 raise NotJsonError(shown, response.status_code, f"expected JSON but got {got} ({start!r}...)") from None
+            except RecursionError:
+                raise NotJsonError(shown, response.status_code, "the JSON answer is nested too deeply to read") from None
             kept = {name: response.headers[name] for name in _KEPT_HEADERS if name in response.headers}
             result = JsonResponse(data, response.status_code, shown, kept)
-        finally:
-            response.close()
         if use_cache and self.cache_dir is not None:
             self._cache_write(key, method, url, params, json, result)
         return result

@@ -6,14 +6,22 @@ gigabytes. So the client turns off aiohttp's automatic decompression (which infl
 whole, a thousandfold for a bomb) and reads here: the body on the wire and the inflated body are both cut
 off at `limit` bytes, and the request fails with `ResponseTooLarge`. Memory is then bounded by
 `limit` × requests in flight, whatever the server sends.
+
+Time is bounded the same way: the client's per-request timeout covers the whole exchange, and a body that
+arrives slower than `min_rate` bytes a second (averaged over `RATE_WINDOW_S`) is cut at once
+(`ResponseTooSlow`), so a server dripping a byte a second costs seconds, not the timeout times every retry.
+The fetch's HTTP client (`mmbu.curation.http.bounded_chunks`) applies the same two bounds to downloads.
 """
 from __future__ import annotations
 
+import time
 import zlib
 
 import aiohttp
 
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # 8 MiB: about 2,000 times a typical completion
+DEFAULT_MIN_RESPONSE_RATE = 1024.0  # bytes/s: a completion arrives at once once generated; a drip does not
+RATE_WINDOW_S = 10.0
 _CHUNK = 64 * 1024
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
@@ -22,8 +30,14 @@ class ResponseTooLarge(Exception):
     """The answer (on the wire or inflated) exceeds the client's limit; the message names both."""
 
 
-async def read_bounded_body(response: aiohttp.ClientResponse, limit: int, url: str) -> bytes:
-    """The whole body of `response`, inflated if gzip/deflate, or ResponseTooLarge past `limit` bytes."""
+class ResponseTooSlow(Exception):
+    """The answer's body arrived slower than the client's minimum rate."""
+
+
+async def read_bounded_body(response: aiohttp.ClientResponse, limit: int, url: str,
+                            min_rate: float = DEFAULT_MIN_RESPONSE_RATE) -> bytes:
+    """The whole body of `response`, inflated if gzip/deflate, or ResponseTooLarge past `limit` bytes, or
+    ResponseTooSlow when it arrives slower than `min_rate` bytes/s (0: no minimum)."""
     encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
     if encoding not in ("identity", "", *_WBITS):
         raise aiohttp.ClientPayloadError(f"the server compressed its answer as {encoding!r}, which was not asked for")
@@ -33,8 +47,16 @@ async def read_bounded_body(response: aiohttp.ClientResponse, limit: int, url: s
     inflater = zlib.decompressobj(_WBITS[encoding]) if encoding in _WBITS else None
     body = bytearray()
     wire = 0
-    async for chunk in response.content.iter_chunked(_CHUNK):
+    window_start, window_bytes = time.monotonic(), 0
+    async for chunk in response.content.iter_any():  # what each receive brought: a drip is seen byte by byte
         wire += len(chunk)
+        window_bytes += len(chunk)
+        now = time.monotonic()
+        if now - window_start >= RATE_WINDOW_S:
+            if min_rate and window_bytes / (now - window_start) < min_rate:
+                raise ResponseTooSlow(f"{url}: the answer arrived at {window_bytes / (now - window_start):,.0f} "
+                                      f"bytes/s, below the {min_rate:,.0f} bytes/s minimum; it was cut")
+            window_start, window_bytes = now, 0
         if wire > limit:
             raise ResponseTooLarge(_too_large(url, limit, "sent more"))
         if inflater is None:

@@ -43,7 +43,8 @@ from mmbu.core.secrets import has_userinfo, redact_secrets, redact_url
 
 from ..models.registry import ChatQuirks
 from .base import Backend, BackendError, ChatResult, ModelRequest, chat_messages
-from .bounded_body import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLarge, read_bounded_body
+from .bounded_body import (DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MIN_RESPONSE_RATE, ResponseTooLarge, ResponseTooSlow,
+                           read_bounded_body)
 from .limiter import AdaptiveConcurrency
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
@@ -165,6 +166,7 @@ class OpenAICompatClient:
         rate_limit_cooldown_s: float = 5.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_consecutive_failures: int | None = DEFAULT_MAX_CONSECUTIVE_FAILURES,
+        min_response_rate: float = DEFAULT_MIN_RESPONSE_RATE,
     ) -> None:
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         if not urls:
@@ -174,6 +176,7 @@ class OpenAICompatClient:
                 raise ValueError(f"the base URL {redact_url(url)} carries credentials (user:key@); give the key in an "
                                  "environment variable named by --api-key-env instead")
         self.max_response_bytes = max_response_bytes
+        self.min_response_rate = min_response_rate
         self.base_urls = [u.rstrip("/") for u in urls]
         self.model = model
         self.timeout_s = timeout_s
@@ -298,7 +301,7 @@ class OpenAICompatClient:
     async def _post(self, url: str, payload: bytes, timeout: float) -> HttpAnswer:
         async with self._http().post(self._endpoints[url], data=payload, proxy=self._proxies[url],
                                      timeout=aiohttp.ClientTimeout(total=timeout)) as response:
-            body = await read_bounded_body(response, self.max_response_bytes, url)
+            body = await read_bounded_body(response, self.max_response_bytes, url, self.min_response_rate)
             return HttpAnswer(response.status, response.headers, body)
 
     def _error_text(self, response: HttpAnswer) -> str:
@@ -321,6 +324,9 @@ class OpenAICompatClient:
                 raise _Attempt("connection_error", f"{url}: {redact_secrets(_describe(exc), self._secrets)}") from None
             except ResponseTooLarge as exc:
                 raise _Attempt("response_too_large", str(exc)) from None
+            except ResponseTooSlow as exc:  # a drip: as good as no answer in time
+                self.counters["timeout"] += 1
+                raise _Attempt("timeout", str(exc)) from None
             finally:
                 self._in_flight[url] -= 1
             latency = time.monotonic() - sent

@@ -21,8 +21,8 @@ import orjson
 from mmbu.core.chat import chat_body, read_chat_answer
 from mmbu.core.secrets import redact_secrets
 
-from .openai_compat import OpenAICompatClient, _describe, _error_text, HttpAnswer
-from .bounded_body import read_bounded_body
+from .bounded_body import ResponseTooLarge, ResponseTooSlow, read_bounded_body
+from .openai_compat import HttpAnswer, OpenAICompatClient, _describe, _error_text
 
 # Recognisable in server logs; asks for the shortest possible answer.
 PREFLIGHT_PROMPT = "mmbu preflight: reply with the word OK."
@@ -58,21 +58,20 @@ async def preflight(client: OpenAICompatClient, *, role: str = "model", option: 
     return checks
 
 
-async def _get(client: OpenAICompatClient, url: str, path: str) -> HttpAnswer:
-    async with client._http().get(f"{url}{path}", proxy=client._proxies[url],
-                                  timeout=aiohttp.ClientTimeout(total=PREFLIGHT_TIMEOUT_S)) as response:
-        return HttpAnswer(response.status, response.headers, await read_bounded_body(response, client.max_response_bytes, url))
-
-
-async def _post(client: OpenAICompatClient, url: str, payload: bytes) -> HttpAnswer:
-    async with client._http().post(client._endpoints[url], data=payload, proxy=client._proxies[url],
-                                   timeout=aiohttp.ClientTimeout(total=PREFLIGHT_TIMEOUT_S)) as response:
-        return HttpAnswer(response.status, response.headers, await read_bounded_body(response, client.max_response_bytes, url))
+async def _request(client: OpenAICompatClient, url: str, method: str, target: str,
+                   payload: bytes | None = None) -> HttpAnswer:
+    """One request through the client's own session, proxy and body bounds (size and rate)."""
+    async with client._http().request(method, target, data=payload, proxy=client._proxies[url],
+                                      timeout=aiohttp.ClientTimeout(total=PREFLIGHT_TIMEOUT_S)) as response:
+        body = await read_bounded_body(response, client.max_response_bytes, url, client.min_response_rate)
+        return HttpAnswer(response.status, response.headers, body)
 
 
 async def _exchange(client: OpenAICompatClient, url: str, role: str, send) -> HttpAnswer:
     try:
         return await send()
+    except (ResponseTooLarge, ResponseTooSlow) as exc:
+        raise PreflightError(f"the {role} server at {url} answered a preflight request badly: {exc}") from None
     except TimeoutError:
         raise PreflightError(f"the {role} server at {url} did not answer within {PREFLIGHT_TIMEOUT_S:g} s; is it "
                              f"still loading, or is --base-url wrong?") from None
@@ -95,7 +94,7 @@ def _refusal(client: OpenAICompatClient, url: str, role: str, what: str, answer:
 
 
 async def _served_models(client: OpenAICompatClient, url: str, role: str) -> tuple[str, ...] | None:
-    answer = await _exchange(client, url, role, lambda: _get(client, url, "/models"))
+    answer = await _exchange(client, url, role, lambda: _request(client, url, "GET", f"{url}/models"))
     if (error := _refusal(client, url, role, "to list its models", answer)) is not None:
         raise error
     if answer.status_code != 200:
@@ -112,7 +111,8 @@ async def _tiny_request(client: OpenAICompatClient, url: str, role: str, option:
                         temperature: bool) -> tuple[str | None, str | None]:
     body = chat_body(client.model, [{"role": "user", "content": PREFLIGHT_PROMPT}], max_tokens=16,
                      max_tokens_field=max_tokens_field, temperature=0.0 if temperature else None)
-    answer = await _exchange(client, url, role, lambda: _post(client, url, orjson.dumps(body)))
+    answer = await _exchange(client, url, role,
+                             lambda: _request(client, url, "POST", client._endpoints[url], orjson.dumps(body)))
     if (error := _refusal(client, url, role, "a one-line test request", answer)) is not None:
         raise error
     if answer.status_code == 429:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mmbu.core.cli import ExitCode
 
+from ..backends.bounded_body import DEFAULT_MIN_RESPONSE_RATE
 from ..backends.openai_compat import DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES, OpenAICompatClient
 from ..backends.preflight import preflight
 from ..scoring.output import write_json
@@ -48,6 +49,8 @@ class JudgeConfig:
     concurrency: int = 16
     max_tokens: int = 2048  # reasoning judges think before the verdict line
     verdict_attempts: int = DEFAULT_VERDICT_ATTEMPTS  # asked again when a reply has no VERDICT line
+    timeout_s: float = 120.0  # one request's deadline, the whole exchange
+    min_response_rate: float = DEFAULT_MIN_RESPONSE_RATE  # bytes/s; a slower answer is cut (a dripping server)
     max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES  # judge requests failing in a row that stop it
     preflight: bool = True  # ask each judge endpoint what it serves and one tiny question first
     command_line: tuple[str, ...] | None = None  # recorded in judge.json (secrets removed); default: this process's
@@ -100,7 +103,9 @@ def _judge_pass(items: list[JudgeItem], cache: VerdictCache, model: str, base_ur
     on_start, on_advance = progress(model) if progress else (None, None)
 
     async def judge_all() -> JudgeSummary:
-        async with OpenAICompatClient(base_url, model, api_key_env=config.api_key_env, concurrency=config.concurrency,
+        async with OpenAICompatClient(base_url, model, api_key_env=config.api_key_env,
+                                      concurrency=config.concurrency, timeout_s=config.timeout_s,
+                                      min_response_rate=config.min_response_rate,
                                       max_consecutive_failures=config.max_consecutive_failures) as client:
             reported: set[str] = set()
 

@@ -8,12 +8,14 @@ import contextlib
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from mmbu.core.cli import ExitCode, InvalidInput
 from mmbu.core.interrupt import on_interrupt, resume_command
 from mmbu.core.progress import PlainProgress, is_live, output_console
 
+from ..backends.bounded_body import DEFAULT_MIN_RESPONSE_RATE
 from ..backends.openai_compat import DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES, CircuitOpen
 from ..backends.preflight import PreflightError
 from ..scoring.rundir import RunInputError
@@ -27,7 +29,7 @@ def _report(console: Console, summary: JudgeSummary) -> None:
                   f"answer (pre-check), {summary.cached} pairs already judged, {summary.judged} judged now, "
                   f"{summary.errors} judge errors")
     for message in summary.error_messages[:10]:
-        console.print(f"[yellow]judge error:[/] {message}")
+        console.print(f"[yellow]judge error:[/] {escape(message)}")
     if len(summary.error_messages) > 10:
         console.print(f"[yellow]… and {len(summary.error_messages) - 10} more judge errors[/]")
 
@@ -94,13 +96,18 @@ def _judge_progress(console: Console, counts: dict[str, int]):
               help="Judge reply budget (reasoning judges think before the verdict line).")
 @click.option("--verdict-attempts", default=DEFAULT_VERDICT_ATTEMPTS, show_default=True, type=click.IntRange(min=1),
               help="Times to ask again when the reply has no VERDICT line, before recording a judge error.")
+@click.option("--timeout", default=120.0, show_default=True, type=click.FloatRange(0.1),
+              help="Seconds one judge request may take in all (connect, wait, answer).")
+@click.option("--min-response-rate", default=DEFAULT_MIN_RESPONSE_RATE, show_default=True, type=click.FloatRange(0),
+              help="Bytes/s below which an answer still arriving is cut (averaged over 10 s; 0: no minimum).")
 @click.option("--max-consecutive-failures", type=click.IntRange(0), default=DEFAULT_MAX_CONSECUTIVE_FAILURES,
               show_default=True, help="Stop when this many judge requests in a row fail in transport or with a 5xx "
                                       "(each after its retries); 0 never stops.")
 @click.option("--no-preflight", is_flag=True, help="Skip asking the judge server for its models and one tiny question.")
 def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str, release: Path | None,
           second_judge_model: str | None, second_judge_base_url: str | None, concurrency: int, max_tokens: int,
-          verdict_attempts: int, max_consecutive_failures: int, no_preflight: bool) -> None:
+          verdict_attempts: int, timeout: float, min_response_rate: float, max_consecutive_failures: int,
+          no_preflight: bool) -> None:
     """Judge the open answers of RUN_DIR (RUNS_DIR/<model>) against the gold answers.
 
     \b
@@ -117,8 +124,8 @@ def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str
     config = JudgeConfig(run_dir=run_dir, judge_base_url=judge_base_url, judge_model=judge_model,
                          api_key_env=api_key_env, release_dir=release, second_judge_model=second_judge_model,
                          second_judge_base_url=second_judge_base_url, concurrency=concurrency, max_tokens=max_tokens,
-                         verdict_attempts=verdict_attempts, max_consecutive_failures=max_consecutive_failures,
-                         preflight=not no_preflight)
+                         verdict_attempts=verdict_attempts, timeout_s=timeout, min_response_rate=min_response_rate,
+                         max_consecutive_failures=max_consecutive_failures, preflight=not no_preflight)
     counts = {"done": 0, "total": 0}
     on_interrupt(lambda: f"judged {counts['done']:,} of {counts['total']:,} pairs this run; every verdict had is "
                          f"cached in {run_dir / 'judgements.jsonl'}")

@@ -14,8 +14,9 @@ What a caller can rely on:
 * **Only the slice is read.** `ImageFileReader` extracts one slice (`SetExtractIndex/Size`): MetaImage
   and raw NRRD stream just that region from disk; compressed data is decompressed by ITK and cut.
 * **Detached data files are checked first.** A `.mhd`'s `ElementDataFile` and an `.nhdr`'s
-  `data file` must name files inside the header's own folder (no absolute paths, no `../`), which
-  must exist and, when uncompressed, hold at least the bytes the header's size and type need.
+  `data file`, read by the readers' own rules in any spelling they accept (`detached_headers`), must
+  name files inside the header's own folder (no absolute paths, no `../`, no link out), which must
+  exist and, when uncompressed, hold at least the bytes the header's size and type need.
   Each failure is one sentence naming the header, the data file and the cause.
 * **Colour.** Vector pixels with 3 or 4 components (RGB(A), NRRD `RGB-color`) stay colour: 8-bit
   kept, deeper data scaled by one window over the three; alpha dropped.
@@ -33,6 +34,7 @@ from nibabel.orientations import aff2axcodes, apply_orientation
 
 from mmbu.build.convert import display
 from mmbu.build.convert.base import SQUARE_PIXELS_OFF_NOTE, ConversionError, Converted, ConvertOptions
+from mmbu.build.convert.detached_headers import HeaderFields, check_data_files
 from mmbu.build.convert.nifti import (
     AXIS_NAMES,
     MASK_SCAN_SLAB,
@@ -51,7 +53,6 @@ from mmbu.core.geometry import ConversionGeometry
 LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0])
 FORMAT_NAMES = {"metaimage": "MetaImage", "nrrd": "NRRD"}
 IMAGE_IOS = {"metaimage": "MetaImageIO", "nrrd": "NrrdImageIO"}
-HEADER_LIMIT = 1 << 20  # a header longer than this is not a header
 
 
 def read_metaimage(path: Path, options: ConvertOptions) -> Converted:
@@ -112,7 +113,7 @@ def open_volume(path: Path, format_name: str) -> Volume:
     """Check the header's data files, then read the header (never the pixels) with SimpleITK."""
     import SimpleITK as sitk
 
-    data_files = check_data_files(path, format_name)
+    header = check_data_files(path, format_name)
     reader = sitk.ImageFileReader()
     reader.SetFileName(str(path))
     reader.SetImageIO(IMAGE_IOS[format_name])
@@ -133,8 +134,8 @@ def open_volume(path: Path, format_name: str) -> Volume:
     affine[:3, :3] = LPS_TO_RAS @ direction @ np.diag(spacing)
     affine[:3, 3] = LPS_TO_RAS @ np.asarray(origin)
     volume = Volume(path, format_name, reader, size, spacing, affine, int(reader.GetNumberOfComponents()),
-                    sitk.GetPixelIDValueAsString(reader.GetPixelID()), data_files)
-    _check_data_size(volume)
+                    sitk.GetPixelIDValueAsString(reader.GetPixelID()), header.data_files)
+    _check_data_size(volume, header)
     return volume
 
 
@@ -245,89 +246,16 @@ def _largest_mask_slice(mask_path: Path, image: Volume, ornt: np.ndarray, canoni
     return int(np.argmax(canonical_areas))
 
 
-# --- detached data files -------------------------------------------------------------------------
-
-def check_data_files(path: Path, format_name: str) -> list[str]:
-    """The data files a header names (empty when the pixels follow the header in the same file).
-
-    Refuses absolute names and names that leave the header's folder (`../`), and files that are
-    missing. Done before ITK opens anything, so a hostile header never makes it read elsewhere.
-    """
-    fields = read_header_fields(path, format_name)
-    key = "ElementDataFile" if format_name == "metaimage" else "data file"
-    value = fields.get(key, fields.get("datafile", "")) if format_name == "nrrd" else fields.get(key, "")
-    names = _data_file_names(path, value, format_name)
-    folder = path.parent.resolve()
-    for name in names:
-        target = path.parent / name
-        if Path(name).is_absolute() or not target.resolve().is_relative_to(folder):
-            raise ConversionError(f"{path} names the data file {name!r}, which lies outside the header's folder; "
-                                  "only files beside the header are read")
-        if not target.is_file():
-            raise ConversionError(f"{path} names the data file {name!r}, which does not exist beside it")
-    return names
-
-
-def read_header_fields(path: Path, format_name: str) -> dict[str, str]:
-    """The `key = value` (MetaImage) or `key: value` (NRRD) fields of a header, up to the pixels."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(HEADER_LIMIT)
-    except OSError as exc:
-        raise ConversionError(f"{path} cannot be read ({exc.strerror or exc})") from None
-    fields: dict[str, str] = {}
-    separator = "=" if format_name == "metaimage" else ":"
-    for raw_line in head.split(b"\n"):
-        line = raw_line.decode("latin-1").strip()
-        if format_name == "nrrd" and not line:
-            break  # a blank line ends an NRRD header
-        if not line or line.startswith("#") or separator not in line:
-            continue
-        key, value = (part.strip() for part in line.split(separator, 1))
-        if format_name == "nrrd" and value.startswith("="):
-            continue  # `key:=value` lines are free-form key/value pairs, not fields
-        fields.setdefault(key, value)
-        if format_name == "metaimage" and key == "ElementDataFile":
-            fields["_header_bytes"] = str(head.index(raw_line) + len(raw_line) + 1)
-            break  # the last field: the pixels (or the file list) follow
-    return fields
-
-
-def _data_file_names(path: Path, value: str, format_name: str) -> list[str]:
-    """File names from an ElementDataFile / data file value: one name, a printf pattern with
-    `min max step`, or LIST (names on the following lines)."""
-    if not value or (format_name == "metaimage" and value.upper() == "LOCAL"):
-        return []
-    words = value.split()
-    if words[0].upper() == "LIST":
-        return _listed_names(path, format_name)
-    if "%" in words[0] and len(words) >= 4:
-        try:
-            first, last, step = (int(w) for w in words[1:4])
-            return [words[0] % number for number in range(first, last + (1 if step > 0 else -1), step)]
-        except (ValueError, TypeError):
-            raise ConversionError(f"{path} has a data file pattern {value!r} that cannot be expanded") from None
-    return [value]
-
-
-def _listed_names(path: Path, format_name: str) -> list[str]:
-    text = path.read_bytes()[:HEADER_LIMIT].decode("latin-1")
-    lines = text.splitlines()
-    marker = re.compile(r"^\s*(ElementDataFile\s*=|data ?file\s*:)\s*LIST", re.IGNORECASE)
-    start = next(i for i, line in enumerate(lines) if marker.match(line)) + 1
-    return [line.strip() for line in lines[start:] if line.strip()]
-
-
-def _check_data_size(volume: Volume) -> None:
+def _check_data_size(volume: Volume, header: HeaderFields) -> None:
     """An uncompressed detached data file must hold what the header's size and pixel type need."""
-    fields = read_header_fields(volume.path, volume.format)
+    fields = header.fields
     if volume.format == "metaimage":
-        compressed = fields.get("CompressedData", "False").lower() == "true"
-        skip = int(fields.get("HeaderSize", "0") or 0)
+        compressed = fields.get("compresseddata", "False").lower() == "true"
+        skip = _integer(fields.get("headersize", "0"))
     else:
         compressed = fields.get("encoding", "raw").lower() not in ("raw",)
-        skip = int(fields.get("byte skip", fields.get("byteskip", "0")) or 0)
-    if compressed or skip < 0:
+        skip = _integer(fields.get("byteskip", "0"))
+    if compressed or skip is None or skip < 0:
         return  # compressed sizes are not predictable; byte skip -1 means "the data sit at the end"
     bits = re.search(r"(\d+)-bit", volume.pixel_type)
     if bits is None:
@@ -335,10 +263,10 @@ def _check_data_size(volume: Volume) -> None:
     needed = int(np.prod(volume.size, dtype=np.int64)) * volume.components * int(bits.group(1)) // 8
     if volume.data_files:
         files = [volume.path.parent / name for name in volume.data_files]
-        held = sum(f.stat().st_size for f in files) - skip * len(files)
+        held = sum(f.stat().st_size for f in files if f.is_file()) - skip * len(files)
         where = volume.data_files[0] if len(files) == 1 else f"the {len(files)} data files"
-    elif volume.format == "metaimage" and "_header_bytes" in fields:
-        held = volume.path.stat().st_size - int(fields["_header_bytes"])
+    elif volume.format == "metaimage" and header.header_bytes is not None:
+        held = volume.path.stat().st_size - header.header_bytes
         where = "the data after its header"
     else:
         return  # attached NRRD data: ITK reports a short read itself
@@ -347,6 +275,13 @@ def _check_data_size(volume: Volume) -> None:
         raise ConversionError(f"{volume.path}: {where} holds {held} bytes, but the header's size {size} of "
                               f"{volume.pixel_type} ({volume.components} component(s)) needs {needed}; "
                               "the data are truncated")
+
+
+def _integer(text: str) -> int | None:
+    try:
+        return int(text.split()[0]) if text.split() else 0
+    except ValueError:
+        return None
 
 
 def _itk_cause(exc: BaseException) -> str:

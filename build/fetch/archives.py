@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from mmbu.build.fetch.model import FetchError
+from mmbu.core.confinement import OutsideFolder, confine
 
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 
@@ -46,7 +47,18 @@ def _checked_path(archive: Path, name: str) -> PurePosixPath:
     if ".." in path.parts:
         raise FetchError(f"archive {archive.name} has a member that climbs out of the target ({name!r}); "
                          "refusing to extract")
+    if "\0" in name:
+        raise FetchError(f"archive {archive.name} has a member name holding a NUL character ({name!r}); "
+                         "refusing to extract")
     return path
+
+
+def _destination(archive: Path, target: Path, relative: PurePosixPath) -> Path:
+    """Where a checked member goes, once more after resolving links (a folder of the target may be a link)."""
+    try:
+        return confine(target, *relative.parts, what=f"archive {archive.name} member")
+    except OutsideFolder as exc:
+        raise FetchError(f"{exc}; refusing to extract") from None
 
 
 def _check_totals(archive: Path, members: int, total: int, limits: ExtractLimits) -> None:
@@ -88,7 +100,7 @@ def extract_zip(archive: Path, target: Path, limits: ExtractLimits) -> list[str]
         written = []
         for info in infos:
             relative = _checked_path(archive, info.filename)
-            destination = target.joinpath(*relative.parts)
+            destination = _destination(archive, target, relative)
             if info.is_dir():
                 destination.mkdir(parents=True, exist_ok=True)
                 continue
@@ -111,6 +123,7 @@ def extract_tar(archive: Path, target: Path, limits: ExtractLimits) -> list[str]
                                  "refusing to extract")
             if member.isfile():
                 _refuse_overwrite(archive, target, relative)
+                _destination(archive, target, relative)
                 total += member.size
         _check_totals(archive, len(members), total, limits)
         bundle.extractall(target, members=members, filter="data")

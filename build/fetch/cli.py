@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from mmbu.build.data_lock import DataFolderBusy, data_folder_lock
+from mmbu.build.data_lock import DataFolderBusy, DataFolderLayout, check_data_folders, data_folder_lock
 from mmbu.build.fetch.fetcher import fetch_all, repository_root, write_report
 from mmbu.build.fetch.lockfile import LockError, LockFile
 from mmbu.build.fetch.model import FetchResult
@@ -87,6 +87,10 @@ def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path 
     mirror = mirror if mirror and str(mirror) else None
     report_path = report_path or data_dir / "reports" / "fetch-report.jsonl"
     repo_root = repository_root(manifests)
+    try:
+        check_data_folders(data_dir)
+    except DataFolderLayout as exc:
+        raise InvalidInput(str(exc)) from None
 
     plan = plan_fetch(paths, data_dir, mirror=mirror, lock=lock, repo_root=repo_root,
                       session=probing_session(policies, default_policy))
@@ -110,7 +114,7 @@ def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path 
             results = fetch_all(paths, data_dir, mirror=mirror, lock=lock, session=session, repo_root=repo_root,
                                 progress=progress, on_result=on_result,
                                 blocked={d.dataset_id: d.error or "" for d in plan.blocked})
-    except DataFolderBusy as exc:
+    except (DataFolderBusy, DataFolderLayout) as exc:
         raise InvalidInput(str(exc)) from None
     write_report(results, report_path)
     for line in failure_lines([r for r in results if UNREACHABLE.match(r.error or "")], str(report_path)):

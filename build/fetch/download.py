@@ -12,17 +12,20 @@ import hashlib
 import json
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import requests
 import tenacity
+import urllib3
 
 from mmbu.build.fetch.model import FetchError
 from mmbu.core.files import write_text_atomic
 from mmbu.core.secrets import redact_url
-from mmbu.curation.http import HttpError, PoliteSession
+from mmbu.curation.http import (BodyLimits, BodyTooLarge, HostPolicy, HttpError, PoliteSession, TooSlow, bounded_chunks,
+                                 size_bound)
 
 CHUNK = 1 << 16  # small enough that a broken connection loses little of what arrived
 HASH_CHUNK = 1 << 20
@@ -101,11 +104,20 @@ def download(session: PoliteSession, request: DownloadRequest, dest: Path, downl
         retry=tenacity.retry_if_exception_type(_BodyCut),
         reraise=True,
     )
+    deadline = time.monotonic() + policy.file_deadline  # over every resumed attempt of this run
     try:
-        retrying(_one_pass, session, request, part, sidecar, progress)
+        retrying(_one_pass, session, request, part, sidecar, progress, deadline)
+    except BodyTooLarge as exc:
+        part.unlink(missing_ok=True)
+        sidecar.unlink(missing_ok=True)
+        raise FetchError(f"{request.name} from {shown}: {exc.detail} (declared: {_declared(request)}; "
+                         "the bound is a setting: size_margin, max_undeclared_bytes in --http-policies)") from None
+    except TooSlow as exc:
+        raise FetchError(f"{request.name} from {shown}: {exc.detail} (min_bytes_per_second, rate_window, "
+                         f"file_deadline in --http-policies); {_kept(part)} bytes kept for a later resume") from None
     except _BodyCut as exc:
         raise FetchError(f"{request.name}: the connection kept breaking ({exc}); "
-                         f"{part.stat().st_size if part.exists() else 0} bytes kept for a later resume") from None
+                         f"{_kept(part)} bytes kept for a later resume") from None
     finally:
         progress.finish()
 
@@ -119,6 +131,14 @@ def download(session: PoliteSession, request: DownloadRequest, dest: Path, downl
     os.replace(part, dest)
     sidecar.unlink(missing_ok=True)
     return digests
+
+
+def _kept(part: Path) -> int:
+    return part.stat().st_size if part.exists() else 0
+
+
+def _declared(request: DownloadRequest) -> str:
+    return f"{request.size:,} bytes" if request.size is not None else "no size"
 
 
 def _verify(request: DownloadRequest, digests: Digests) -> str | None:
@@ -151,7 +171,7 @@ def stated_total_size(response: requests.Response) -> int | None:
 
 
 def _one_pass(session: PoliteSession, request: DownloadRequest, part: Path, sidecar: Path,
-              progress: ByteProgress) -> None:
+              progress: ByteProgress, deadline: float) -> None:
     """Stream once from wherever the `.part` file stops; raise _BodyCut if the connection breaks."""
     state = _read_sidecar(sidecar)
     offset = part.stat().st_size if part.exists() and state else 0
@@ -166,7 +186,8 @@ def _one_pass(session: PoliteSession, request: DownloadRequest, part: Path, side
     try:
         with session.stream(request.url, method=request.method, json=request.json, headers=headers,
                             auth=request.auth) as response:
-            _write_body(response, request.url, request.name, offset, state, part, sidecar, progress)
+            limits = _body_limits(session.host_policy(request.url), request, response, offset, deadline)
+            _write_body(response, request.url, request.name, offset, state, part, sidecar, progress, limits)
     except HttpError as exc:
         if exc.status == 416 and offset:  # our part file is longer than the remote one: start over
             part.unlink(missing_ok=True)
@@ -175,8 +196,23 @@ def _one_pass(session: PoliteSession, request: DownloadRequest, part: Path, side
         raise
 
 
+def _body_limits(policy: HostPolicy, request: DownloadRequest, response: requests.Response, offset: int,
+                 deadline: float) -> BodyLimits:
+    """What this pass may still bring: the size the host's metadata, the manifest or the lock declares (else the
+    size this answer states, else `max_undeclared_bytes`), plus the margin, less what the part file holds.
+    An answer that itself states more is refused before its body is read."""
+    declared = request.size
+    stated = stated_total_size(response)
+    bound = size_bound(declared if declared is not None else stated, policy)
+    if stated is not None and stated > bound:
+        raise BodyTooLarge(redact_url(request.url), response.status_code,
+                           f"the answer states {stated:,} bytes, more than the {bound:,} allowed")
+    already = offset if response.status_code == 206 else 0
+    return BodyLimits(bound - already, deadline, policy.min_bytes_per_second, policy.rate_window)
+
+
 def _write_body(response: requests.Response, url: str, name: str, offset: int, state: dict[str, Any],
-                part: Path, sidecar: Path, progress: ByteProgress) -> None:
+                part: Path, sidecar: Path, progress: ByteProgress, limits: BodyLimits) -> None:
     etag = response.headers.get("ETag")
     total = stated_total_size(response)
     if offset and response.status_code == 206:
@@ -195,8 +231,9 @@ def _write_body(response: requests.Response, url: str, name: str, offset: int, s
     progress.start(name, total, offset)
     try:
         with open(part, "ab" if offset else "wb") as handle:
-            for chunk in response.iter_content(CHUNK):
+            for chunk in bounded_chunks(response, limits, redact_url(url), chunk=CHUNK):
                 handle.write(chunk)
                 progress.advance(len(chunk))
-    except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError, requests.Timeout) as exc:
+    except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError, requests.Timeout,
+            urllib3.exceptions.HTTPError) as exc:  # not OSError: a full disk is the caller's sentence, not a cut
         raise _BodyCut(type(exc).__name__) from None

@@ -8,7 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mmbu.core.text import printable_path
 
-COMPLETION_RECORD = ".mmbu-fetch.json"  # inside raw/<id>/; its presence means "complete and verified"
+TOOLKIT_FILE_PREFIX = ".mmbu"  # what the toolkit writes into a dataset's folder is named so; no layout reads it
+COMPLETION_RECORD = f"{TOOLKIT_FILE_PREFIX}-fetch.json"  # inside raw/<id>/; its presence means "complete and verified"
 
 
 class FetchError(Exception):

@@ -1,6 +1,7 @@
 """Box helpers shared by the detection layouts: conversions from source conventions and sanity checks."""
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from mmbu.core.boxes import Box, box_from_roles
@@ -29,6 +30,8 @@ def yolo_to_xyxy(cx: float, cy: float, width: float, height: float, size: tuple[
 def clip_box(box: Box, size: tuple[int, int] | None) -> tuple[Box | None, str | None]:
     """The box clipped to the image, or (None, reason) when it is empty or lies outside it."""
     x1, y1, x2, y2 = box
+    if not all(math.isfinite(value) for value in box):  # inf, nan: no image holds it, and no later step takes it
+        return None, f"box {list(box)} holds a number that is not finite"
     if not (x2 > x1 and y2 > y1):
         return None, f"box {list(box)} has no area"
     if size is None:

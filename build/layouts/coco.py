@@ -34,7 +34,7 @@ def read(layout: CocoLayout, ctx: LayoutContext) -> None:
             continue
         try:
             size = (int(entry["width"]), int(entry["height"])) if entry.get("width") and entry.get("height") else None
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: a width of Infinity
             size = None  # read from the file instead
         path = image_root / entry["file_name"]
         regions = []

@@ -11,7 +11,7 @@ import numpy as np
 from mmbu.build.convert.base import non_utf8_name_error, regular_file_error
 from mmbu.build.layouts.derived import DerivedFiles, DerivedImageError, source_identity
 from mmbu.build.layouts.dicom_slides import SlideListing, SlideSeriesCollector
-from mmbu.build.layouts.files import FileFacts, header_metadata, image_size, is_dicom, is_nifti
+from mmbu.build.layouts.files import FileFacts, header_metadata, image_size, is_dicom, is_nifti, is_toolkit_file
 from mmbu.build.layouts.sample import Region, Sample, make_sample_id
 from mmbu.build.layouts.views import View, ViewError, views_for
 from mmbu.core.confinement import ResolvedFolder, confine
@@ -62,9 +62,14 @@ class LayoutContext:
         slipped past validation, a symbolic link out): `read_samples` reports it in one sentence."""
         return confine(self.raw_dir, *parts, what=f"the {self.manifest.layout.kind} layout's path")
 
+    def contains(self, path: Path) -> bool:
+        """Whether `path` (a name an annotation file gives) lies inside the dataset's folder, links resolved."""
+        return self._raw.inside(path)
+
     def files_under(self, folder: Path) -> list[Path]:
         """Every file below `folder` (sorted) that stays inside the dataset's folder after resolving links."""
-        return [path for path in sorted(folder.rglob("*")) if path.is_file() and self._raw.inside(path)]
+        return [path for path in sorted(folder.rglob("*"))
+                if path.is_file() and self._raw.inside(path) and not is_toolkit_file(Path(self._raw.relative(path)))]
 
     def rel(self, path: Path) -> str:
         """The path as the dataset names it: relative to raw_dir (as written, when a link leads outside)."""

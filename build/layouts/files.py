@@ -10,6 +10,7 @@ from pathlib import Path
 from PIL import Image
 
 from mmbu.build.convert.sniff import MRC_SUFFIXES
+from mmbu.build.fetch.model import TOOLKIT_FILE_PREFIX
 from mmbu.core.confinement import ResolvedFolder
 
 WSI_SUFFIXES = (".svs", ".ndpi", ".mrxs", ".scn", ".vms", ".vmu", ".bif", ".svslide", ".tif", ".tiff")
@@ -25,10 +26,17 @@ def glob_files(raw_dir: Path, pattern: str) -> list[Path]:
     """Files (not folders) matching a glob under `raw_dir`, sorted so every rebuild sees the same order.
 
     A file that resolves outside `raw_dir` (a symbolic link out of the dataset) is left out: the layout's
-    `add` then reports any table row that names it.
+    `add` then reports any table row that names it. So is what the toolkit writes there (`.mmbu-fetch.json`:
+    pathlib's `*.json` matches dot files, and the completion record is no annotation file).
     """
     folder = ResolvedFolder(raw_dir)
-    return sorted(p for p in raw_dir.glob(pattern) if p.is_file() and folder.inside(p))
+    return sorted(p for p in raw_dir.glob(pattern)
+                  if not is_toolkit_file(p.relative_to(raw_dir)) and p.is_file() and folder.inside(p))
+
+
+def is_toolkit_file(relative: Path) -> bool:
+    """Whether a path under a dataset's folder is one the toolkit wrote (named `.mmbu*`), not the dataset's."""
+    return any(part.startswith(TOOLKIT_FILE_PREFIX) for part in relative.parts)
 
 
 def is_nifti(path: Path) -> bool:

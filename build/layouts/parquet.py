@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 from PIL import Image
 
 from mmbu.build.layouts.boxes import clip_box, fractions_to_pixels, ordered_box
@@ -23,6 +24,7 @@ from mmbu.build.layouts.single_label import one_label
 from mmbu.build.layouts.splits import keep_splits
 from mmbu.build.layouts.table_cells import CellProblem, cell_image
 from mmbu.build.layouts.table_files import TableFile, TableFileError
+from mmbu.core.yaml_io import describe_yaml_error, parse_front_matter
 from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout_tables import ParquetLayout
 from mmbu.curation.manifest.templates import PathTemplate
@@ -214,12 +216,14 @@ def _card_class_labels(ctx: LayoutContext, card: str | None, config_name: str | 
     """Column (dotted for nested features) -> ClassLabel names, from the card's YAML `dataset_info`."""
     if card is None or not ctx.path(card).is_file():
         return {}
-    from huggingface_hub import DatasetCard
-
-    try:
-        data = DatasetCard.load(ctx.path(card)).data.to_dict()
-    except Exception as exc:  # noqa: BLE001 - a broken card is reported; the manifest may still name the classes
-        ctx.exclude(card, f"the dataset card's YAML header cannot be read ({type(exc).__name__}: {exc})")
+    try:  # the card's header through the toolkit's YAML loader (huggingface_hub's has no guard against alias bombs)
+        data = parse_front_matter(ctx.path(card).read_text(encoding="utf-8"), card) or {}
+        if not isinstance(data, dict):
+            raise ValueError("the header is not a mapping")
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        # a broken card is reported; the manifest may still name the classes
+        reason = describe_yaml_error(exc) if isinstance(exc, yaml.YAMLError) else str(exc)
+        ctx.exclude(card, f"the dataset card's YAML header cannot be read ({reason})")
         return {}
     info = data.get("dataset_info") or {}
     if isinstance(info, list):

@@ -16,6 +16,7 @@ from mmbu.build.layouts.files import glob_files, image_size
 from mmbu.build.layouts.geojson import GeoJsonError, Polygon, feature_key, feature_label, feature_polygons, read_features
 from mmbu.build.layouts.instances import InstanceCanvas
 from mmbu.build.layouts.pairing import paired_files
+from mmbu.core.text import printable_path
 from mmbu.curation.manifest.layout_annotations import PolygonsLayout
 
 DRAWING = ("polygons drawn with Pillow ImageDraw.polygon at the image's size: vertices at pixel centres, "
@@ -49,6 +50,10 @@ def read(layout: PolygonsLayout, ctx: LayoutContext) -> None:
 
 
 def _add(layout: PolygonsLayout, ctx: LayoutContext, annotated: Annotated) -> None:
+    if not ctx.contains(annotated.image):  # checked before anything opens it, or its header (its size) would leak
+        ctx.exclude(ctx.rel(annotated.source), f"names the image {printable_path(annotated.image)}, which lies outside "
+                                               "the dataset's folder; only files inside it are read")
+        return
     where = ctx.rel(annotated.image) if annotated.image.exists() else str(annotated.image)
     for instance, reason in annotated.problems:
         ctx.exclude(f"{where}#{instance}", reason)
@@ -149,7 +154,7 @@ def _labelme_image(layout: PolygonsLayout, ctx: LayoutContext, json_path: Path, 
     """The image a LabelMe file names: relative to the JSON, or, with `image_root`, by its file name in that
     folder (JSON files kept apart from their images; the name may be written with Windows separators)."""
     if layout.image_root == ".":
-        return (json_path.parent / image_path).resolve()
+        return json_path.parent / image_path.replace("\\", "/")  # confined by `_add` before it is opened
     return ctx.path(layout.image_root, PureWindowsPath(image_path).name)
 
 

@@ -1,11 +1,11 @@
 """`mmbu catalogue`: the catalogue's coverage against the taxonomy and the paper, printed and written."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from mmbu.core.bounded_read import read_json_file
 from mmbu.core.cli import ExitCode, InvalidInput
 from mmbu.curation.catalogue.coverage import Coverage, catalogue_coverage
 from mmbu.curation.catalogue.report import to_markdown, write_report
@@ -17,7 +17,7 @@ from mmbu.taxonomy import TaxonomyError, load_taxonomy
               show_default=True, help="The catalogue: a folder of dataset manifests.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write catalogue.md, catalogue.json and catalogue.png here.")
-@click.option("--compare", "base_json", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+@click.option("--compare", "base_json", type=click.Path(exists=True, path_type=Path), default=None,
               help="A catalogue.json written before (e.g. from the base branch): report what changed against it.")
 @click.option("--summary", "summary_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also append the Markdown to this file (CI: $GITHUB_STEP_SUMMARY).")
@@ -40,8 +40,8 @@ def catalogue(manifests_dir: Path, out_dir: Path | None, base_json: Path | None,
         raise InvalidInput(str(exc)) from None
     compare = None
     if base_json is not None:
-        try:
-            compare = Coverage.model_validate(json.loads(base_json.read_text(encoding="utf-8")))
+        try:  # a regular file of bounded size and nesting: not /dev/zero, a FIFO or JSON nested a million deep
+            compare = Coverage.model_validate(read_json_file(base_json))
         except ValueError as exc:
             raise InvalidInput(f"--compare {base_json}: not a catalogue.json ({str(exc).splitlines()[0]})") from None
     text = to_markdown(coverage, compare)

@@ -15,9 +15,9 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import BaseModel, Field
 
+from mmbu.core.yaml_io import parse_yaml
 from mmbu.curation.manifest import DatasetManifest, ManifestError, load_manifest
 from mmbu.curation.manifest.audit import audit_findings
 from mmbu.curation.manifest.evidence import FACTS, LEVELS, LICENCE_BASES
@@ -87,7 +87,7 @@ class Coverage(BaseModel):
 
 def paper_targets() -> PaperTargets:
     text = resources.files("mmbu.curation.data").joinpath("paper_targets.yaml").read_text(encoding="utf-8")
-    return PaperTargets.model_validate(yaml.safe_load(text))
+    return PaperTargets.model_validate(parse_yaml(text, "paper_targets.yaml"))
 
 
 def source_kind(manifest: DatasetManifest) -> str:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from license_expression import ExpressionError, Licensing, get_license_index, get_spdx_licensing
+from license_expression import ExpressionError, Licensing, get_license_index
+
+from mmbu.core.licences import spdx_licensing, validate_spdx
 
 _OPERATORS = {"AND", "OR", "WITH"}
 
@@ -18,7 +20,7 @@ _OPERATORS = {"AND", "OR", "WITH"}
 def _spdx() -> tuple[Licensing, dict[str, dict]]:
     """The SPDX licensing object and the index entries by current SPDX key."""
     entries = {entry["spdx_license_key"]: entry for entry in get_license_index() if entry.get("spdx_license_key")}
-    return get_spdx_licensing(), entries
+    return spdx_licensing(), entries
 
 
 def spdx_problem(expression: str) -> str | None:
@@ -28,9 +30,9 @@ def spdx_problem(expression: str) -> str | None:
         return "is empty; write the SPDX id of the dataset's licence (e.g. CC-BY-4.0)"
     if text.upper() in {"NOASSERTION", "NONE", "OTHER", "UNKNOWN"}:
         return f"{text!r} is not a licence; find the dataset's licence and write its SPDX id (e.g. CC-BY-4.0)"
-    licensing, entries = _spdx()
+    _, entries = _spdx()
     try:
-        info = licensing.validate(text, strict=True)
+        info = validate_spdx(text)
     except ExpressionError as exc:  # raised for some malformed expressions instead of being reported
         return f"{text!r} is not a valid SPDX expression ({exc})"
     if info.invalid_symbols:

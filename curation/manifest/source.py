@@ -11,6 +11,8 @@ HEX40 = r"^[0-9a-f]{40}$"
 
 # a local source's path: relative to the repository root, never out of it (the fetch checks links too)
 RepositoryPath = Annotated[str, AfterValidator(stays_inside("the repository"))]
+# a file of the dataset under raw/<id>/ (a Zenodo key, a Kaggle file, a URL's name); the fetch checks again
+DatasetPath = Annotated[str, AfterValidator(stays_inside("the dataset's folder raw/<id>/"))]
 
 
 class _Strict(BaseModel):
@@ -21,7 +23,7 @@ class NestedArchives(_Strict):
     """Archives inside the fetched archives to extract too (one level deep): CCAgT's per-slide zips in
     `wg4bpm33hj-2/images/`, extracted beside themselves; AUL's `Benign.zip`, ..., each into a folder of its name."""
 
-    archives: Annotated[str, AfterValidator(stays_inside("the dataset's folder raw/<id>/"))] = Field(
+    archives: DatasetPath = Field(
         description="Glob of the inner archives, relative to raw/<id>/ after the fetched archives are extracted.")
     into: Literal["beside", "folder"] = Field("beside", description="beside: extract next to the archive; folder: "
                                                                     "into a folder named like the archive.")
@@ -45,7 +47,7 @@ class ZenodoSource(_Fetched):
 
     kind: Literal["zenodo"]
     record: int = Field(gt=0)
-    files: list[str] | None = Field(None, description="File keys to fetch; all files of the record when omitted.")
+    files: list[DatasetPath] | None = Field(None, description="File keys to fetch; all files of the record when omitted.")
 
 
 class HuggingFaceSource(_Fetched):
@@ -68,12 +70,12 @@ class KaggleSource(_Fetched):
     kind: Literal["kaggle"]
     dataset: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/slug")
     version: int | None = Field(None, gt=0, description="Version number read from a source; omitted: pinned on first fetch.")
-    files: list[str] | None = None
+    files: list[DatasetPath] | None = None
 
 
 class UrlFile(_Strict):
     url: str = Field(pattern=r"^https?://")
-    name: str | None = Field(None, description="File name under raw/<id>/; the URL's last path part by default.")
+    name: DatasetPath | None = Field(None, description="File name under raw/<id>/; the URL's last path part by default.")
     md5: str | None = Field(None, pattern=r"^[0-9a-f]{32}$")
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
 

@@ -92,8 +92,13 @@ def validate_files(files: Iterable[Path], taxonomy: Taxonomy, *, require_evidenc
         except ManifestError as exc:
             report.problems += [ManifestProblem(path, where, reason) for where, reason in exc.problems]
             continue
+        try:
+            found = check_manifest(manifest, path, taxonomy, require_evidence=require_evidence)
+        except Exception as exc:  # noqa: BLE001 - a check that trips over a value costs its file, never the batch
+            report.problems.append(ManifestProblem(path, "(file)", f"cannot be checked: unexpected "
+                                                                   f"{type(exc).__name__}: {exc}"))
+            continue
         report.manifests[path] = manifest
-        found = check_manifest(manifest, path, taxonomy, require_evidence=require_evidence)
         report.problems += [ManifestProblem(path, where, reason) for where, reason in found]
         if manifest.id in ids:
             report.problems.append(ManifestProblem(path, "id", f"{manifest.id!r} is already the id of {ids[manifest.id]}"))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from mmbu.core.cli import ExitCode, InvalidInput
@@ -100,7 +101,7 @@ def queue(space: Workspace) -> None:
     pending = [t for t in space.trails if t.status == "pending" or (t.stage == "round 3" and t.status == "accepted")]
     for trail in pending:
         reviewers = ", ".join(trail.reviewers.get(trail.stage, [])) or "-"
-        table.add_row(trail.ref, trail.title[:50], trail.stage, reviewers, trail.reason)
+        table.add_row(*map(escape, (trail.ref, trail.title[:50], trail.stage, reviewers, trail.reason)))
     Console().print(table)
     click.echo(f"{len(pending)} item(s) in the queue")
 
@@ -115,7 +116,8 @@ def agreement_command(space: Workspace, round_: str) -> None:
     for question in ["decision", *space.rules.criteria]:
         result = agreement(reviews, question)
         kappa = "-" if result.kappa is None else f"{result.kappa:.3f}"
-        table.add_row(question, result.method, kappa, str(result.items), str(result.raters), result.note)
+        table.add_row(*map(escape, (question, result.method, kappa, str(result.items), str(result.raters),
+                                   result.note)))
     Console().print(table)
 
 
@@ -165,14 +167,14 @@ def status(space: Workspace) -> None:
     rows = funnel(space.trails, space.ledger)
     table = Table("stage", "datasets")
     for stage, count in rows:
-        table.add_row(stage, str(count))
+        table.add_row(escape(stage), str(count))
     console = Console()
     console.print(table)
     stopped = stops(space.trails)
     if stopped:
         why = Table("stopped at", "why", "datasets", title="not promoted: where each stopped and why")
         for stage, reason, count in stopped:
-            why.add_row(stage, reason, str(count))
+            why.add_row(escape(stage), escape(reason), str(count))
         console.print(why)
     # the paper's own shorthand: nominated → candidates → after round 2 → after round 3
     picked = dict(rows)

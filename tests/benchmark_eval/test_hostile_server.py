@@ -168,3 +168,31 @@ def test_eval_run_on_a_full_disk_is_one_sentence_and_resumes_once_space_is_freed
         assert again.returncode == 0, again.stderr
         records = read_records(runs / SLUG / "predictions.jsonl")
         assert len({r.key for r in records}) == 4 * 3 * 2 * 3
+
+
+def test_a_server_dripping_its_answer_is_cut_by_the_minimum_rate(monkeypatch):
+    """Issue 32, point 2: a body arriving a byte at a time is cut after the rate window, not after the timeout times
+    every retry (the judge's client is this one; `mmbu eval judge --min-response-rate`)."""
+    import time
+
+    from support.loopback import LoopbackServer, Reply
+
+    from mmbu.benchmark_eval.backends import bounded_body
+
+    monkeypatch.setattr(bounded_body, "RATE_WINDOW_S", 0.5)
+    with LoopbackServer() as server:
+        server.add("POST", "/v1/chat/completions", Reply(200, chunks=iter([b" "] * 10_000), chunk_delay=0.05,
+                                                         headers={"Content-Type": "application/json"}))
+        client = OpenAICompatClient(server.url + "/v1", "m", api_key_env=None, max_attempts=2, timeout_s=60,
+                                    backoff_s=0.01)
+
+        async def ask():
+            async with client:
+                return await client.chat([{"role": "user", "content": "hi"}])
+
+        started = time.monotonic()
+        with pytest.raises(BackendError) as error:
+            asyncio.run(ask())
+    assert time.monotonic() - started < 5  # 10,000 bytes at 20 bytes/s: the 60 s timeout twice without the minimum
+    assert error.value.reason == "timeout"
+    assert "bytes/s, below the 1,024 bytes/s minimum; it was cut (after 2 attempts)" in str(error.value)

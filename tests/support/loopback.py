@@ -39,6 +39,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     cut_after: int | None = None  # send this many body bytes, then drop the connection
+    # a body sent piece by piece (no Content-Length; the connection closes after it): endless or dripping hosts
+    chunks: Any = None  # an iterable of bytes
+    chunk_delay: float = 0.0  # seconds between two pieces
 
     def payload(self) -> bytes:
         if isinstance(self.body, bytes):
@@ -145,6 +148,9 @@ class LoopbackServer:
                 reply = server._dispatch(request)
                 if reply.delay:
                     time.sleep(reply.delay)
+                if reply.chunks is not None:
+                    self._send_pieces(reply)
+                    return
                 payload = reply.payload()
                 self.send_response(reply.status)
                 for key, value in reply.headers.items():
@@ -160,6 +166,22 @@ class LoopbackServer:
                     self.connection.shutdown(2)
                     return
                 self.wfile.write(payload)
+
+            def _send_pieces(self, reply: Reply) -> None:
+                self.send_response(reply.status)
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    for piece in reply.chunks:
+                        self.wfile.write(piece)
+                        self.wfile.flush()
+                        if reply.chunk_delay:
+                            time.sleep(reply.chunk_delay)
+                except OSError:  # the client hung up: what the bounded client is expected to do
+                    pass
 
             do_GET = do_POST = do_HEAD = do_PUT = _serve
 

@@ -13,6 +13,7 @@ from mmbu.build.fetch.archives import looks_like_archive
 from mmbu.build.fetch.download import ByteProgress, DownloadRequest, NoProgress, download, file_digests
 from mmbu.build.fetch.lockfile import PinnedFile
 from mmbu.build.fetch.model import FetchedFile, FetchError
+from mmbu.core.confinement import OutsideFolder, confined_name, inside
 from mmbu.core.secrets import redact_url
 from mmbu.curation.http import PoliteSession
 
@@ -47,20 +48,36 @@ class FetchContext:
         pin = self.pins.get(name)
         return pin.sha256 if pin else None
 
+    def staged(self, name: str) -> Path:
+        """Where the file a host (or the manifest) calls `name` goes in staging; FetchError when the name would
+        leave it (absolute, `..`, a link out): a host names files, it never chooses where they are written."""
+        try:
+            return confined_name(self.staging, name, what="the file name")
+        except OutsideFolder as exc:
+            raise FetchError(f"{exc} (the host's or manifest's name for a file of dataset {self.dataset_id})") from None
+
     def download(self, request: DownloadRequest) -> FetchedFile:
         """Download one file into staging, enforcing its pin, and describe it."""
         request.sha256 = request.sha256 or self.pinned_sha256(request.name)
-        digests = download(self.session, request, self.staging / request.name, self.downloads, self.progress)
+        pin = self.pins.get(request.name)
+        if request.size is None and pin is not None:
+            request.size = pin.size  # what the lock recorded bounds the download as a host's size does
+        digests = download(self.session, request, self.staged(request.name), self.downloads, self.progress)
         return FetchedFile(name=request.name, size=digests.size, sha256=digests.sha256, md5=digests.md5,
                            origin=redact_url(request.url))
 
-    def copy_in(self, source_root: Path, relative: str, origin: str) -> FetchedFile:
+    def copy_in(self, source_root: Path, relative: str, origin: str, *, links_within: Path) -> FetchedFile:
         """Copy one file from a local tree into staging (mirror or local source) and describe it.
 
         An archive is hard-linked instead when the file system allows it: it is only read (hashed, extracted) and
         then removed from staging, so a copy of it (gigabytes, written and deleted again) buys nothing; every other
-        file is copied, so that raw/ keeps what was fetched even if the source tree changes later."""
-        source, target = source_root / relative, self.staging / relative
+        file is copied, so that raw/ keeps what was fetched even if the source tree changes later. The source must
+        resolve inside `links_within`: huggingface_hub's snapshot links into its blob store, a local source may link
+        within the repository, and nothing may link out of them."""
+        source, target = source_root / relative, self.staged(relative)
+        if not inside(links_within, source):
+            raise FetchError(f"{source} resolves outside {links_within}; a fetched tree may not link to files "
+                             "elsewhere")
         target.parent.mkdir(parents=True, exist_ok=True)
         if not (looks_like_archive(target) and _linked(source, target)):
             shutil.copyfile(source, target)  # follows links: we store the content

@@ -51,7 +51,8 @@ def fetch_huggingface(source: HuggingFaceSource, context: FetchContext) -> list[
     names = tree_files(root, follow_links=True)
     if not names:
         raise FetchError(f"Hugging Face dataset {shown} has no files matching {source.patterns or '*'}")
-    return [context.copy_in(root, name, origin=f"hf://datasets/{source.repo}@{revision}/{name}") for name in names]
+    return [context.copy_in(root, name, origin=f"hf://datasets/{source.repo}@{revision}/{name}",
+                            links_within=context.downloads / "huggingface") for name in names]
 
 
 def huggingface_remote_files(source: HuggingFaceSource, context: RemoteContext) -> list[RemoteFile]:

@@ -32,7 +32,7 @@ def local_files(source: LocalSource, repo_root: Path) -> tuple[Path, list[str]]:
 
 def fetch_local(source: LocalSource, context: FetchContext) -> list[FetchedFile]:
     folder, names = local_files(source, context.repo_root)
-    return [context.copy_in(folder, name, origin=f"{folder}/{name}") for name in names]
+    return [context.copy_in(folder, name, origin=f"{folder}/{name}", links_within=context.repo_root) for name in names]
 
 
 def local_remote_files(source: LocalSource, context: RemoteContext) -> list[RemoteFile]:
@@ -45,4 +45,4 @@ def fetch_mirror(mirror_dir: Path, context: FetchContext) -> list[FetchedFile]:
     names = tree_files(mirror_dir)
     if not names:
         raise FetchError(f"the mirror folder {mirror_dir} is empty")
-    return [context.copy_in(mirror_dir, name, origin="mirror") for name in names]
+    return [context.copy_in(mirror_dir, name, origin="mirror", links_within=mirror_dir) for name in names]

@@ -7,14 +7,15 @@ from urllib.parse import unquote, urlsplit
 from mmbu.build.fetch.download import DownloadRequest, stated_total_size
 from mmbu.build.fetch.model import FetchedFile, FetchError
 from mmbu.build.fetch.sources.context import FetchContext, RemoteContext, RemoteFile
+from mmbu.core.confinement import name_problem
 from mmbu.curation.manifest.source import UrlSource
 
 
 def file_name_for(url: str, name: str | None) -> str:
     chosen = name or unquote(PurePosixPath(urlsplit(url).path).name)
-    parts = PurePosixPath(chosen).parts
-    if not chosen or PurePosixPath(chosen).is_absolute() or ".." in parts:
-        raise FetchError(f"cannot use {chosen!r} as a file name for {url}; set `name:` in the manifest")
+    if name_problem(chosen):
+        raise FetchError(f"cannot use {chosen!r} as a file name for {url} (it {name_problem(chosen)}); set `name:` "
+                         "in the manifest")
     return chosen
 
 

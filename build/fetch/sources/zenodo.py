@@ -9,6 +9,7 @@ from mmbu.build.fetch.download import DownloadRequest
 from mmbu.build.fetch.model import FetchedFile, FetchError
 from mmbu.build.fetch.sources.context import FetchContext, RemoteContext, RemoteFile
 from mmbu.core.licences import same_licence, to_spdx
+from mmbu.core.text import shorten
 from mmbu.curation.manifest.source import ZenodoSource
 
 DEFAULT_URL = "https://zenodo.org"
@@ -39,8 +40,14 @@ def wanted_entries(source: ZenodoSource, context: FetchContext | RemoteContext) 
     """(base URL, the record's file entries the manifest asks for), after the licence check."""
     base = zenodo_base_url()
     record = context.session.get_json(f"{base}/api/records/{source.record}", use_cache=False)
+    if not isinstance(record, dict):
+        raise FetchError(f"Zenodo record {source.record}: the answer is not a record (a JSON {type(record).__name__})")
     check_licence(record, source, context.licence)
-    entries = {entry["key"]: entry for entry in record.get("files") or []}
+    entries = {}
+    for entry in record.get("files") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("key"), str):
+            raise FetchError(f"Zenodo record {source.record} lists a file without a key ({shorten(repr(entry), 80)})")
+        entries[entry["key"]] = entry
     wanted = source.files or sorted(entries)
     missing = [key for key in wanted if key not in entries]
     if missing:
@@ -59,7 +66,7 @@ def fetch_zenodo(source: ZenodoSource, context: FetchContext) -> list[FetchedFil
         if not url.startswith(base + "/"):  # missing, or pointing elsewhere than MMBU_ZENODO_URL says
             url = f"{base}/api/records/{source.record}/files/{quote(key)}/content"
         fetched.append(context.download(DownloadRequest(
-            url=url, name=key, size=entry.get("size"),
+            url=url, name=key, size=stated_size(entry.get("size")),
             md5=checksum.removeprefix("md5:") if checksum.startswith("md5:") else None,
         )))
     return fetched
@@ -68,4 +75,9 @@ def fetch_zenodo(source: ZenodoSource, context: FetchContext) -> list[FetchedFil
 def zenodo_remote_files(source: ZenodoSource, context: RemoteContext) -> list[RemoteFile]:
     """The record's files with the sizes Zenodo states (one metadata request; the licence is re-checked)."""
     _, entries = wanted_entries(source, context)
-    return [RemoteFile(name=entry["key"], size=entry.get("size"), basis="zenodo") for entry in entries]
+    return [RemoteFile(name=entry["key"], size=stated_size(entry.get("size")), basis="zenodo") for entry in entries]
+
+
+def stated_size(value: object) -> int | None:
+    """A size as a host states it, when it is one (a count of bytes); anything else is no statement."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -34,11 +34,11 @@ def test_an_archive_is_linked_and_any_other_file_copied(tmp_path: Path):
     (source / "labels.csv").write_text("id,label\n", encoding="utf-8")
     context = _context(tmp_path)
 
-    archive = context.copy_in(source, "cells.zip", origin="local")
+    archive = context.copy_in(source, "cells.zip", origin="local", links_within=tmp_path)
     assert (context.staging / "cells.zip").stat().st_ino == (source / "cells.zip").stat().st_ino
     assert archive.size == len(data) and archive.sha256 == hashlib.sha256(data).hexdigest()
 
-    table = context.copy_in(source, "labels.csv", origin="local")
+    table = context.copy_in(source, "labels.csv", origin="local", links_within=tmp_path)
     assert (context.staging / "labels.csv").stat().st_ino != (source / "labels.csv").stat().st_ino
     assert (context.staging / "labels.csv").read_text(encoding="utf-8") == "id,label\n" and table.size == 9
 
@@ -49,7 +49,7 @@ def test_a_linked_symlink_stores_the_content_it_points_to(tmp_path: Path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "cells.zip").symlink_to(real)
     context = _context(tmp_path)
-    context.copy_in(tmp_path / "src", "cells.zip", origin="local")
+    context.copy_in(tmp_path / "src", "cells.zip", origin="local", links_within=tmp_path)
     staged = context.staging / "cells.zip"
     assert not staged.is_symlink() and staged.read_bytes() == data and staged.stat().st_ino == real.stat().st_ino
 

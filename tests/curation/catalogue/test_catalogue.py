@@ -174,3 +174,22 @@ def test_the_repository_catalogue_and_demo_report(repo_root):
     for folder in ("manifests/datasets", "manifests/demo"):
         result = CliRunner().invoke(cli, ["catalogue", "--manifests", str(repo_root / folder), "--quiet"])
         assert result.exit_code == 0, result.output
+
+
+def test_compare_refuses_devices_fifos_folders_huge_and_deep_files_in_one_line(tmp_path):
+    """Issue 32, point 9: `--compare /dev/zero` read for ever, a FIFO hung in open, deep JSON recursed."""
+    import os
+
+    folder = catalogue(tmp_path / "datasets")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    with open(tmp_path / "huge.json", "wb") as handle:
+        handle.truncate(200 * 1024**2)  # sparse: costs no disk
+    expected = {"/dev/zero": "is not a regular file (a character device)", str(tmp_path / "fifo"): "(a FIFO)",
+                str(tmp_path): "(a folder)", str(tmp_path / "deep.json"): "is not readable JSON (depth limit exceeded",
+                str(tmp_path / "huge.json"): "holds 209,715,200 bytes, more than the 67,108,864 read"}
+    for path, reason in expected.items():
+        result = CliRunner().invoke(cli, ["catalogue", "--manifests", str(folder), "--compare", path])
+        assert result.exit_code == 2, (path, result.output)
+        line, = [line for line in result.output.splitlines() if line.startswith("Error:")]
+        assert line.startswith(f"Error: --compare {path}: not a catalogue.json ({path} ") and reason in line, line
