@@ -17,6 +17,8 @@ import yaml
 from PIL import Image
 from support.loopback import closed_port_url
 
+from mmbu.build.release.guard import why_keep
+
 REPO = Path(__file__).resolve().parents[3]
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 
@@ -137,12 +139,16 @@ def test_a_smaller_build_keeps_the_release_on_disk_unless_allowed(write_manifest
     smaller = json.loads((data_dir / "release" / "build_info.json").read_text())["rows"]
     assert sum(smaller.values()) < sum(rows.values())
 
-    for name in ("cells", "more"):  # every host down now: no row at all never replaces a release with rows
-        write_buildable(write_manifest, manifests_dir, name, {"kind": "url", "files": [
-            {"url": f"https://files.mmbu-test.invalid/{name}.zip"}]})
-    empty, _ = mmbu_build(manifests_dir, data_dir, offline_env())
-    assert empty.returncode == 1 and "no dataset built any row" in empty.stderr
-    assert json.loads((data_dir / "release" / "build_info.json").read_text())["rows"] == smaller
+
+
+def test_no_row_at_all_never_replaces_a_release_with_rows_but_is_written_where_there_is_none(tmp_path):
+    release = tmp_path / "release"
+    assert why_keep(release, {}) is None  # nothing on disk: the release without rows names what failed
+    release.mkdir()
+    (release / "build_info.json").write_text(json.dumps({"rows": {"ungrounded_classification": 12}}))
+    assert why_keep(release, {}) == "no dataset built any row (the release on disk has 12)"
+    assert why_keep(release, {"ungrounded_classification": 11}).startswith("the new build has 11 rows against the 12")
+    assert why_keep(release, {"ungrounded_classification": 12}) is None
 
 
 def test_an_empty_catalogue_is_said_plainly(manifests_dir, data_dir):
