@@ -456,8 +456,8 @@ class OpenAIServer:
 
 def judge_verdict(prompt: str) -> str:
     """A stand-in judge: equivalent when every word of the gold answer appears in the model answer."""
-    gold = re.search(r"^Gold answer:(.*)$", prompt, re.M)
-    answer = re.search(r"^Model answer:(.*)$", prompt, re.M)
+    gold = re.search(r"<gold_answer>(.*?)</gold_answer>", prompt, re.S)  # the judge prompt's user template
+    answer = re.search(r"<model_answer>(.*?)</model_answer>", prompt, re.S)
     words = lambda text: set(re.findall(r"\w+", text.casefold()))  # noqa: E731
     same = bool(gold and answer and words(gold.group(1)) and words(gold.group(1)) <= words(answer.group(1)))
     return f"VERDICT: {'EQUIVALENT' if same else 'NOT_EQUIVALENT'}"

@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from mmbu.core.cli import ExitCode, LazyGroup, describe_disk_fault
+from mmbu.core.cli import ExitCode, InvalidInput, LazyGroup, describe_disk_fault
 from mmbu.core.interrupt import exit_code_for, install_signal_handlers, interrupted_message
 
 # name -> (module:attribute, one-line help). The help text lives here so listing commands
@@ -50,6 +50,12 @@ def cli() -> None:
     2 bad usage or invalid input; 130 interrupted by Ctrl-C, 143 by SIGTERM (after
     saying how to resume).
     """
+    from mmbu.core.budget import from_environment
+
+    try:  # the MMBU_MAX_* limits every reader obeys: a bad one is one sentence before anything runs
+        from_environment()
+    except ValueError as error:
+        raise InvalidInput(str(error)) from None
 
 
 def main() -> None:

@@ -18,7 +18,9 @@ from mmbu.core.files import write_text_atomic
 
 from ..models.registry import RegistryError, default_registry
 from ..scoring.api import ScoringConfig, ScoringResult
-from ..scoring.output import write_csv, write_json, write_record_outcomes, write_unless_empty
+from mmbu.core.outputs import write_csv
+
+from ..scoring.output import write_json, write_record_outcomes, write_unless_empty
 from ..scoring.provenance import csv_columns, scoring_provenance
 from ..scoring.scores import ScoreOptions, ScoreReport
 from .plots import all_plots

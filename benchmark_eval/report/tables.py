@@ -5,6 +5,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from mmbu.core.outputs import markdown_cell
 from mmbu.core.release import TASK_TITLES, TASKS, TEMPLATES
 
 from ..scoring.baselines import expected_f1
@@ -20,9 +21,9 @@ def _f(value: float | None, digits: int = 3) -> str:
 
 def _markdown(frame: pd.DataFrame) -> str:
     """A GitHub-flavoured Markdown table (no extra dependency such as tabulate)."""
-    header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    header = "| " + " | ".join(markdown_cell(c) for c in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    rows = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    rows = ["| " + " | ".join(markdown_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join([header, rule, *rows])
 
 
@@ -77,19 +78,18 @@ def _mean(values: list[float | None]) -> float | None:
 
 def provenance_table(provenance: dict, display: Callable[[str], str]) -> pd.DataFrame:
     """One row per run: the release, the model and judge as configured and as their servers reported them,
-    the prompt versions, the toolkit that ran it, when, and the command."""
+    the prompt versions, the toolkit that ran it, when, and the command (cells made safe by `_markdown`)."""
     rows = []
     for run in provenance.get("runs", []):
         def value(name: str) -> str:
-            text = run.get(name)
-            return f"`{text}`" if text else "—"
+            return run.get(name) or "—"
 
+        judge = f"{run['judge_model']} (reported: {value('judge_reported')})" if run.get("judge_model") else "—"
         rows.append({"Model": display(run.get("model") or "?"), "Served as (reported)": value("model_reported"),
-                     "Release": f"{run.get('release_version') or '—'} (inputs `{(run.get('release_inputs_hash') or '—')[:12]}`)",
-                     "Prompt": value("prompt_version"), "Judge (reported)": (
-                         f"{value('judge_model')} ({value('judge_reported')})" if run.get("judge_model") else "—"),
-                     "Judge prompt": value("judge_prompt_version"), "Run with mmbu": value("run_toolkit_version"),
-                     "Run": f"{run.get('run_started_at') or '—'} → {run.get('run_finished_at') or '—'}",
+                     "Release": f"{value('release_version')} (inputs {(run.get('release_inputs_hash') or '—')[:12]})",
+                     "Prompt": value("prompt_version"), "Judge": judge, "Judge prompt": value("judge_prompt_version"),
+                     "Run with mmbu": value("run_toolkit_version"),
+                     "Run": f"{value('run_started_at')} → {value('run_finished_at')}",
                      "Command": value("run_command_line")})
     return pd.DataFrame(rows)
 
@@ -110,6 +110,22 @@ def ci_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataFrame
         if o["kind"] == "overall":
             rows.append({**_configuration({**o, "task": f"Overall ({o['tasks']} tasks)"}, display), "n": o["n"],
                          "F1": _f(o["f1"]), "95% CI": "—", "Random": "—"})
+    return pd.DataFrame(rows)
+
+
+def strict_assisted_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataFrame:
+    """Closed configurations: the strict F1 (the paper's protocol) beside the assisted F1, and the unparseable share."""
+    rows = []
+    for s in report.scores:
+        if s["form"] != "closed":
+            continue
+        assisted = "—" if s.get("assisted_f1") is None else (
+            f"{_f(s['assisted_f1'])} [{_f(s['assisted_ci_low'])}, {_f(s['assisted_ci_high'])}]")
+        rows.append({"Model": display(s["model"]), "Task": TASK_TITLES.get(s["task"], s["task"]),
+                     "Template": TEMPLATE_TITLES.get(s["template"], s["template"]), "n": s["n"],
+                     "Strict F1": f"{_f(s['f1'])} [{_f(s['ci_low'])}, {_f(s['ci_high'])}]", "Assisted F1": assisted,
+                     "Unparseable": f"{s['parse_failures']} ({_f(s.get('unparseable_share'), 3)})",
+                     "Read by the extractor": s.get("extracted", 0) if s.get("assisted_f1") is not None else "—"})
     return pd.DataFrame(rows)
 
 
@@ -143,7 +159,7 @@ def markdown_report(report: ScoreReport, display: Callable[[str], str], plots: d
     parts = ["# MMBU evaluation report", ""]
     if provenance:
         parts += [f"Scored {provenance['scored_at']} with mmbu {provenance['scored_with_toolkit_version']}: "
-                  f"`{provenance['command_line']}`.", "", "## Provenance", "",
+                  f"{markdown_cell(provenance['command_line'])}", "", "## Provenance", "",
                   _markdown(provenance_table(provenance, display)), ""]
     parts += ["Micro-F1 = 2·ΣTP / (2·ΣTP + ΣFP + ΣFN). For single-answer closed questions it equals accuracy "
               "(an unparseable answer is one false positive and one false negative). Cells read "
@@ -157,7 +173,16 @@ def markdown_report(report: ScoreReport, display: Callable[[str], str], plots: d
                   _markdown(results_table(report, template, display)), ""]
     for title, file_name in plots.items():
         parts += [f"## {title}", "", f"![{title}]({file_name})", ""]
-    parts += ["## Scores with 95% bootstrap intervals", "", _markdown(ci_table(report, display)), "",
+    parts += ["## Scores with 95% bootstrap intervals", "", _markdown(ci_table(report, display)), ""]
+    strict_assisted = strict_assisted_table(report, display)
+    if len(strict_assisted):
+        parts += ["## Closed answers: strict and assisted F1", "",
+                  "Strict F1 is the paper's protocol: a reply the parser cannot read is wrong. Assisted F1 reads those "
+                  "replies with the judge model's extraction prompt (`mmbu eval judge --extract-closed`; one option or "
+                  "none) and is never mixed into the strict score; — means no extraction was run. The unparseable "
+                  "share separates \"cannot follow the answer format\" from \"does not see\".", "",
+                  _markdown(strict_assisted), ""]
+    parts += [
               "## Parse failures and judge errors", "",
               "Parse failures are scored as wrong. Judge errors (no verdict: the judge failed or has not run) "
               "and run errors (no model answer) are left out of F1.", "",

@@ -1,11 +1,12 @@
-"""Score artefacts as JSON, CSV and Parquet, each written atomically (`mmbu.core.files`)."""
+"""Score artefacts as JSON and Parquet, each written atomically (`mmbu.core.files`); CSV files go through
+`mmbu.core.outputs.write_csv`."""
 from __future__ import annotations
 
 import io
 import json
 import math
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -32,10 +33,6 @@ def write_json(path: str | Path, payload: Any) -> Path:
     return write_bytes_atomic(path, text.encode("utf-8"))
 
 
-def write_csv(path: str | Path, records: list[dict]) -> Path:
-    return write_bytes_atomic(path, pd.DataFrame(records).to_csv(index=False).encode("utf-8"))
-
-
 def write_unless_empty(path: str | Path, records: list[dict], writer: Callable[[str | Path, list[dict]], Path]
                        ) -> Path | None:
     """`writer(path, records)`, or, with nothing to write, no file at all: an earlier scoring's file at `path` is
@@ -48,7 +45,7 @@ def write_unless_empty(path: str | Path, records: list[dict], writer: Callable[[
 
 
 RECORD_OUTCOME_COLUMNS = ("model", "task", "form", "template", "sample_id", "prompt_version", "status", "scored",
-                          "tp", "fp", "fn", "parse_ok", "parse_path", "judge_state")
+                          "tp", "fp", "fn", "parse_ok", "parse_path", "judge_state", "tp_assisted", "extraction")
 
 
 def write_record_outcomes(path: str | Path, outcomes: pd.DataFrame) -> Path:

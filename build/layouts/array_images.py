@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from mmbu.build.layouts.array_files import ArrayFileError, open_array
-from mmbu.build.layouts.arrays import item_regions, open_ref, pick_depth
+from mmbu.build.layouts.arrays import filled_path, item_regions, open_ref, pick_depth
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import image_size
 from mmbu.build.layouts.splits import keep_splits
@@ -55,7 +55,7 @@ def _read_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, parts: dict
     if (mask.shape[1], mask.shape[0]) != size:
         ctx.exclude(mask_where, f"the mask is {mask.shape[1]}x{mask.shape[0]} but its image is {size[0]}x{size[1]}")
         return
-    ids, regions, problems = item_regions(layout, mask, None)
+    ids, regions, problems = item_regions(layout, mask, None, mask_where)
     for instance, reason in problems:
         ctx.exclude(f"{where}#{instance}", reason)
     notes = {"masks": f"{mask_where} ({masks.access})"}
@@ -66,7 +66,7 @@ def _read_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, parts: dict
     elif not regions:
         ctx.exclude(where, "no annotated object with a known label is left in this image")
     else:  # a picture: the file is the sample; the mask made from the array goes to the layout cache
-        mask_file = ctx.path(PathTemplate(layout.masks.file).fill(parts))
+        mask_file = filled_path(ctx, layout.masks.file, parts)
         ctx.add(path, regions=regions, mask_path=ctx.store_mask(path, ids, [mask_file]), size=size, grounded=True,
                 provenance=notes)
 
@@ -93,7 +93,7 @@ def _read_volume_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, part
     except ArrayFileError as exc:
         ctx.exclude(where, str(exc))
         return
-    ids, regions, problems = item_regions(layout, mask, None)
+    ids, regions, problems = item_regions(layout, mask, None, mask_where)
     for instance, reason in problems:
         ctx.exclude(f"{where}#{instance}", reason)
     ctx.add_derived(path, f"{_frame(layout.images)};z={depth}", lambda: image, regions=regions, mask=ids, grounded=True,

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import yaml
 
+from mmbu.core.outputs import markdown_cell as _cell
 from mmbu.core.release import COLUMNS, SPLIT
 from mmbu.curation.manifest import DatasetManifest
 
@@ -33,10 +34,6 @@ def size_category(n: int) -> str:
     return "1M<n<10M"
 
 
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ") if text is not None else ""
-
-
 def version_story(version: str, build_info: Mapping[str, object]) -> list[str]:
     """The card's "Versions" section: the data's version against the toolkit's, and what pins the bytes."""
     # Not the inputs hash: it covers the data folder's paths, and a release built in another folder from the same
@@ -54,7 +51,10 @@ def version_story(version: str, build_info: Mapping[str, object]) -> list[str]:
 def render_card(counts: Mapping[str, Mapping[str, int]], manifests: Sequence[DatasetManifest],
                 version: str, excluded: int, build_info: Mapping[str, object] | None = None) -> str:
     """The card text. `counts` is {config: {dataset_id: rows}} for the configs that have rows; `build_info` gives
-    the toolkit version and the inputs hash of the version section."""
+    the toolkit version of the version section and the composition profile the rows were taken under (its
+    `composition`), stated in its own section."""
+    build_info = build_info or {}
+    composition = build_info.get("composition")
     total = sum(sum(per.values()) for per in counts.values())
     header = {
         "pretty_name": "MMBU (rebuilt from public sources)",
@@ -76,10 +76,11 @@ def render_card(counts: Mapping[str, Mapping[str, int]], manifests: Sequence[Dat
              "four tasks, each asked in a closed (options) and an open form with three prompt templates "
              "(no context, modality, full context). Every row carries 13 metadata fields and the SPDX "
              "licence of its source dataset.", "",
-             *version_story(version, build_info or {}),
+             *version_story(version, build_info),
              "## Configurations", "", "| config | rows | datasets |", "|---|---:|---:|"]
     for config, per in counts.items():
         lines.append(f"| `{config}` | {sum(per.values())} | {len(per)} |")
+    lines += composition_section(composition)
     lines += ["", "Load one with `datasets.load_dataset(\"<release dir>\", \"ungrounded_classification\", "
               "split=\"test\")`, or any shard set with `load_dataset(\"parquet\", data_files=...)`.", "",
               "## Columns", "", "| column | content |", "|---|---|"]
@@ -95,7 +96,7 @@ def render_card(counts: Mapping[str, Mapping[str, int]], manifests: Sequence[Dat
         for dataset_id, n in per.items():
             rows_per_dataset[dataset_id] = rows_per_dataset.get(dataset_id, 0) + n
     for manifest in sorted(manifests, key=lambda m: m.id):
-        lines.append(f"| `{manifest.id}` | {_cell(manifest.title)} | {manifest.license} | "
+        lines.append(f"| `{manifest.id}` | {_cell(manifest.title)} | {_cell(manifest.license)} | "
                      f"{rows_per_dataset.get(manifest.id, 0)} | {_cell(manifest.homepage or manifest.metadata.url)} | "
                      f"{_cell(manifest.citation)} |")
     lines += ["", "## Exclusions", "",
@@ -108,9 +109,21 @@ def render_card(counts: Mapping[str, Mapping[str, int]], manifests: Sequence[Dat
     return "\n".join(lines)
 
 
+def composition_section(composition: Mapping[str, object] | None) -> list[str]:
+    """The card's statement of the composition profile (nothing for rows written without one)."""
+    if not composition:
+        return []
+    return ["", "## Composition", "",
+            f"Rows taken under the `{composition['profile']}` profile of composition version {composition['version']} "
+            f"(seed {composition['seed']}; `{composition['file']}`, sha256 `{composition['sha256']}`): "
+            f"{' '.join(str(composition.get('description', '')).split())} The same manifests, composition and seed "
+            "give the same rows on any machine; `build_info.json` repeats these values."]
+
+
 def render_license(manifests: Sequence[DatasetManifest]) -> str:
     """The aggregate LICENSE note the card links to."""
     lines = ["This release aggregates images from several public datasets; each keeps its own licence.",
              "The `license` column gives the SPDX id per row. Per dataset:", ""]
-    lines += [f"- {m.id}: {m.license} ({m.homepage or m.metadata.url})" for m in sorted(manifests, key=lambda m: m.id)]
+    lines += [f"- {m.id}: {_cell(m.license)} ({_cell(m.homepage or m.metadata.url)})"
+              for m in sorted(manifests, key=lambda m: m.id)]
     return "\n".join(lines) + "\n"

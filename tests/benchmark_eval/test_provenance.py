@@ -12,6 +12,7 @@ from support.eval_release import write_release
 from support.openai_server import OpenAIServer
 
 from mmbu.benchmark_eval.judge.api import JudgeConfig, run_judge
+from mmbu.benchmark_eval.judge.prompt import JUDGE_PROMPT_VERSION
 from mmbu.benchmark_eval.report.api import ReportConfig, run_report
 from mmbu.benchmark_eval.runner.api import EvalConfig, run_eval
 from mmbu.benchmark_eval.tasks.prompts import PROMPT_VERSION
@@ -46,11 +47,12 @@ def test_the_report_says_what_produced_it(release, tmp_path):
     markdown = result.written["report.md"].read_text()
     head = markdown.split("## Results")[0]
     assert re.search(r"Scored \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ with mmbu " + re.escape(toolkit_version()), head)
-    assert "`mmbu eval report " in head and "--token <redacted>" in head
+    # the cells are Markdown-safe (core.outputs.markdown_cell): `<redacted>` is written &lt;redacted&gt;
+    assert "mmbu eval report " in head and "--token &lt;redacted&gt;" in head
     provenance_row = next(line for line in head.splitlines() if line.startswith("| Qwen2.5-VL-7B"))
-    for fact in ("`qwen2.5-vl-7b-awq`", f"0.1.0 (inputs `{INPUTS[:12]}`)", f"`{PROMPT_VERSION}`",
-                 "`Qwen/Qwen3-32B` (`Qwen/Qwen3-32B-FP8`)", "`mmbu-judge-v1`", f"`{toolkit_version()}`",
-                 "--api-key <redacted>"):
+    for fact in ("| qwen2.5-vl-7b-awq |", f"0.1.0 (inputs {INPUTS[:12]})", f"| {PROMPT_VERSION} |",
+                 "Qwen/Qwen3-32B (reported: Qwen/Qwen3-32B-FP8)", f"| {JUDGE_PROMPT_VERSION} |",
+                 f"| {toolkit_version()} |", "--api-key &lt;redacted&gt;"):
         assert fact in provenance_row, (fact, provenance_row)
     assert SECRET not in markdown and SECRET not in result.written["provenance.json"].read_text()
     assert re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ → \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", provenance_row)
