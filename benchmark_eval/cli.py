@@ -10,6 +10,9 @@ COMMANDS = {
     "judge": ("mmbu.benchmark_eval.judge.cli:judge", "Judge open answers against the gold answers (cached)."),
     "score": ("mmbu.benchmark_eval.scoring.cli:score", "Micro-F1 with bootstrap CIs, deltas and baselines."),
     "report": ("mmbu.benchmark_eval.report.cli:report", "Markdown, CSV and plots for one or more runs."),
+    "models": ("mmbu.benchmark_eval.models.cli:models", "The model registry: ids, aliases, box conventions, resize rules."),
+    "serve-stub": ("mmbu.benchmark_eval.stub_cli:serve_stub",
+                   "A stand-in OpenAI-compatible model and judge server for a dry run without a GPU."),
 }
 
 

@@ -1,6 +1,7 @@
 """`mmbu build`: the whole build from manifests to `$MMBU_DATA/release/` (what `make dataset` and `make demo` run)."""
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -15,11 +16,14 @@ from mmbu.build.duplicates import DEFAULT_MAX_DISTANCE
 from mmbu.build.executors import ExecutorError
 from mmbu.build.fetch import LockError
 from mmbu.build.fetch.plan import plan_lines
+from mmbu.build.fetch.unreachable import failure_lines
 from mmbu.build.pipeline import (
     BuildConfig, BuildReport, ReleaseProfileMismatch, check_release_profile, manifest_paths, plan_build,
     read_manifests, run_build,
 )
 from mmbu.core.cli import InvalidInput
+from mmbu.core.interrupt import on_interrupt
+from mmbu.core.progress import PlainProgress, is_live, output_console
 from mmbu.curation.composition import CompositionError
 from mmbu.taxonomy import TaxonomyError
 
@@ -50,9 +54,13 @@ from mmbu.taxonomy import TaxonomyError
                    "default profile, DATA/release-<profile> otherwise. [default: the composition file's, paper]")
 @click.option("--composition", "composition_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Composition file (profiles, caps, seed). [default: the bundled curation/data/composition.yaml]")
+@click.option("--allow-partial", is_flag=True,
+              help="Replace the release on disk even when the new build has fewer rows (or none): offline or with a "
+                   "host down, the release already there is otherwise kept.")
 def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_path: Path | None,
           taxonomy_path: Path | None, jobs: int, executor: str, scheduler: str | None, seed: int,
-          duplicate_distance: int, keep_duplicates: bool, profile: str | None, composition_path: Path | None) -> None:
+          duplicate_distance: int, keep_duplicates: bool, profile: str | None, composition_path: Path | None,
+          allow_partial: bool) -> None:
     """Build the benchmark release from the manifests: fetch → layout → convert → metadata → questions → release.
 
     Each step of each dataset is skipped when its inputs are unchanged, and an interrupted build
@@ -69,7 +77,7 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
     config = BuildConfig(manifests_dir=manifests_dir, data_dir=data_dir, mirror=mirror, lock_path=lock_path,
                          taxonomy_path=taxonomy_path, seed=seed, jobs=jobs, executor=executor, scheduler=scheduler,
                          duplicate_distance=None if keep_duplicates else duplicate_distance, profile=profile,
-                         composition_path=composition_path)
+                         composition_path=composition_path, allow_partial=allow_partial)
     try:  # the composition and the release folder checked before the plan asks any host
         check_release_profile(config)
     except (CompositionError, ReleaseProfileMismatch) as exc:
@@ -85,16 +93,12 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
     except (LockError, TaxonomyError, DataFolderLayout) as exc:
         raise InvalidInput(str(exc)) from None
     click.echo("\n".join(plan_lines(plan, str(manifests_dir), with_errors=False)))
-    console = Console(stderr=True)
-    columns = (TextColumn("[bold]building"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-               TimeElapsedColumn())
+    console = output_console()
+    built = {"done": 0, "total": len(plan.datasets)}
+    on_interrupt(lambda: f"built {built['done']} of {built['total']} dataset(s); each finished step is kept "
+                         f"(work/<id>/state.json) and the release is written only once all are done")
     try:
-        with Progress(*columns, console=console, transient=True) as bar:
-            task = bar.add_task("fetching", total=None)
-
-            def advance(dataset_id: str, done: int, total: int) -> None:
-                bar.update(task, total=total, completed=done, description=dataset_id)
-
+        with _build_progress(console, built) as advance:
             report = run_build(config, progress=advance, plan=plan, validation=validation)
     except (ExecutorError, TaxonomyError, LockError, DataFolderBusy, DataFolderLayout,
             ReleaseProfileMismatch) as exc:
@@ -104,6 +108,29 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
         raise
     _print_summary(report, console)
     raise SystemExit(report.exit_code)
+
+
+@contextlib.contextmanager
+def _build_progress(console: Console, built: dict[str, int]):
+    """The per-dataset progress callback: a rich bar on a terminal, plain lines elsewhere; `built` follows both."""
+    if not is_live(console):
+        with PlainProgress("build", unit="datasets/s") as plain:
+            def line(dataset_id: str, done: int, total: int) -> None:
+                built.update(done=done, total=total)
+                plain.update(done, total, note=f"last: {dataset_id}")
+
+            yield line
+        return
+    columns = (TextColumn("[bold]building"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("fetching", total=None)
+
+        def advance(dataset_id: str, done: int, total: int) -> None:
+            built.update(done=done, total=total)
+            bar.update(task, total=total, completed=done, description=dataset_id)
+
+        yield advance
 
 
 def _print_summary(report: BuildReport, console: Console) -> None:
@@ -120,15 +147,19 @@ def _print_summary(report: BuildReport, console: Console) -> None:
         console.print(table)
     for message in report.manifest_errors:
         console.print(f"[red]failed:[/] {escape(message)}")
-    for result in report.fetch:  # one line per dataset that could not be fetched (offline: every one of them)
-        if not result.ok:
-            console.print(f"✗ dataset {result.dataset_id}: {result.error}", markup=False, highlight=False,
-                          soft_wrap=True)
+    # one line per unreachable host naming its datasets (offline: one per host), one per other dataset not fetched
+    for line in failure_lines(report.fetch, "build-report.json"):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     for outcome in report.datasets:
         if not outcome.ok:
             console.print(f"[red]failed:[/] {escape(outcome.error or outcome.dataset_id)}")
+    if report.release_kept is not None:
+        kept = "kept as it was" if (report.release_dir / "build_info.json").exists() else "not written"
+        console.print(f"release {report.release_dir}: {kept}, since {report.release_kept}; build-report.json lists "
+                      f"what failed. Run again when the hosts answer, or pass --allow-partial (make dataset "
+                      f"ALLOW_PARTIAL=1) to write the partial release.", markup=False, highlight=False)
     if not report.datasets:
-        console.print(f"no dataset was built; {report.release_dir / 'exclusions.csv'} lists why.", markup=False)
+        console.print("no dataset was built; build-report.json lists why.", markup=False)
         return
     duplicates = report.duplicates
     if duplicates.drops:
@@ -139,6 +170,8 @@ def _print_summary(report: BuildReport, console: Console) -> None:
         console.print(f"[yellow]duplicates:[/] {duplicates.search.capped_comparisons} comparison(s) in "
                       f"{duplicates.search.capped_buckets} oversized hash bucket(s) were skipped; copies only they "
                       "would have linked may remain (build-report.json, duplicates)")
+    if report.release_kept is not None:
+        return
     if report.composition:
         console.print(_composition_line(report))
     written = "written" if report.release_written else "unchanged (inputs identical)"

@@ -10,6 +10,7 @@ Items may be a lazy iterable: each one is submitted as soon as it is produced, s
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 import socket
 import struct
@@ -87,6 +88,10 @@ def _run_local(function: Callable[..., Any], items: Iterable[Any], jobs: int) ->
             pending[future] = (index, item)
             yield from finished([f for f in pending if f.done()])
         yield from finished(list(as_completed(pending)))
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (mmbu.core.interrupt): the workers stop now, not after their dataset
+        for worker in multiprocessing.active_children():
+            worker.terminate()
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         gc.unfreeze()

@@ -52,6 +52,7 @@ class BuildConfig:
     duplicate_distance: int | None = DEFAULT_MAX_DISTANCE  # None: no duplicate check (see mmbu.build.duplicates)
     profile: str | None = None  # composition profile; None: the composition file's default (paper)
     composition_path: Path | None = None  # default: the bundled curation/data/composition.yaml
+    allow_partial: bool = False  # replace the release on disk even by an empty or smaller one (release/guard.py)
 
     @property
     def composition(self) -> LoadedComposition:
@@ -111,6 +112,7 @@ class BuildReport:
     fetch: list[FetchResult] = field(default_factory=list)
     datasets: list[DatasetOutcome] = field(default_factory=list)
     release_written: bool = False
+    release_kept: str | None = None  # why the release on disk was not replaced (an empty or smaller build)
     release_rows: dict[str, int] = field(default_factory=dict)
     exclusions: int = 0
     duplicates: DuplicateCheck = field(default_factory=DuplicateCheck)
@@ -317,6 +319,7 @@ def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy
             return
     # imported here: the release writer pulls in `datasets` (about a second), which a no-op rebuild never needs
     from mmbu.build.release import collect_build_info, write_release
+    from mmbu.build.release.guard import why_keep
     from mmbu.build.release.rows import RowsFiles
 
     build_info = collect_build_info(
@@ -331,6 +334,9 @@ def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy
     for outcome in built:
         for task, count in outcome.rows_per_task.items():
             counts[task] = counts.get(task, 0) + count
+    if not config.allow_partial and (keep := why_keep(config.release_dir, counts)) is not None:
+        report.release_kept = keep
+        return
     parts = {o.dataset_id: (o.rows_path, frozenset(report.duplicates.dropped_keys(o.dataset_id))) for o in built}
     rows_by_task = {task: RowsFiles(tuple(parts[o.dataset_id] for o in built if o.rows_per_task.get(task)), task, count)
                     for task, count in counts.items()}
@@ -359,6 +365,7 @@ def _report_document(report: BuildReport) -> dict[str, Any]:
     return {
         "release": str(report.release_dir),
         "release_written": report.release_written,
+        "release_kept": report.release_kept,
         "release_rows": report.release_rows,
         "composition": report.composition,
         "failed": report.failed,

@@ -48,6 +48,7 @@ class ChatAnswer:
     usage: dict[str, Any] | None = None
     refusal: str | None = None
     reasoning: str | None = None
+    model: str | None = None  # the model as the server names it in its answer (provenance)
 
 
 def read_chat_answer(payload: Any) -> ChatAnswer:
@@ -77,6 +78,8 @@ def read_chat_answer(payload: Any) -> ChatAnswer:
         refusal = "content_filter"
     usage = payload.get("usage")
     reasoning = message.get("reasoning_content") or message.get("reasoning")
+    model = payload.get("model")
     return ChatAnswer(text=content or "", finish_reason=finish_reason,
                       usage=usage if isinstance(usage, dict) and all(isinstance(k, str) for k in usage) else None,
-                      refusal=refusal, reasoning=reasoning if isinstance(reasoning, str) else None)
+                      refusal=refusal, reasoning=reasoning if isinstance(reasoning, str) else None,
+                      model=model if isinstance(model, str) else None)

@@ -8,7 +8,7 @@ and report that quotes such text passes it through `redact_secrets`, and every U
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 MASK = "***"
@@ -54,3 +54,30 @@ def redact_url(url: str) -> str:
 def has_userinfo(url: str) -> bool:
     """Whether a URL carries `user[:password]@` (credentials that must not be written anywhere)."""
     return "@" in urlsplit(url).netloc
+
+
+# Options whose value is a secret (`--api-key X`, `--token=X`); `--api-key-env NAME` only names a variable.
+_SECRET_OPTION = re.compile(r"^--?[\w-]*(key|token|secret|password)[\w-]*$", re.I)
+_URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """The command line without secrets: values of *key/token/secret/password* options, URL credentials and
+    anything shaped like a key (`redact_secrets`)."""
+    cleaned: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            cleaned.append("<redacted>")
+            hide_next = False
+            continue
+        name, eq, value = arg.partition("=")
+        if _SECRET_OPTION.match(name) and not name.endswith("-env"):
+            if eq:
+                cleaned.append(f"{name}=<redacted>")
+            else:
+                cleaned.append(arg)
+                hide_next = True
+            continue
+        cleaned.append(redact_secrets(_URL_USERINFO.sub("<redacted>@", arg)))
+    return cleaned

@@ -10,6 +10,7 @@ import sys
 import click
 
 from mmbu.core.cli import ExitCode, InvalidInput, LazyGroup, describe_disk_fault
+from mmbu.core.interrupt import exit_code_for, install_signal_handlers, interrupted_message
 
 # name -> (module:attribute, one-line help). The help text lives here so listing commands
 # does not import every stage.
@@ -23,7 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "fetch": ("mmbu.build.fetch.cli:fetch", "Download every manifest's files into $MMBU_DATA/raw/<id>/."),
     "convert": ("mmbu.build.convert.cli:convert", "Convert DICOM, NIfTI, whole-slide, OME-TIFF and raster images to PNG."),
     "build": ("mmbu.build.cli:build", "Build the benchmark release from the manifests."),
-    "release": ("mmbu.build.release.cli:release", "Review a built release (static HTML review sheet)."),
+    "release": ("mmbu.build.release.cli:release", "Review a built release (HTML sheet) or publish it to a Hugging Face dataset repository."),
     "eval": ("mmbu.benchmark_eval.cli:eval_group", "Run, judge, score and report VLM evaluations on a release."),
 }
 
@@ -46,7 +47,8 @@ def cli() -> None:
     """MMBU toolkit: rebuild the benchmark from public datasets and evaluate VLMs on it.
 
     Exit codes: 0 all good; 1 the job ran but some items failed (see its report);
-    2 bad usage or invalid input.
+    2 bad usage or invalid input; 130 interrupted by Ctrl-C, 143 by SIGTERM (after
+    saying how to resume).
     """
     from mmbu.core.budget import from_environment
 
@@ -57,11 +59,26 @@ def cli() -> None:
 
 
 def main() -> None:
+    install_signal_handlers()
     try:
-        cli(prog_name="mmbu")
+        # Not click's standalone mode: it turns Ctrl-C into "Aborted!" and exit 1, the code for "some items failed".
+        code = cli.main(prog_name="mmbu", standalone_mode=False)
+    except click.Abort as abort:  # click's wrapping of a KeyboardInterrupt (Ctrl-C, or SIGTERM as Terminated)
+        _interrupted(abort.__cause__ or abort)
+    except KeyboardInterrupt as interrupt:  # raised outside click's command invocation
+        _interrupted(interrupt)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
     except OSError as error:  # a full disk, a read-only folder, a file in the way: one sentence, no traceback
         message = describe_disk_fault(error)
         if message is None:
             raise
         click.echo(f"mmbu: {message}", err=True)
         sys.exit(ExitCode.INVALID_INPUT)
+    sys.exit(code if isinstance(code, int) else ExitCode.OK)
+
+
+def _interrupted(interrupt: BaseException) -> None:
+    click.echo(interrupted_message(interrupt), err=True)
+    sys.exit(exit_code_for(interrupt))

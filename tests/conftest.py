@@ -1,7 +1,9 @@
 """Shared fixtures. Nothing here touches the internet; servers listen on 127.0.0.1 only."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -14,8 +16,10 @@ from support.loopback import LoopbackServer  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-# Keep Hugging Face caches out of the user's home (datasets caches local configs by folder name).
+# Keep Hugging Face caches out of the user's home (datasets caches local configs by folder name); one per test
+# process (each xdist worker has its own), removed when the process ends.
 os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="mmbu-test-hf-datasets-")
+atexit.register(shutil.rmtree, os.environ["HF_DATASETS_CACHE"], ignore_errors=True)
 
 # Never let a test reach a real service or a user's credentials.
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")

@@ -45,6 +45,7 @@ class ChatResult:
     attempts: int = 1
     refusal: str | None = None
     reasoning: str | None = None
+    model: str | None = None          # the model as the server names it in its answer
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

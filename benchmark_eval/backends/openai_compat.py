@@ -11,7 +11,10 @@ Used by the runner for the model under test and by the judge. What it guarantees
   forever, never turned into answer text); a request that cannot be answered raises
   :class:`BackendError` with a one-word reason;
 * the API key is read from an environment variable named by the caller and is never logged,
-  written, or shown in ``repr``.
+  written, or shown in ``repr``;
+* a circuit breaker: after ``max_consecutive_failures`` requests in a row ended in a transport
+  failure or a 5xx (each after its retries), every call raises :class:`CircuitOpen` carrying the
+  first of them verbatim, so a server that died stops the run instead of failing every request.
 
 Base URLs follow the OpenAI SDK convention and include the version prefix:
 ``http://host:8000/v1`` → ``POST http://host:8000/v1/chat/completions``.
@@ -45,6 +48,9 @@ from .bounded_body import (DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MIN_RESPONSE_RATE
 from .limiter import AdaptiveConcurrency
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+DEFAULT_MAX_CONSECUTIVE_FAILURES = 20
+# A request that ended so (after its retries) says the endpoint, not the request, is failing.
+ENDPOINT_FAILURES = {"connection_error", "timeout", "server_error"}
 RETRYABLE_REASONS = {"timeout", "rate_limited", "server_error", "connection_error", "bad_response"}
 _TOO_LONG = re.compile(r"maximum context length|longer than the maximum|max_model_len|too many tokens|context length|prompt is too long", re.I)
 
@@ -72,6 +78,45 @@ class _WaitHonouringRetryAfter:
             # Honour the server's wait (capped so a silly header cannot stall a run) plus a little jitter.
             return min(exc.retry_after, self._maximum) + backoff * 0.1
         return backoff
+
+
+class CircuitOpen(Exception):
+    """Too many requests in a row failed in transport or with a 5xx: the endpoint is down, stop asking it."""
+
+
+class CircuitBreaker:
+    """Counts requests that ended in an endpoint failure in a row; any other outcome resets the count.
+
+    `limit` None or 0 never opens. Once open it stays open: the message names the count and quotes the first
+    failure of the streak as the client recorded it (server message included, credentials masked).
+    """
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit or None
+        self.streak = 0
+        self.first_failure: str | None = None
+        self.message: str | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.message is not None
+
+    def succeeded(self) -> None:
+        self.streak, self.first_failure = 0, None
+
+    def failed(self, reason: str, error: str) -> None:
+        if reason not in ENDPOINT_FAILURES:
+            self.succeeded()  # the endpoint answered; this request was the problem
+            return
+        self.streak += 1
+        self.first_failure = self.first_failure or error
+        if self.limit and self.streak >= self.limit and self.message is None:
+            self.message = (f"{self.streak} requests in a row failed (transport errors or HTTP 5xx, each after its "
+                            f"retries); the first: {self.first_failure}")
+
+    def check(self) -> None:
+        if self.message is not None:
+            raise CircuitOpen(self.message)
 
 
 def read_api_key(env_name: str | None) -> str | None:
@@ -120,6 +165,7 @@ class OpenAICompatClient:
         backoff_max_s: float = 60.0,
         rate_limit_cooldown_s: float = 5.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_consecutive_failures: int | None = DEFAULT_MAX_CONSECUTIVE_FAILURES,
         min_response_rate: float = DEFAULT_MIN_RESPONSE_RATE,
     ) -> None:
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
@@ -141,6 +187,8 @@ class OpenAICompatClient:
         self._endpoints = {url: chat_url(url) for url in self.base_urls}
         self._next = 0
         self.counters = {"ok": 0, "retries": 0, "rate_limited": 0, "server_error": 0, "timeout": 0}
+        self.breaker = CircuitBreaker(max_consecutive_failures)
+        self.reported_models: set[str] = set()  # the `model` field of the answers: what the server says it ran
         # Only encodings `_read_body` inflates within its bound (aiohttp would inflate any size, and brotli).
         self._headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate"}
         key = read_api_key(api_key_env)
@@ -195,7 +243,8 @@ class OpenAICompatClient:
         extra_body: dict[str, Any] | None = None,
         max_tokens_field: str = "max_tokens",
     ) -> ChatResult:
-        """One chat completion. Raises :class:`BackendError` when no answer could be had.
+        """One chat completion. Raises :class:`BackendError` when no answer could be had, :class:`CircuitOpen`
+        once the circuit breaker has opened.
 
         ``temperature=None`` / ``seed=None`` leave the field out (APIs that refuse it);
         ``max_tokens_field`` is ``max_completion_tokens`` for OpenAI's reasoning models.
@@ -204,6 +253,7 @@ class OpenAICompatClient:
                          temperature=temperature, seed=seed, extra=extra_body)
         payload = orjson.dumps(body)  # ~40x json's time on a body carrying a base64 image
         started = time.monotonic()
+        self.breaker.check()
         try:
             try:
                 # Most requests succeed at once; tenacity's bookkeeping (~0.06 ms) is paid only by the rest.
@@ -212,12 +262,17 @@ class OpenAICompatClient:
                 result, attempts = await self._retry(payload, timeout or self.timeout_s, first)
         except _Attempt as exc:
             attempts = exc.attempts
-            raise BackendError(exc.reason, f"{exc} (after {attempts} attempt{'s' * (attempts > 1)})",
-                               attempts=attempts, latency_s=time.monotonic() - started,
+            message = f"{exc} (after {attempts} attempt{'s' * (attempts > 1)})"
+            self.breaker.failed(exc.reason, message)
+            self.breaker.check()
+            raise BackendError(exc.reason, message, attempts=attempts, latency_s=time.monotonic() - started,
                                status_code=exc.status_code) from None
         result.attempts = attempts
         result.latency_s = time.monotonic() - started
         self.counters["ok"] += 1
+        self.breaker.succeeded()
+        if result.model is not None:
+            self.reported_models.add(result.model)
         return result
 
     async def _retry(self, payload: bytes, timeout: float, first: _Attempt) -> tuple[ChatResult, int]:
@@ -255,6 +310,7 @@ class OpenAICompatClient:
         return redact_secrets(_error_text(response), self._secrets)
 
     async def _attempt(self, payload: bytes, timeout: float) -> ChatResult:
+        self.breaker.check()  # a request waiting to retry stops as soon as the breaker opens
         async with self.limiter:
             url = self._pick_url()
             self._in_flight[url] += 1
@@ -346,6 +402,7 @@ def parse_chat_completion(response: HttpAnswer, url: str = "", secrets: tuple[st
     return ChatResult(
         text=redact_secrets(answer.text, secrets) if answer.text and any(secrets) else answer.text,
         finish_reason=answer.finish_reason, usage=answer.usage, refusal=answer.refusal, reasoning=answer.reasoning,
+        model=answer.model,
     )
 
 

@@ -9,11 +9,15 @@ asks only what is new or failed; `judge.json` records which judge's verdicts `sc
 both judge the same pairs and their agreement (Cohen's kappa, flip rate) goes to judge_agreement.json. With
 `extract_closed`, the closed replies the strict parser cannot read go to the extractor (judge/extract.py), cached
 in extractions.jsonl, named in extractor.json; `score` then reports an assisted F1 beside the strict one.
-Unusable input raises `RunInputError` (files) or `ValueError` (options).
+Before asking, each judge endpoint is asked what it serves and one tiny question (`PreflightError` when it cannot
+serve); `max_consecutive_failures` requests in a row failing in transport or with a 5xx stop the judge
+(`CircuitOpen`; the verdicts had so far are cached). `judge.json` records the judge as configured and as its server
+reports it. Unusable input raises `RunInputError` (files) or `ValueError` (options).
 """
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +26,8 @@ from typing import TypeVar
 from mmbu.core.cli import ExitCode
 
 from ..backends.bounded_body import DEFAULT_MIN_RESPONSE_RATE
-from ..backends.openai_compat import DEFAULT_API_KEY_ENV, OpenAICompatClient
+from ..backends.openai_compat import DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES, OpenAICompatClient
+from ..backends.preflight import preflight
 from ..scoring.output import write_json
 from ..scoring.rundir import load_gold, open_run
 from .agreement import judge_agreement
@@ -55,6 +60,9 @@ class JudgeConfig:
     min_response_rate: float = DEFAULT_MIN_RESPONSE_RATE  # bytes/s; a slower answer is cut (a dripping server)
     extract_closed: bool = False  # also ask which option each unparseable closed reply gives (assisted score)
     extractor_model: str | None = None  # default: judge_model
+    max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES  # judge requests failing in a row that stop it
+    preflight: bool = True  # ask each judge endpoint what it serves and one tiny question first
+    command_line: tuple[str, ...] | None = None  # recorded in judge.json (secrets removed); default: this process's
 
 
 @dataclass
@@ -87,10 +95,14 @@ def run_judge(config: JudgeConfig, progress: JudgeProgress | None = None) -> Jud
     cache = VerdictCache(run.path / JUDGEMENTS_FILE)
     report = JudgeReport()
     report.summaries.append(_judge_pass(items, cache, config.judge_model, config.judge_base_url, config, progress))
-    write_judge_file(run.path, config.judge_model, JUDGE_PROMPT_VERSION, config.second_judge_model)
+    write_judge_file(run.path, config.judge_model, JUDGE_PROMPT_VERSION, config.second_judge_model,
+                     reported=report.summaries[0].reported_models, command_line=_command_line(config))
     if config.second_judge_model:
         report.summaries.append(_judge_pass(items, cache, config.second_judge_model,
                                             config.second_judge_base_url or config.judge_base_url, config, progress))
+        write_judge_file(run.path, config.judge_model, JUDGE_PROMPT_VERSION, config.second_judge_model,
+                         reported=report.summaries[0].reported_models, command_line=_command_line(config),
+                         second_reported=report.summaries[1].reported_models)
         report.agreement = judge_agreement(cache, config.judge_model, config.second_judge_model, JUDGE_PROMPT_VERSION)
         report.agreement_file = write_json(run.path / AGREEMENT_FILE, report.agreement)
     if config.extract_closed:
@@ -106,8 +118,13 @@ def _extraction_pass(run, config: JudgeConfig, progress: JudgeProgress | None) -
     on_start, on_advance = progress(f"{model} (extraction)") if progress else (None, None)
     if on_start:
         on_start(len(items))
-    summary = _with_chat(config, model, config.judge_base_url, lambda chat: extract_items(
-        items, chat, cache, model, attempts=config.verdict_attempts, progress=on_advance))
+
+    async def work(chat: ChatFunction, check_endpoint: Callable[[], Awaitable[None]]) -> ExtractionSummary:
+        if items and config.preflight:
+            await check_endpoint()
+        return await extract_items(items, chat, cache, model, attempts=config.verdict_attempts, progress=on_advance)
+
+    summary, _ = _with_chat(config, model, config.judge_base_url, work)
     write_extractor_file(run.path, model)
     return summary
 
@@ -115,19 +132,45 @@ def _extraction_pass(run, config: JudgeConfig, progress: JudgeProgress | None) -
 def _judge_pass(items: list[JudgeItem], cache: VerdictCache, model: str, base_url: str, config: JudgeConfig,
                 progress: JudgeProgress | None) -> JudgeSummary:
     on_start, on_advance = progress(model) if progress else (None, None)
-    return _with_chat(config, model, base_url, lambda chat: judge_items(
-        items, chat, cache, model, verdict_attempts=config.verdict_attempts, on_start=on_start, progress=on_advance))
+
+    async def work(chat: ChatFunction, check_endpoint: Callable[[], Awaitable[None]]) -> JudgeSummary:
+        return await judge_items(items, chat, cache, model, verdict_attempts=config.verdict_attempts,
+                                 on_start=on_start, progress=on_advance,
+                                 before_asking=check_endpoint if config.preflight else None)
+
+    summary, reported = _with_chat(config, model, base_url, work)
+    summary.reported_models = reported
+    return summary
 
 
-def _with_chat(config: JudgeConfig, model: str, base_url: str, work: Callable[[ChatFunction], Awaitable[Result]]) -> Result:
-    """Run `work(chat)` with a chat function over one OpenAI-compatible client (temperature 0, the config's limits)."""
-    async def run() -> Result:
+def _with_chat(config: JudgeConfig, model: str, base_url: str,
+               work: Callable[[ChatFunction, Callable[[], Awaitable[None]]], Awaitable[Result]]
+               ) -> tuple[Result, list[str]]:
+    """Run `work(chat, check_endpoint)` over one OpenAI-compatible client (temperature 0, the config's limits and
+    circuit breaker); `check_endpoint` is the endpoint's preflight, which `work` awaits once it has something to ask.
+    Returns the result and the model names the server reported (preflight and answers)."""
+    async def run() -> tuple[Result, list[str]]:
         async with OpenAICompatClient(base_url, model, api_key_env=config.api_key_env,
                                       concurrency=config.concurrency, timeout_s=config.timeout_s,
-                                      min_response_rate=config.min_response_rate) as client:
+                                      min_response_rate=config.min_response_rate,
+                                      max_consecutive_failures=config.max_consecutive_failures) as client:
+            reported: set[str] = set()
+
+            async def check_endpoint() -> None:
+                checks = await preflight(client, role="judge", option="--judge-model")
+                reported.update(check.reported_model for check in checks if check.reported_model)
+
             async def chat(messages: list[dict]) -> str:
                 return (await client.chat(messages, temperature=0.0, max_tokens=config.max_tokens)).text
 
-            return await work(chat)
+            result = await work(chat, check_endpoint)
+            return result, sorted(reported | client.reported_models)
 
     return asyncio.run(run())
+
+
+def _command_line(config: JudgeConfig) -> list[str]:
+    if config.command_line is not None:
+        return list(config.command_line)
+    argv = sys.argv
+    return ["mmbu", "eval", "judge", *argv[argv.index("judge") + 1:]] if "judge" in argv else list(argv)

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import contextlib
+
 import click
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from mmbu.core.cli import InvalidInput
+from mmbu.core.cli import ExitCode, InvalidInput
+from mmbu.core.interrupt import on_interrupt, resume_command
+from mmbu.core.progress import PlainProgress, is_live, output_console
 
 from ..backends.bounded_body import DEFAULT_MIN_RESPONSE_RATE
-from ..backends.openai_compat import DEFAULT_API_KEY_ENV
+from ..backends.openai_compat import DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES, CircuitOpen
+from ..backends.preflight import PreflightError
 from ..scoring.rundir import RunInputError
 from .api import JudgeConfig, run_judge
 from .prompt import DEFAULT_JUDGE_MODEL
@@ -27,6 +32,52 @@ def _report(console: Console, summary: JudgeSummary) -> None:
         console.print(f"[yellow]judge error:[/] {escape(message)}")
     if len(summary.error_messages) > 10:
         console.print(f"[yellow]… and {len(summary.error_messages) - 10} more judge errors[/]")
+
+
+@contextlib.contextmanager
+def _judge_progress(console: Console, counts: dict[str, int]):
+    """The `run_judge` progress callback: a rich bar on a terminal, plain lines elsewhere; `counts` follows both."""
+    if not is_live(console):
+        plains: list[PlainProgress] = []
+
+        def plain(model: str):
+            line = PlainProgress(f"judging with {model}", unit="pairs/s")
+            plains.append(line)
+            state = {"done": 0, "total": 0}
+
+            def start(total: int) -> None:
+                state["total"] = counts["total"] = total
+                line.update(0, total, force=True)
+
+            def advance(done: int) -> None:
+                state["done"] += done
+                counts["done"] = state["done"]
+                line.update(state["done"], state["total"])
+
+            return start, advance
+
+        try:
+            yield plain
+        finally:
+            for line in plains:
+                line.close()
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console, transient=True) as bar:
+        def progress(model: str):
+            task = bar.add_task(f"judging with {model}", total=None)
+
+            def start(total: int) -> None:
+                counts["total"] = total
+                bar.update(task, total=total)
+
+            def advance(done: int) -> None:
+                counts["done"] += done
+                bar.advance(task, done)
+
+            return start, advance
+
+        yield progress
 
 
 @click.command("judge")
@@ -53,10 +104,14 @@ def _report(console: Console, summary: JudgeSummary) -> None:
               help="Also ask which option each closed reply the strict parser cannot read gives (assisted score; "
                    "the strict score is unchanged).")
 @click.option("--extractor-model", default=None, help="Model that extracts closed answers (default: --judge-model).")
+@click.option("--max-consecutive-failures", type=click.IntRange(0), default=DEFAULT_MAX_CONSECUTIVE_FAILURES,
+              show_default=True, help="Stop when this many judge requests in a row fail in transport or with a 5xx "
+                                      "(each after its retries); 0 never stops.")
+@click.option("--no-preflight", is_flag=True, help="Skip asking the judge server for its models and one tiny question.")
 def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str, release: Path | None,
           second_judge_model: str | None, second_judge_base_url: str | None, concurrency: int, max_tokens: int,
           verdict_attempts: int, timeout: float, min_response_rate: float, extract_closed: bool,
-          extractor_model: str | None) -> None:
+          extractor_model: str | None, max_consecutive_failures: int, no_preflight: bool) -> None:
     """Judge the open answers of RUN_DIR (RUNS_DIR/<model>) against the gold answers.
 
     \b
@@ -68,27 +123,37 @@ def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str
     or failed. With --extract-closed, closed replies the strict parser cannot
     read are also shown, with their options, to the extractor (a fixed, versioned
     prompt that names one option or none); `mmbu eval score` then reports an
-    assisted F1 beside the strict one. Exit 1 when some answers got no verdict
-    (judge errors) or no extraction.
+    assisted F1 beside the strict one. Before asking, the judge server is asked what
+    it serves and one tiny question (a refused connection, a model it does not
+    serve, an authentication error or a 5xx: exit 2). Exit 1 when some answers got
+    no verdict (judge errors) or no extraction.
     """
-    console = Console(stderr=True)
+    console = output_console()
     config = JudgeConfig(run_dir=run_dir, judge_base_url=judge_base_url, judge_model=judge_model,
                          api_key_env=api_key_env, release_dir=release, second_judge_model=second_judge_model,
                          second_judge_base_url=second_judge_base_url, concurrency=concurrency, max_tokens=max_tokens,
                          verdict_attempts=verdict_attempts, timeout_s=timeout, min_response_rate=min_response_rate,
-                         extract_closed=extract_closed, extractor_model=extractor_model)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console, transient=True) as bar:
-        def progress(model: str):
-            task = bar.add_task(f"judging with {model}", total=None)
-            return (lambda total: bar.update(task, total=total)), (lambda done: bar.advance(task, done))
-
-        try:
+                         extract_closed=extract_closed, extractor_model=extractor_model,
+                         max_consecutive_failures=max_consecutive_failures, preflight=not no_preflight)
+    counts = {"done": 0, "total": 0}
+    on_interrupt(lambda: f"judged {counts['done']:,} of {counts['total']:,} pairs this run; every verdict had is "
+                         f"cached in {run_dir / 'judgements.jsonl'}")
+    try:
+        with _judge_progress(console, counts) as progress:
             report = run_judge(config, progress)
-        except RunInputError as exc:
-            raise InvalidInput(str(exc)) from None
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
+    except RunInputError as exc:
+        raise InvalidInput(str(exc)) from None
+    except PreflightError as exc:
+        raise InvalidInput(str(exc)) from None
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    except CircuitOpen as exc:
+        console.print(f"stopped: {exc}", markup=False, highlight=False)
+        console.print(f"judged {counts['done']:,} of {counts['total']:,} pairs before it; their verdicts are cached in "
+                      f"{run_dir / 'judgements.jsonl'}", markup=False, highlight=False)
+        console.print(f"when the judge server is back, resume with:\n  {resume_command()}", markup=False,
+                      highlight=False)
+        raise SystemExit(ExitCode.ITEMS_FAILED) from None
     for summary in report.summaries:
         _report(console, summary)
     if report.extraction is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,8 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from mmbu.core.release import Task
+from mmbu.core.secrets import redact_argv
+from mmbu.core.version import toolkit_version
 
 from ..backends.base import BackendError
 from ..scoring.output import write_json
@@ -50,6 +53,7 @@ class JudgeSummary:
     judged: int = 0        # distinct pairs judged now
     errors: int = 0        # distinct pairs left without a verdict
     error_messages: list[str] = field(default_factory=list)
+    reported_models: list[str] = field(default_factory=list)  # the judge as its server names itself
 
 
 def open_items(run: RunDir, gold: dict[str, pd.DataFrame] | None = None) -> list[JudgeItem]:
@@ -96,8 +100,10 @@ async def judge_items(
     verdict_attempts: int = DEFAULT_VERDICT_ATTEMPTS,
     progress: Callable[[int], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    before_asking: Callable[[], Awaitable[None]] | None = None,
 ) -> JudgeSummary:
-    """Pre-check every item, then ask the judge about each distinct uncached (answer, gold) pair."""
+    """Pre-check every item, then ask the judge about each distinct uncached (answer, gold) pair (`before_asking`
+    is awaited first when there is any: the endpoint's preflight, which a fully cached run does not need)."""
     summary = JudgeSummary(judge_model, open_records=len(items))
     sha = prompt_sha256()
     pending: dict[str, JudgeItem] = {}
@@ -116,6 +122,8 @@ async def judge_items(
         else:
             pending.setdefault(key, item)
     cache.append(prechecked.values())
+    if pending and before_asking is not None:
+        await before_asking()
     if on_start:
         on_start(len(pending))
 
@@ -164,14 +172,33 @@ async def ask_each(pending: dict[str, Item], ask: Callable[[str, Item], Awaitabl
 
 
 def write_judge_file(run_dir: Path, judge_model: str, prompt_version: str = JUDGE_PROMPT_VERSION,
-                     second_judge_model: str | None = None) -> Path:
-    """``judge.json``: which judge's verdicts ``score`` uses for this run (never a URL with a key, never a key)."""
+                     second_judge_model: str | None = None, *, reported: list[str] | None = None,
+                     second_reported: list[str] | None = None, command_line: list[str] | None = None) -> Path:
+    """``judge.json``: which judge's verdicts ``score`` uses for this run, the judge as its server reports it (the
+    `model` field of its answers, over every judge run of the same judge: a run with every verdict cached asks
+    nothing), when and by which command (never a URL with a key, never a key)."""
+    previous = read_judge_file(run_dir) or {}
+
+    def over_runs(names: list[str] | None, model: str | None, key: str, model_key: str) -> list[str]:
+        earlier = previous.get(key) or [] if previous.get(model_key) == model else []
+        return sorted(set(names or ()) | set(earlier))
+
     return write_json(run_dir / JUDGE_FILE, {
-        "judge_model": judge_model, "prompt_version": prompt_version, "prompt_sha256": prompt_sha256(),
-        "second_judge_model": second_judge_model, "judgements": JUDGEMENTS_FILE,
+        "judge_model": judge_model,
+        "judge_model_reported": over_runs(reported, judge_model, "judge_model_reported", "judge_model"),
+        "prompt_version": prompt_version, "prompt_sha256": prompt_sha256(),
+        "second_judge_model": second_judge_model,
+        "second_judge_model_reported": over_runs(second_reported, second_judge_model, "second_judge_model_reported",
+                                                 "second_judge_model"),
+        "judgements": JUDGEMENTS_FILE, "toolkit_version": toolkit_version(),
+        "judged_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command_line": redact_argv(command_line) if command_line else None,
     })
 
 
 def read_judge_file(run_dir: Path) -> dict | None:
     path = run_dir / JUDGE_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    except ValueError:
+        return None

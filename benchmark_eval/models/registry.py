@@ -7,6 +7,7 @@ refuses).
 """
 from __future__ import annotations
 
+import difflib
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -166,9 +167,31 @@ class Registry(BaseModel):
     def get(self, name: str) -> ModelEntry:
         entry = self.find(name)
         if entry is None:
-            raise RegistryError(f"model '{name}' is not in the registry ({REGISTRY_PATH.name}); known: "
-                                + ", ".join(e.name for e in self.models))
+            raise RegistryError(f"model '{name}' is not in the registry{self.did_you_mean(name)} "
+                                "(`mmbu eval models` lists every registered name)")
         return entry
+
+    def names_of(self, entry: ModelEntry) -> tuple[str, ...]:
+        """Every name `find` knows the entry by: name, paper name, HF id, API name, aliases (no repeats)."""
+        names = (entry.name, entry.display_name, entry.hf_id, entry.api_model, *entry.aliases)
+        return tuple(dict.fromkeys(n for n in names if n))
+
+    def suggestions(self, name: str, n: int = 3) -> list[str]:
+        """The registered names closest to a mistyped `name` (case-insensitive), best first."""
+        known = {key.casefold(): key for entry in self.models for key in self.names_of(entry)}
+        wanted = name.casefold()
+        close = difflib.get_close_matches(wanted, known, n=n, cutoff=0.6)
+        # a name given without its organisation ("Qwen2.5-VL-7B-Instruct") or with a typo in it
+        close += [k for k in known if k not in close and (k.endswith("/" + wanted) or wanted.endswith("/" + k))]
+        return [known[k] for k in close][:n]
+
+    def did_you_mean(self, name: str) -> str:
+        """"; did you mean 'X'? (also close: 'Y')" for a mistyped name, or "" when nothing is close."""
+        close = self.suggestions(name)
+        if not close:
+            return ""
+        others = f" (also close: {', '.join(repr(c) for c in close[1:])})" if close[1:] else ""
+        return f"; did you mean {close[0]!r}?{others}"
 
 
 def load_registry(path: str | Path | None = None) -> Registry:

@@ -2,7 +2,8 @@
 
     from mmbu.benchmark_eval.report.api import ReportConfig, run_report
     result = run_report(ReportConfig(run_dirs=(Path("runs/a"), Path("runs/b")), out_dir=Path("report")))
-    result.written   # report.md, scores.json/csv, deltas.csv, breakdowns, paired.csv, diagnostics.csv, plots
+    result.written   # report.md, scores.json/csv, overall.csv, deltas.csv, breakdowns, paired.csv, diagnostics.csv,
+                     # provenance.json, plots (a table with no row is not written)
 
 Unusable input raises `RunInputError`, one sentence naming the file or run.
 """
@@ -19,7 +20,8 @@ from ..models.registry import RegistryError, default_registry
 from ..scoring.api import ScoringConfig, ScoringResult
 from mmbu.core.outputs import write_csv
 
-from ..scoring.output import write_json, write_record_outcomes
+from ..scoring.output import write_json, write_record_outcomes, write_unless_empty
+from ..scoring.provenance import csv_columns, scoring_provenance
 from ..scoring.scores import ScoreOptions, ScoreReport
 from .plots import all_plots
 from .tables import markdown_report
@@ -43,7 +45,7 @@ def run_report(config: ReportConfig, progress: Callable[[str], None] | None = No
     """Score the runs and write every report artefact into `config.out_dir`."""
     report = config.score(progress)
     return ScoringResult(report, write_report(report, config.out_dir, config.run_dirs, config.options,
-                                              config.heatmap_field))
+                                              config.heatmap_field, config.provenance()))
 
 
 def display_name(model: str) -> str:
@@ -65,23 +67,27 @@ def judge_agreements(run_dirs: tuple[Path, ...]) -> list[dict]:
 
 
 def write_report(report: ScoreReport, out_dir: Path, run_dirs: tuple[Path, ...], options: ScoreOptions,
-                 heatmap_field: str = "sub_modality") -> dict[str, Path]:
-    """Every report artefact into `out_dir`; returns {what: path}."""
+                 heatmap_field: str = "sub_modality", provenance: dict | None = None) -> dict[str, Path]:
+    """Every report artefact into `out_dir`; returns {what: path}. A table with no row is not written (and one
+    left by an earlier report into the same folder is removed); `provenance` (default: read from `run_dirs`)
+    heads report.md, goes into provenance.json and into the columns of scores.csv."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = {
-        "scores.json": write_json(out_dir / "scores.json", report.contract_records()),
-        "scores.csv": write_csv(out_dir / "scores.csv", report.scores),
-        "deltas.csv": write_csv(out_dir / "deltas.csv", report.deltas),
-        "breakdowns.json": write_json(out_dir / "breakdowns.json", report.breakdowns),
-        "breakdowns.csv": write_csv(out_dir / "breakdowns.csv", report.breakdowns),
-        "paired.csv": write_csv(out_dir / "paired.csv", report.paired),
-        "diagnostics.csv": write_csv(out_dir / "diagnostics.csv", report.diagnostics),
-        "records.parquet": write_record_outcomes(out_dir / "records.parquet", report.outcomes),
+    provenance = provenance if provenance is not None else scoring_provenance(run_dirs)
+    scores = [{**item, **csv_columns(provenance, item["model"])} for item in report.scores]
+    tables = {
+        "scores.json": (report.contract_records(), write_json), "scores.csv": (scores, write_csv),
+        "overall.csv": (report.overall, write_csv), "deltas.csv": (report.deltas, write_csv),
+        "breakdowns.json": (report.breakdowns, write_json), "breakdowns.csv": (report.breakdowns, write_csv),
+        "paired.csv": (report.paired, write_csv), "diagnostics.csv": (report.diagnostics, write_csv),
     }
+    written = {name: write_unless_empty(out_dir / name, rows, writer) for name, (rows, writer) in tables.items()}
+    written = {name: path for name, path in written.items() if path is not None}
+    written["provenance.json"] = write_json(out_dir / "provenance.json", provenance)
+    written["records.parquet"] = write_record_outcomes(out_dir / "records.parquet", report.outcomes)
     plots = all_plots(report.scores, report.deltas, report.outcomes, report, display_name, out_dir, heatmap_field)
     written.update({name: out_dir / name for name in plots.values()})
     clustering = "whole images (image_sha256)" if options.cluster_by_image else "questions"
     options_text = (f"Intervals: {options.resamples} percentile-bootstrap resamples of {clustering}, seed {options.seed}.")
-    text = markdown_report(report, display_name, plots, judge_agreements(run_dirs), options_text)
+    text = markdown_report(report, display_name, plots, judge_agreements(run_dirs), options_text, provenance)
     written["report.md"] = write_text_atomic(out_dir / "report.md", text)
     return written

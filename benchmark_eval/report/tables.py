@@ -9,6 +9,7 @@ from mmbu.core.outputs import markdown_cell
 from mmbu.core.release import TASK_TITLES, TASKS, TEMPLATES
 
 from ..scoring.baselines import expected_f1
+from ..scoring.overall import AVERAGING
 from ..scoring.scores import ScoreReport
 
 TEMPLATE_TITLES = {"no_context": "No Context", "modality": "Modality", "full_context": "Full Context"}
@@ -38,9 +39,14 @@ def random_baselines(report: ScoreReport) -> dict[tuple[str, str], float]:
 
 
 def results_table(report: ScoreReport, template: str, display: Callable[[str], str]) -> pd.DataFrame:
-    """The paper's table for one template: a row per model, a ``closed / open (Δ)`` cell per task."""
+    """The paper's table for one template: a row per model, a ``closed / open (Δ)`` cell per task, and the overall
+    (the unweighted mean of the tasks, `scoring.overall`) beside them."""
     scores = {(s["model"], s["task"], s["form"]): s for s in report.scores if s["template"] == template}
     deltas = {(d["model"], d["task"]): d for d in report.deltas if d["template"] == template}
+    overall = {(o["model"], o["form"]): o["f1"] for o in report.overall
+               if o["kind"] == "overall" and o["template"] == template}
+    overall_deltas = {o["model"]: o["delta"] for o in report.overall
+                      if o["kind"] == "overall_delta" and o["template"] == template}
     tasks = [t for t in TASKS if any(key[1] == t for key in scores)]
     models = list(dict.fromkeys(s["model"] for s in report.scores))
     rows = []
@@ -52,12 +58,39 @@ def results_table(report: ScoreReport, template: str, display: Callable[[str], s
             delta = deltas.get((model, task))
             text = f"{_f(closed['f1'] if closed else None)} / {_f(opened['f1'] if opened else None)}"
             row[TASK_TITLES[task]] = text + (f" ({_f(delta['delta'])})" if delta else "")
+        closed, opened = overall.get((model, "closed")), overall.get((model, "open"))
+        row["Overall"] = f"{_f(closed)} / {_f(opened)}" + (
+            f" ({_f(overall_deltas[model])})" if model in overall_deltas else "")
         rows.append(row)
     baselines = random_baselines(report)
     random_row = {"Model": "Random"}
     for task in tasks:
         random_row[TASK_TITLES[task]] = f"{_f(baselines.get((task, 'closed')))} / {_f(baselines.get((task, 'open')))}"
+    random_row["Overall"] = " / ".join(_f(_mean([baselines.get((task, form)) for task in tasks]))
+                                       for form in ("closed", "open"))
     rows.append(random_row)
+    return pd.DataFrame(rows)
+
+
+def _mean(values: list[float | None]) -> float | None:
+    return None if not values or any(v is None for v in values) else sum(values) / len(values)
+
+
+def provenance_table(provenance: dict, display: Callable[[str], str]) -> pd.DataFrame:
+    """One row per run: the release, the model and judge as configured and as their servers reported them,
+    the prompt versions, the toolkit that ran it, when, and the command (cells made safe by `_markdown`)."""
+    rows = []
+    for run in provenance.get("runs", []):
+        def value(name: str) -> str:
+            return run.get(name) or "—"
+
+        judge = f"{run['judge_model']} (reported: {value('judge_reported')})" if run.get("judge_model") else "—"
+        rows.append({"Model": display(run.get("model") or "?"), "Served as (reported)": value("model_reported"),
+                     "Release": f"{value('release_version')} (inputs {(run.get('release_inputs_hash') or '—')[:12]})",
+                     "Prompt": value("prompt_version"), "Judge": judge, "Judge prompt": value("judge_prompt_version"),
+                     "Run with mmbu": value("run_toolkit_version"),
+                     "Run": f"{value('run_started_at')} → {value('run_finished_at')}",
+                     "Command": value("run_command_line")})
     return pd.DataFrame(rows)
 
 
@@ -68,10 +101,15 @@ def _configuration(item: dict, display: Callable[[str], str]) -> dict:
 
 
 def ci_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataFrame:
+    """A row per configuration, then per model, form and template the overall row (mean of the tasks, no CI)."""
     rows = []
     for s in report.scores:
         rows.append({**_configuration(s, display), "n": s["n"], "F1": _f(s["f1"]),
                      "95% CI": f"[{_f(s['ci_low'])}, {_f(s['ci_high'])}]", "Random": _f(s["random_baseline"])})
+    for o in report.overall:
+        if o["kind"] == "overall":
+            rows.append({**_configuration({**o, "task": f"Overall ({o['tasks']} tasks)"}, display), "n": o["n"],
+                         "F1": _f(o["f1"]), "95% CI": "—", "Random": "—"})
     return pd.DataFrame(rows)
 
 
@@ -115,13 +153,19 @@ def paired_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataF
 
 
 def markdown_report(report: ScoreReport, display: Callable[[str], str], plots: dict[str, str],
-                    agreement: list[dict], options_text: str) -> str:
-    """The whole report as Markdown; `plots` maps a title to a PNG file name beside the report."""
-    parts = ["# MMBU evaluation report", "",
-             "Micro-F1 = 2·ΣTP / (2·ΣTP + ΣFP + ΣFN). For single-answer closed questions it equals accuracy "
-             "(an unparseable answer is one false positive and one false negative). Cells read "
-             "**closed / open (Δ = closed − open)**; the Random row gives the expected F1 of a uniform random "
-             "answer (closed / open). " + options_text, ""]
+                    agreement: list[dict], options_text: str, provenance: dict | None = None) -> str:
+    """The whole report as Markdown; `plots` maps a title to a PNG file name beside the report; `provenance`
+    (`scoring.provenance.scoring_provenance`) heads it."""
+    parts = ["# MMBU evaluation report", ""]
+    if provenance:
+        parts += [f"Scored {provenance['scored_at']} with mmbu {provenance['scored_with_toolkit_version']}: "
+                  f"{markdown_cell(provenance['command_line'])}", "", "## Provenance", "",
+                  _markdown(provenance_table(provenance, display)), ""]
+    parts += ["Micro-F1 = 2·ΣTP / (2·ΣTP + ΣFP + ΣFN). For single-answer closed questions it equals accuracy "
+              "(an unparseable answer is one false positive and one false negative). Cells read "
+              "**closed / open (Δ = closed − open)**; the Random row gives the expected F1 of a uniform random "
+              f"answer (closed / open). **Overall** is the {AVERAGING}, over the tasks shown; it is withheld (—) "
+              "when a task's F1 is. " + options_text, ""]
     for template in TEMPLATES:
         if not any(s["template"] == template for s in report.scores):
             continue

@@ -10,7 +10,10 @@
 It resolves the model (registry entry, box convention), checks the selection against the release, builds the
 backend, holds the run directory's lock, records `run.json` before and after, runs the `Runner` (or its
 worker processes) and writes `completeness.json`. Unusable input raises `ReleaseError`, `RegistryError`,
-`RecordsError` or `RunLocked` (files) or `EvalUsageError` (options), each one sentence naming the cause.
+`RecordsError` or `RunLocked` (files) or `EvalUsageError` (options), each one sentence naming the cause; an
+endpoint that cannot serve (refused, wrong model name, authentication, 5xx) raises `PreflightError` before any
+question is asked; one that fails `max_consecutive_failures` requests in a row during the run raises `RunStopped`
+with what was saved.
 """
 from __future__ import annotations
 
@@ -20,19 +23,23 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from mmbu.core.cli import ExitCode
+from mmbu.core.secrets import redact_url
 from mmbu.core.release import TASKS
 
 from ..backends.bounded_body import DEFAULT_MAX_RESPONSE_BYTES
 from ..backends.base import Backend
-from ..backends.openai_compat import DEFAULT_API_KEY_ENV, OpenAICompatBackend, OpenAICompatClient
+from ..backends.openai_compat import (DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES, CircuitOpen,
+                                      OpenAICompatBackend, OpenAICompatClient)
+from ..backends.preflight import EndpointCheck, preflight
 from ..models.box_format import BoxFormat
 from ..models.registry import ModelEntry, ad_hoc_entry, load_registry
 from ..release import ReleaseError, list_tasks
+from ..release_source import resolve_release
 from ..tasks.image_cache import remove_stale_temporaries
 from ..tasks.prompts import PROMPT_VERSION
 from ..tasks.spec import FORMS, TEMPLATES, parse_choice
@@ -51,7 +58,7 @@ class EvalUsageError(ValueError):
 class EvalConfig:
     """One `mmbu eval run`: every option of the command, with its defaults."""
 
-    release_dir: Path
+    release_dir: Path | str  # a folder, or hf://OWNER/NAME@REVISION (release_source.py)
     runs_dir: Path  # records go to runs_dir/<model slug>/predictions.jsonl
     model: str  # a registry name, paper name or HF id; others need box_format
     base_urls: tuple[str, ...] = ()  # OpenAI-compatible base URLs including /v1 (default: the registry's)
@@ -76,6 +83,10 @@ class EvalConfig:
     registry_path: Path | None = None  # default: the bundled registry
     image_cache: Path | None = None  # prepared images kept on disk for later runs and models that prepare alike
     command_line: tuple[str, ...] | None = None  # recorded in run.json (secrets removed); default: this process's
+    max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES  # requests failing in a row that stop the run (0: never)
+    preflight: bool = True  # ask each endpoint what it serves and one tiny question before the run (openai backend)
+    release_revision: str | None = None  # with release_dir OWNER/NAME: the Hub revision (commit, branch, tag)
+    release_cache: Path | None = None  # where a Hub release is downloaded (default: huggingface_hub's cache)
 
 
 @dataclass
@@ -87,6 +98,7 @@ class EvalReport:
     completeness: list[dict] = field(default_factory=list)
     progress: Progress = field(default_factory=Progress)
     truncated_tail: bool = False  # an interrupted run had left half a line; it was removed and asked again
+    endpoint_notes: list[str] = field(default_factory=list)  # what the preflight noticed that did not stop the run
 
     @property
     def expected(self) -> int:
@@ -101,13 +113,23 @@ class EvalReport:
         return ExitCode.OK if self.ok == self.expected else ExitCode.ITEMS_FAILED
 
 
+class RunStopped(Exception):
+    """The endpoint failed `max_consecutive_failures` requests in a row; the run stopped with what it had saved."""
+
+    def __init__(self, cause: str, report: EvalReport) -> None:
+        super().__init__(cause)
+        self.cause, self.report = cause, report
+
+
 def resolve_model(name: str, box_format: str | None, registry_path: Path | None) -> ModelEntry:
     """The registry entry for `name`, or an ad-hoc one when `box_format` is given for an unknown model."""
-    entry = load_registry(registry_path).find(name)
+    registry = load_registry(registry_path)
+    entry = registry.find(name)
     if entry is None:
         if not box_format:
-            raise EvalUsageError(f"model '{name}' is not in the registry; give its box convention with "
-                                 f"--box-format pixel|norm1000|norm1")
+            raise EvalUsageError(f"model '{name}' is not in the registry{registry.did_you_mean(name)} "
+                                 f"(`mmbu eval models` lists them); for a model outside it, give its box convention "
+                                 f"with --box-format pixel|norm1000|norm1")
         return ad_hoc_entry(name, box_format)
     if box_format and box_format != entry.box_format.scale:
         entry = entry.model_copy(update={"box_format": BoxFormat(scale=box_format, order=entry.box_format.order)})
@@ -116,11 +138,13 @@ def resolve_model(name: str, box_format: str | None, registry_path: Path | None)
 
 def make_backend(kind: str, entry: ModelEntry, *, base_urls: list[str], api_key_env: str, served_model: str,
                  concurrency: int, timeout: float, max_attempts: int, retry_backoff: float,
-                 tensor_parallel_size: int, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> Backend:
+                 tensor_parallel_size: int, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES) -> Backend:
     if kind == "openai":
         client = OpenAICompatClient(base_urls, served_model, api_key_env=api_key_env, concurrency=concurrency,
                                     timeout_s=timeout, max_attempts=max_attempts, backoff_s=retry_backoff,
-                                    max_response_bytes=max_response_bytes)
+                                    max_response_bytes=max_response_bytes,
+                                    max_consecutive_failures=max_consecutive_failures)
         return OpenAICompatBackend(client, entry.chat)
     if kind == "vllm":
         from ..backends.vllm_offline import VLLMOfflineBackend
@@ -180,6 +204,8 @@ def run_eval(config: EvalConfig, on_progress: Callable[[Progress], None] | None 
     errors are asked again. `on_progress` is called with the counters after every record.
     """
     entry = resolve_model(config.model, config.box_format, config.registry_path)
+    source = resolve_release(config.release_dir, config.release_revision, config.release_cache)
+    config = replace(config, release_dir=source.path, release_revision=None)
     tasks, forms, templates = _selection(config)
     if config.image_cache is not None:
         try:
@@ -198,19 +224,23 @@ def run_eval(config: EvalConfig, on_progress: Callable[[Progress], None] | None 
                                concurrency=config.concurrency, timeout=config.timeout,
                                max_attempts=config.max_attempts, retry_backoff=config.retry_backoff,
                                tensor_parallel_size=config.tensor_parallel_size,
-                               max_response_bytes=config.max_response_bytes)
+                               max_response_bytes=config.max_response_bytes,
+                               max_consecutive_failures=config.max_consecutive_failures)
     except ValueError as exc:  # e.g. credentials in a base URL: said without repeating them
         raise EvalUsageError(str(exc)) from None
+    endpoints = _preflight(backend, entry) if config.preflight else []
     recipe = OpenAIBackendRecipe(tuple(urls), served, key_env, timeout_s=config.timeout,
                                  max_attempts=config.max_attempts, backoff_s=config.retry_backoff,
-                                 quirks=entry.chat, max_response_bytes=config.max_response_bytes) \
+                                 quirks=entry.chat, max_response_bytes=config.max_response_bytes,
+                                 max_consecutive_failures=config.max_consecutive_failures) \
         if config.workers > 1 else None
     generation = {"temperature": run_config.temperature, "max_tokens": run_config.max_tokens, "seed": config.seed}
     selection = {"tasks": list(tasks), "forms": list(forms), "templates": list(templates), "limit": config.limit}
     manifest_args = dict(release_dir=config.release_dir, entry=entry.model_dump(mode="json"), served_model=served,
                          backend=backend.describe() | {"workers": config.workers}, prompt_version=PROMPT_VERSION,
                          generation=generation, selection=selection, argv=_command_line(config),
-                         started_at=time.time())
+                         started_at=time.time(), endpoints=[_endpoint_record(check) for check in endpoints],
+                         release_source=source.source)
     run_file = run_config.run_dir / RUN_FILE
     run_config.run_dir.mkdir(parents=True, exist_ok=True)
     progress = Progress(on_change=_with_client_retries(backend, on_progress))
@@ -218,15 +248,48 @@ def run_eval(config: EvalConfig, on_progress: Callable[[Progress], None] | None 
         stack.enter_context(run_lock(run_config.run_dir))  # one writer per run directory
         previous = read_previous(run_file)
         write_json_atomic(run_file, build_manifest(**manifest_args, finished_at=None, previous=previous))
-        outcome = _execute(run_config, backend, progress, recipe, config.workers)
-        write_json_atomic(run_file, build_manifest(**manifest_args, finished_at=time.time(), previous=previous))
+        stopped: CircuitOpen | None = None
+        try:
+            outcome = _execute(run_config, backend, progress, recipe, config.workers)
+            expected = outcome.expected
+        except CircuitOpen as exc:
+            stopped, expected, outcome = exc, {}, None
+        reported = sorted(getattr(getattr(backend, "client", None), "reported_models", ()))
+        write_json_atomic(run_file, build_manifest(**manifest_args, finished_at=time.time(), previous=previous,
+                                                   reported_models=reported, stopped=str(stopped) if stopped else None))
     if config.image_cache is not None:  # after the run: the listing costs nothing while requests wait
         remove_stale_temporaries(config.image_cache)
-    rows = completeness(run_config.predictions, outcome.expected)
-    write_json_atomic(run_config.run_dir / COMPLETENESS_FILE, {"model": entry.name, "prompt_version": PROMPT_VERSION,
-                                                              "configs": rows})
-    return EvalReport(run_dir=run_config.run_dir, predictions=run_config.predictions, completeness=rows,
-                      progress=progress, truncated_tail=outcome.truncated_tail is not None)
+    rows = completeness(run_config.predictions, expected)
+    if stopped is None:  # a stopped run does not know every expected record: the last complete table stays
+        write_json_atomic(run_config.run_dir / COMPLETENESS_FILE, {"model": entry.name,
+                                                                  "prompt_version": PROMPT_VERSION, "configs": rows})
+    report = EvalReport(run_dir=run_config.run_dir, predictions=run_config.predictions, completeness=rows,
+                        progress=progress, truncated_tail=outcome is not None and outcome.truncated_tail is not None,
+                        endpoint_notes=[check.note for check in endpoints if check.note])
+    if stopped is not None:
+        raise RunStopped(str(stopped), report)
+    return report
+
+
+def _preflight(backend: Backend, entry: ModelEntry) -> list[EndpointCheck]:
+    """Every endpoint of an HTTP backend asked what it serves and one tiny question (PreflightError stops here)."""
+    client = getattr(backend, "client", None)
+    if not isinstance(client, OpenAICompatClient):
+        return []  # an in-process engine: nothing to reach
+
+    async def check() -> list[EndpointCheck]:
+        try:
+            return await preflight(client, max_tokens_field=entry.chat.max_tokens_field,
+                                   temperature=entry.chat.temperature)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(check())
+
+
+def _endpoint_record(check: EndpointCheck) -> dict:
+    return {"base_url": redact_url(check.base_url), "served_models": list(check.served_models or []) or None,
+            "reported_model": check.reported_model, "note": check.note}
 
 
 def _with_client_retries(backend: Backend, on_progress: Callable[[Progress], None] | None

@@ -10,16 +10,19 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from mmbu.core.cli import InvalidInput
+from mmbu.core.cli import ExitCode, InvalidInput
+from mmbu.core.interrupt import on_interrupt, resume_command
+from mmbu.core.progress import PlainProgress, clock_text, is_live, output_console
 from mmbu.core.release import TASKS
 
 from ..backends.bounded_body import DEFAULT_MAX_RESPONSE_BYTES
-from ..backends.openai_compat import DEFAULT_API_KEY_ENV
-from ..models.registry import RegistryError
+from ..backends.openai_compat import DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES
+from ..backends.preflight import PreflightError
+from ..models.registry import RegistryError, load_registry, model_slug
 from ..records import RecordsError
 from ..release import ReleaseError
-from .api import EvalConfig, EvalReport, EvalUsageError, run_eval
-from .core import Progress, RunLocked
+from .api import EvalConfig, EvalReport, EvalUsageError, RunStopped, run_eval
+from .core import PREDICTIONS_FILE, Progress, RunLocked
 from .workers import WorkerFailed
 
 
@@ -36,8 +39,14 @@ def completeness_table(rows: list[dict]) -> Table:
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--release", "release_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="The release directory (with data/<task>/*.parquet).")
+@click.option("--release", "release_dir", required=True, metavar="DIR|hf://OWNER/NAME@REV",
+              help="The release: a directory (with data/<task>/*.parquet), or a Hugging Face dataset repository "
+                   "(hf://OWNER/NAME@REVISION, or OWNER/NAME with --revision), downloaded and checked against its "
+                   "SHA256SUMS.")
+@click.option("--revision", "release_revision", default=None,
+              help="The Hub revision (commit sha, branch or tag) of a --release OWNER/NAME.")
+@click.option("--release-cache", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Where a Hub release is downloaded (default: huggingface_hub's cache, HF_HUB_CACHE).")
 @click.option("--model", "model_name", required=True,
               help="A registry name, paper name or HF id (e.g. Qwen/Qwen2.5-VL-7B-Instruct); others need --box-format.")
 @click.option("--base-url", "base_urls", multiple=True,
@@ -75,20 +84,30 @@ def completeness_table(rows: list[dict]) -> Table:
 @click.option("--image-cache", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Keep prepared (resized, outlined, encoded) images here and reuse them: resumed runs and models "
                    "that prepare images alike skip that work. Safe to share and to delete.")
+@click.option("--max-consecutive-failures", type=click.IntRange(0), default=DEFAULT_MAX_CONSECUTIVE_FAILURES,
+              show_default=True, help="Stop the run when this many requests in a row fail in transport or with a 5xx "
+                                      "(each after its retries); 0 never stops.")
+@click.option("--no-preflight", is_flag=True,
+              help="Skip asking each endpoint for its models and one tiny question before the run.")
 @click.option("--out", "runs_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Runs directory; records go to OUT/<model-slug>/predictions.jsonl.")
-def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_kind: str, api_key_env: str | None,
+def run(release_dir: str, release_revision: str | None, release_cache: Path | None, model_name: str,
+        base_urls: tuple[str, ...], backend_kind: str, api_key_env: str | None,
         served_model_name: str | None, concurrency: int, workers: int, tasks: str | None, forms: str | None, templates: str | None,
         limit: int | None, box_format: str | None, max_tokens: int | None, seed: int, timeout: float,
         max_attempts: int, retry_backoff: float, max_response_mib: float, batch_size: int, tensor_parallel_size: int,
-        registry_path: Path | None, image_cache: Path | None, runs_dir: Path) -> None:
+        registry_path: Path | None, image_cache: Path | None, max_consecutive_failures: int, no_preflight: bool,
+        runs_dir: Path) -> None:
     """Ask a model every selected question of a release; append one record per answer.
 
-    Re-running the same command resumes: answers already recorded as ok (same request hash)
-    are skipped and errors are asked again. Exit 0 when every expected record is ok, 1 when
-    some are errors, 2 for bad usage or input.
+    Before the run each endpoint is asked what it serves and one tiny question: a refused
+    connection, a model it does not serve, an authentication error or a 5xx stops here
+    (exit 2). Re-running the same command resumes: answers already recorded as ok (same
+    request hash) are skipped and errors are asked again. Exit 0 when every expected
+    record is ok, 1 when some are errors (or the endpoint failed too many requests in a
+    row), 2 for bad usage or input, 130/143 when interrupted.
     """
-    console = Console(stderr=True)
+    console = output_console()
     config = EvalConfig(
         release_dir=release_dir, runs_dir=runs_dir, model=model_name, base_urls=base_urls, backend=backend_kind,
         api_key_env=api_key_env, served_model_name=served_model_name, concurrency=concurrency, workers=workers,
@@ -96,17 +115,25 @@ def run(release_dir: Path, model_name: str, base_urls: tuple[str, ...], backend_
         box_format=box_format, max_tokens=max_tokens, seed=seed, timeout=timeout, max_attempts=max_attempts,
         retry_backoff=retry_backoff, max_response_bytes=int(max_response_mib * 2**20), batch_size=batch_size,
         tensor_parallel_size=tensor_parallel_size,
-        registry_path=registry_path, image_cache=image_cache)
+        registry_path=registry_path, image_cache=image_cache, max_consecutive_failures=max_consecutive_failures,
+        preflight=not no_preflight, release_revision=release_revision, release_cache=release_cache)
     try:
         report = _run_with_bar(config, console)
     except EvalUsageError as exc:
         raise click.UsageError(str(exc)) from None
-    except (ReleaseError, RegistryError, RunLocked) as exc:
+    except (ReleaseError, RegistryError, RunLocked, PreflightError) as exc:
         raise InvalidInput(str(exc)) from None
+    except RunStopped as stopped:
+        console.print(f"stopped: {stopped.cause}", markup=False, highlight=False)
+        console.print(saved_text(stopped.report.progress, stopped.report.predictions), markup=False, highlight=False)
+        console.print(f"when the server is back, resume with:\n  {resume_command()}", markup=False, highlight=False)
+        raise SystemExit(ExitCode.ITEMS_FAILED) from None
     except RecordsError as exc:
         raise InvalidInput(f"{exc}; move the file aside or repair that line to resume") from None
     except WorkerFailed as exc:
         raise click.ClickException(str(exc)) from None
+    for note in report.endpoint_notes:
+        console.print(f"note: {note}", markup=False, highlight=False)
     if report.truncated_tail:
         console.print(f"[yellow]{report.predictions}: removed a truncated last line left by an interrupted run; "
                       f"that request was asked again.[/]")
@@ -126,12 +153,40 @@ def _selected(value: str | None) -> tuple[str, ...] | None:
 def pace_text(progress: Progress, now: float | None = None) -> str:
     """"12.3 req/s · 4,567 tok/s · ETA 01:02:03" from the answers so far (tokens from the usage fields)."""
     per_s, tokens_s, eta = progress.rates(now)
-    left = "–" if eta is None else time.strftime("%H:%M:%S", time.gmtime(eta)) if eta < 86400 else f"{eta / 86400:.1f} days"
-    return f"{per_s:.1f} req/s · {tokens_s:,.0f} tok/s · ETA {left}"
+    return f"{per_s:.1f} req/s · {tokens_s:,.0f} tok/s · ETA {clock_text(eta)}"
+
+
+def saved_text(progress: Progress, predictions: Path) -> str:
+    """What a run that stopped early had done: its counts and where they are."""
+    return (f"saved: {progress.ok:,} answers ok and {progress.error:,} errors this run, {progress.skipped:,} already "
+            f"there, of {progress.expected:,} expected so far; records in {predictions}")
+
+
+def _slug(config: EvalConfig) -> str:
+    try:
+        entry = load_registry(config.registry_path).find(config.model)
+    except RegistryError:
+        entry = None
+    return entry.slug if entry is not None else model_slug(config.model)
 
 
 def _run_with_bar(config: EvalConfig, console: Console) -> EvalReport:
-    """`run_eval` behind a rich progress bar (redrawn at most 10 times a second)."""
+    """`run_eval` behind a rich progress bar (redrawn at most 10 times a second) on a terminal, plain progress lines
+    elsewhere; an interrupt reports the counts so far."""
+    last_seen: list[Progress] = [Progress()]
+    on_interrupt(lambda: saved_text(last_seen[0], config.runs_dir / _slug(config) / PREDICTIONS_FILE))
+    if not is_live(console):
+        with PlainProgress(f"eval run {config.model}", unit="req/s") as plain:
+            def line(progress: Progress, force: bool = False) -> None:
+                last_seen[0] = progress
+                plain.update(progress.done, progress.expected or None,
+                             counts={"ok": progress.ok, "error": progress.error, "skipped": progress.skipped,
+                                     "retries": progress.retries}, answered=progress.ok + progress.error,
+                             tokens=progress.prompt_tokens + progress.completion_tokens, force=force)
+
+            report = run_eval(config, on_progress=line)
+            line(report.progress)
+        return report
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("ok {task.fields[ok]} · error {task.fields[error]} · skipped {task.fields[skipped]} · "
                           "retries {task.fields[retries]} · {task.fields[pace]}"), TimeElapsedColumn())
@@ -140,6 +195,7 @@ def _run_with_bar(config: EvalConfig, console: Console) -> EvalReport:
         last = [0.0]
 
         def update(progress: Progress, force: bool = False) -> None:
+            last_seen[0] = progress
             now = time.monotonic()
             if not force and now - last[0] < 0.1:  # the bar redraws at 10 Hz anyway
                 return

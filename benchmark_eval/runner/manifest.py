@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import platform
-import re
 import sys
 import time
 from importlib import metadata
@@ -17,38 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from mmbu.core.files import write_json_atomic as _write_json
+from mmbu.core.secrets import redact_argv
+from mmbu.core.version import toolkit_version
 
 RUN_FILE = "run.json"
 COMPLETENESS_FILE = "completeness.json"
 _PACKAGES = ("mmbu", "aiohttp", "pyarrow", "pandas", "pillow", "pydantic", "tenacity", "vllm", "transformers", "torch")
-_SECRET_OPTION = re.compile(r"^--?[\w-]*(key|token|secret|password)[\w-]*$", re.I)
-_URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
 
 
 def write_json_atomic(path: Path, payload: Any) -> None:
     """JSON in the order it was built (not sorted: `run.json` reads top-down), written atomically."""
     _write_json(path, payload, sort_keys=False)
-
-
-def redact_argv(argv: list[str]) -> list[str]:
-    """The command line without secrets: values of *key/token/secret/password* options, URL credentials."""
-    cleaned: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            cleaned.append("<redacted>")
-            hide_next = False
-            continue
-        name, eq, value = arg.partition("=")
-        if _SECRET_OPTION.match(name) and not name.endswith("-env"):
-            if eq:
-                cleaned.append(f"{name}=<redacted>")
-            else:
-                cleaned.append(arg)
-                hide_next = True
-            continue
-        cleaned.append(_URL_USERINFO.sub("<redacted>@", arg))
-    return cleaned
 
 
 def package_versions() -> dict[str, str]:
@@ -64,7 +43,9 @@ def package_versions() -> dict[str, str]:
 def build_manifest(*, release_dir: Path, entry: dict[str, Any], served_model: str, backend: dict[str, Any],
                    prompt_version: str, generation: dict[str, Any], selection: dict[str, Any],
                    argv: list[str], started_at: float, finished_at: float | None,
-                   previous: dict[str, Any] | None) -> dict[str, Any]:
+                   previous: dict[str, Any] | None, endpoints: list[dict[str, Any]] | None = None,
+                   reported_models: list[str] | None = None, stopped: str | None = None,
+                   release_source: str | None = None) -> dict[str, Any]:
     build_info_path = release_dir / "build_info.json"
     try:
         build_info = json.loads(build_info_path.read_text(encoding="utf-8")) if build_info_path.is_file() else None
@@ -75,17 +56,29 @@ def build_manifest(*, release_dir: Path, entry: dict[str, Any], served_model: st
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started_at)),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(finished_at)) if finished_at else None,
         "selection": selection,
+        "toolkit_version": toolkit_version(),
+        # what the servers said they run: /models and the tiny request before the run, the answers' `model` field
+        "endpoints": endpoints or [],
+        "reported_models": reported_models or [],
     }
+    if stopped:
+        invocation["stopped"] = stopped
     invocations = list((previous or {}).get("invocations", []))
     invocations.append(invocation)
+    info = build_info if isinstance(build_info, dict) else {}
     return {
         "tool": "mmbu eval run",
+        "toolkit_version": toolkit_version(),
         "release": str(release_dir.resolve()),
+        "release_source": release_source or str(release_dir),  # a folder, or hf://OWNER/NAME@COMMIT
+        "release_version": info.get("release_version"),
+        "release_inputs_hash": info.get("inputs_hash"),
         "release_build_info": build_info,
         "model": entry["name"],
         "model_id": entry.get("hf_id") or entry.get("api_model"),
         "model_revision": entry.get("revision"),
         "served_model": served_model,
+        "served_model_reported": _reported(endpoints, reported_models, previous),
         "registry_entry": entry,
         "backend": backend,
         "prompt_version": prompt_version,
@@ -96,6 +89,14 @@ def build_manifest(*, release_dir: Path, entry: dict[str, Any], served_model: st
         "python_executable": sys.executable,
         "invocations": invocations,
     }
+
+
+def _reported(endpoints: list[dict[str, Any]] | None, reported_models: list[str] | None,
+              previous: dict[str, Any] | None) -> list[str]:
+    """The model names the servers reported over every invocation into this run directory (sorted, unique)."""
+    names = {e["reported_model"] for e in endpoints or [] if e.get("reported_model")} | set(reported_models or ())
+    names |= set((previous or {}).get("served_model_reported") or [])
+    return sorted(names)
 
 
 def read_previous(path: Path) -> dict[str, Any] | None:

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from ..backends.bounded_body import DEFAULT_MAX_RESPONSE_BYTES
-from ..backends.openai_compat import OpenAICompatBackend, OpenAICompatClient
+from ..backends.openai_compat import DEFAULT_MAX_CONSECUTIVE_FAILURES, OpenAICompatBackend, OpenAICompatClient
 from ..models.registry import ChatQuirks
 from ..records import RecordKey, RecordsError, RecordWriter, repair_truncated_tail
 from ..release import ReleaseError
@@ -50,12 +50,14 @@ class OpenAIBackendRecipe:
     quirks: ChatQuirks = ChatQuirks()
     extra_body: dict[str, Any] | None = None
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES  # per worker: each has its own client
 
     def build(self, concurrency: int) -> OpenAICompatBackend:
         client = OpenAICompatClient(list(self.base_urls), self.served_model, api_key_env=self.api_key_env,
                                     concurrency=concurrency, timeout_s=self.timeout_s,
                                     max_attempts=self.max_attempts, backoff_s=self.backoff_s,
-                                    max_response_bytes=self.max_response_bytes)
+                                    max_response_bytes=self.max_response_bytes,
+                                    max_consecutive_failures=self.max_consecutive_failures)
         return OpenAICompatBackend(client, self.quirks, extra_body=self.extra_body)
 
 

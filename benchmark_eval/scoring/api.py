@@ -15,7 +15,8 @@ from pathlib import Path
 
 from mmbu.core.cli import ExitCode
 
-from .output import write_json, write_record_outcomes
+from .output import write_json, write_record_outcomes, write_unless_empty
+from .provenance import scoring_provenance
 from .scores import ScoreOptions, ScoreReport, score_runs
 
 
@@ -30,6 +31,11 @@ class ScoringConfig:
     seed: int = 0  # bootstrap seed
     resamples: int = 1000  # bootstrap resamples (percentile 95 % interval)
     jobs: int = 1  # worker processes scoring runs in parallel (one run each)
+    command_line: tuple[str, ...] | None = None  # recorded as provenance (secrets removed); default: this process's
+
+    def provenance(self) -> dict:
+        """What produced these scores: each run's release, versions, model and judge as reported, dates, commands."""
+        return scoring_provenance(self.run_dirs, self.release_dir, self.command_line)
 
     @property
     def options(self) -> ScoreOptions:
@@ -66,7 +72,8 @@ class ScoringResult:
 def side_files(out: Path) -> dict[str, Path]:
     """Where the artefacts beside ``scores.json`` go: ``<stem>.breakdowns.json`` and so on."""
     stem = out.with_suffix("") if out.suffix == ".json" else out
-    paths = {name: stem.parent / f"{stem.name}.{name}.json" for name in ("breakdowns", "paired", "diagnostics")}
+    paths = {name: stem.parent / f"{stem.name}.{name}.json"
+             for name in ("breakdowns", "paired", "diagnostics", "overall", "provenance")}
     paths["records"] = stem.parent / f"{stem.name}.records.parquet"
     return paths
 
@@ -77,12 +84,14 @@ def run_score(config: ScoreConfig, progress: Callable[[str], None] | None = None
     paths = side_files(config.out)
     written = {
         "scores": write_json(config.out, report.contract_records()),
-        "breakdowns": write_json(paths["breakdowns"], report.breakdowns),
-        "paired": write_json(paths["paired"], report.paired),
-        "diagnostics": write_json(paths["diagnostics"], report.diagnostics),
+        "breakdowns": write_unless_empty(paths["breakdowns"], report.breakdowns, write_json),
+        "paired": write_unless_empty(paths["paired"], report.paired, write_json),
+        "diagnostics": write_unless_empty(paths["diagnostics"], report.diagnostics, write_json),
+        "overall": write_unless_empty(paths["overall"], report.overall, write_json),
+        "provenance": write_json(paths["provenance"], config.provenance()),
         "records": write_record_outcomes(paths["records"], report.outcomes),
     }
-    return ScoringResult(report, written)
+    return ScoringResult(report, {name: path for name, path in written.items() if path is not None})
 
 
 def incomplete(report: ScoreReport) -> list[str]:

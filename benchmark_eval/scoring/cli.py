@@ -12,6 +12,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from mmbu.core.cli import InvalidInput
+from mmbu.core.interrupt import on_interrupt
+from mmbu.core.progress import PlainProgress, is_live, output_console
 from mmbu.core.release import TASK_SHORT_TITLES
 
 from .api import ScoreConfig, ScoringConfig, ScoringResult, run_score
@@ -28,12 +30,31 @@ def split_fields(values: tuple[str, ...]) -> tuple[str, ...]:
 
 @contextmanager
 def scoring_bar(runs: int) -> Iterator[Callable[[str], None]]:
-    """A rich progress bar over the scoring of `runs` runs, then the aggregates; yields the progress callback."""
+    """A rich progress bar over the scoring of `runs` runs, then the aggregates (plain lines when the output is not a
+    terminal); yields the progress callback."""
+    console = Console(stderr=True)
+    scored_runs: list[str] = []
+    on_interrupt(lambda: f"scored {len(scored_runs)} of {runs} run(s); nothing is written before all are scored")
+    if not is_live(console):
+        with PlainProgress("scoring runs", unit="runs/s") as plain:
+            def line(path: str) -> None:
+                scored_runs.append(path)
+                plain.update(len(scored_runs), runs, note="bootstrapping" if len(scored_runs) >= runs
+                             else f"scored {Path(path).name}", force=True)
+
+            plain.update(0, runs, force=True)
+            yield line
+        return
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+                  console=console, transient=True) as bar:
         task = bar.add_task("scoring runs", total=runs)
-        yield lambda path: bar.update(task, advance=1, description=(
-            "bootstrapping" if bar.tasks[task].completed + 1 >= runs else f"scored {Path(path).name}"))
+
+        def advance(path: str) -> None:
+            scored_runs.append(path)
+            bar.update(task, advance=1, description=(
+                "bootstrapping" if bar.tasks[task].completed + 1 >= runs else f"scored {Path(path).name}"))
+
+        yield advance
 
 
 def scored(run: Callable[..., ScoringResult], config: ScoringConfig) -> ScoringResult:
@@ -55,13 +76,15 @@ def print_incomplete(result: ScoringResult) -> None:
 
 
 
-def summary_table(report: ScoreReport) -> Table:
+def summary_table(report: ScoreReport, *, fit_terminal: bool = True) -> Table:
+    """The scores as a table; on a terminal a long model name is cut to fit (`fit_terminal`), never in a file."""
     table = Table(title="micro-F1 with 95% bootstrap interval", show_lines=False)
     assisted = any(item.get("assisted_f1") is not None for item in report.scores)
     columns = ("model", "task", "form", "template", "n", "F1", "95% CI", *(("assisted F1",) if assisted else ()),
                "random", "parse fail", "judge err")
     for column in columns:
-        table.add_column(column, no_wrap=True, overflow="ellipsis", max_width=28 if column == "model" else None,
+        table.add_column(column, no_wrap=True, overflow="ellipsis" if fit_terminal else "fold",
+                         max_width=28 if column == "model" and fit_terminal else None,
                          justify="left" if column in ("model", "task", "form", "template") else "right")
     for item in report.scores:
         f1 = "—" if item["f1"] is None or item["n"] == 0 else f"{item['f1']:.3f}"
@@ -113,10 +136,8 @@ def score(run_dirs: tuple[Path, ...], out: Path, release: Path | None, by: tuple
     config = ScoreConfig(run_dirs=run_dirs, out=out, release_dir=release, by=split_fields(by),
                          cluster_by_image=cluster_by_image, seed=seed, resamples=resamples, jobs=jobs)
     result = scored(run_score, config)
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)  # a pipe or CI log gets the whole table, not one squeezed to 80 columns
-    console.print(summary_table(result.report))
+    console = output_console(stderr=False)  # a pipe or CI log gets the whole table, not one squeezed to 80 columns
+    console.print(summary_table(result.report, fit_terminal=console.is_terminal))
     print_incomplete(result)
     click.echo(f"wrote {out} ({len(result.report.scores)} scores, {len(result.report.deltas)} deltas) and "
                f"{', '.join(p.name for name, p in result.written.items() if name != 'scores')}", err=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,17 @@ def _clean(value: Any) -> Any:
 def write_json(path: str | Path, payload: Any) -> Path:
     text = json.dumps(_clean(payload), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_unless_empty(path: str | Path, records: list[dict], writer: Callable[[str | Path, list[dict]], Path]
+                       ) -> Path | None:
+    """`writer(path, records)`, or, with nothing to write, no file at all: an earlier scoring's file at `path` is
+    removed (a one-model report must not keep a two-model report's paired comparisons), and no empty artefact is
+    left to be mistaken for a result."""
+    if records:
+        return writer(path, records)
+    Path(path).unlink(missing_ok=True)
+    return None
 
 
 RECORD_OUTCOME_COLUMNS = ("model", "task", "form", "template", "sample_id", "prompt_version", "status", "scored",

@@ -37,6 +37,7 @@ from mmbu.core.release import TASKS, TEMPLATES
 from .baselines import expected_f1
 from .bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap_f1, bootstrap_paired_delta, config_rng
 from .outcomes import OUTCOME_COLUMNS, attach_metadata, score_records
+from .overall import overall_scores
 from .rundir import RunInputError, coverage, load_gold, open_run
 
 FORMS = ("closed", "open")
@@ -63,6 +64,11 @@ class ScoreReport:
     outcomes: pd.DataFrame
     warnings: list[str] = field(default_factory=list)
     coverage: list[dict] = field(default_factory=list)  # expected / present / missing per run configuration
+
+    @property
+    def overall(self) -> list[dict]:
+        """The mean of the tasks' F1 per model, form and template, and its closed − open (`overall.py`)."""
+        return overall_scores(self.scores)
 
     @property
     def incomplete(self) -> list[dict]:

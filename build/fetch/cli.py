@@ -4,15 +4,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from mmbu.build.data_lock import DataFolderBusy, DataFolderLayout, check_data_folders, data_folder_lock
 from mmbu.build.fetch.fetcher import fetch_all, repository_root, write_report
 from mmbu.build.fetch.lockfile import LockError, LockFile
 from mmbu.build.fetch.model import FetchResult
 from mmbu.build.fetch.plan import plan_fetch, plan_lines, probing_session
-from mmbu.build.fetch.progress import RichFetchProgress
+from mmbu.build.fetch.progress import PlainFetchProgress, RichFetchProgress
+from mmbu.build.fetch.unreachable import UNREACHABLE, failure_lines
 from mmbu.core.cli import ExitCode, InvalidInput
+from mmbu.core.interrupt import on_interrupt
+from mmbu.core.progress import is_live, output_console
 from mmbu.curation.catalogue.composition import composition_lines
 from mmbu.curation.http import PoliteSession, load_policies
 
@@ -98,11 +100,17 @@ def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path 
         click.echo("\n".join(plan_lines(plan, str(manifests)) + composition_lines(paths)))
         raise SystemExit(ExitCode.ITEMS_FAILED if plan.blocked else ExitCode.OK)
     click.echo("\n".join(plan_lines(plan, str(manifests), with_errors=False)))
-    console = Console(stderr=True)
+    console = output_console()
+    display = RichFetchProgress if is_live(console) else PlainFetchProgress
+    finished: list[FetchResult] = []
+    on_interrupt(lambda: f"{sum(r.ok for r in finished)} of {len(paths)} dataset(s) fetched and verified; a partial "
+                         f"download stays in {data_dir / 'downloads'} and resumes")
     try:
-        with data_folder_lock(data_dir, "mmbu fetch"), RichFetchProgress(len(paths), console=console) as progress:
+        with data_folder_lock(data_dir, "mmbu fetch"), display(len(paths), console=console) as progress:
             def on_result(result: FetchResult) -> None:
-                progress.print(_describe(result))
+                finished.append(result)
+                if result.ok or not UNREACHABLE.match(result.error or ""):  # unreachable hosts: one line each, below
+                    progress.print(_describe(result))
                 progress.dataset_done()
 
             results = fetch_all(paths, data_dir, mirror=mirror, lock=lock, session=session, repo_root=repo_root,
@@ -111,6 +119,8 @@ def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path 
     except (DataFolderBusy, DataFolderLayout) as exc:
         raise InvalidInput(str(exc)) from None
     write_report(results, report_path)
+    for line in failure_lines([r for r in results if UNREACHABLE.match(r.error or "")], str(report_path)):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     failed = [r for r in results if r.status == "error"]
     console.print(f"{len(results) - len(failed)} of {len(results)} datasets ready in {data_dir / 'raw'}; "
                   f"report: {report_path}", markup=False, highlight=False, soft_wrap=True)

@@ -279,13 +279,36 @@ def _plan_remote(manifest: DatasetManifest, path: Path, data_dir: Path, lock: Lo
         failed = urlsplit(exc.url).netloc
         book.mark([failed], exc)
         return plan.model_copy(update={"state": "unreachable", "error": book.down([failed])})
-    except (HttpError, FetchError) as exc:  # the host answered: the fetch will say more; sizes stay unknown
+    except FetchError as exc:  # raised before any request (Kaggle's missing credentials): is the host there at all?
+        if (down := _probe_hosts(hosts, context, book)) is not None:
+            return plan.model_copy(update={"state": "unreachable", "error": down})
+        return plan.model_copy(update={"note": f"sizes unknown: {exc}"})
+    except HttpError as exc:  # the host answered: the fetch will say more; sizes stay unknown
         book.mark(hosts)
         return plan.model_copy(update={"note": f"sizes unknown: {exc}"})
     book.mark(hosts)
     if pinned:
         return plan  # exact sizes of the very files pinned
     return plan.model_copy(update={"files": [_planned(f) for f in found]})
+
+
+def _probe_hosts(hosts: list[str], context: RemoteContext, book: _HostBook) -> str | None:
+    """Whether the hosts answer at all (any HTTP answer counts), decided before anything asks for credentials:
+    offline, a dataset is "unreachable", not "needs credentials". Returns the first host's cause when one is down."""
+    for host in hosts:
+        if book.all_up([host]) or book.down([host]):
+            continue
+        bases = (kaggle_base_url(), zenodo_base_url(), os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+        scheme = next((urlsplit(b).scheme for b in bases if urlsplit(b).netloc == host), "https")
+        try:
+            context.session.get_json(f"{scheme}://{host}/", use_cache=False)
+        except (TransportError, BlockedError) as exc:
+            book.mark([host], exc)
+        except HttpError:
+            book.mark([host])
+        else:
+            book.mark([host])
+    return book.down(hosts)
 
 
 def _planned(found: RemoteFile) -> PlannedFile:

@@ -1,16 +1,11 @@
-"""SHA256SUMS over every file of a release, in the format `sha256sum -c` reads."""
+"""SHA256SUMS over every file of a release, in the format `sha256sum -c` reads (checked by `mmbu.core.checksums`)."""
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
-SUMS_NAME = "SHA256SUMS"
+from mmbu.core.checksums import SUMS_NAME, file_sha256, verify_sha256sums
 
-
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file, read into one reused buffer (memory stays flat for shards of 500 MB)."""
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+__all__ = ["SUMS_NAME", "file_sha256", "verify_sha256sums", "write_sha256sums"]
 
 
 def write_sha256sums(release_dir: Path, known: dict[Path, str] | None = None) -> Path:
@@ -24,22 +19,3 @@ def write_sha256sums(release_dir: Path, known: dict[Path, str] | None = None) ->
     target = release_dir / SUMS_NAME
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return target
-
-
-def verify_sha256sums(release_dir: Path) -> list[str]:
-    """Problems found (empty when every listed file matches and no file is unlisted)."""
-    problems = []
-    listed = set()
-    for line in (release_dir / SUMS_NAME).read_text(encoding="utf-8").splitlines():
-        expected, name = line.split("  ", 1)
-        listed.add(name)
-        path = release_dir / name
-        if not path.is_file():
-            problems.append(f"{name}: listed but missing")
-        elif file_sha256(path) != expected:
-            problems.append(f"{name}: checksum differs")
-    for path in release_dir.rglob("*"):
-        name = path.relative_to(release_dir).as_posix()
-        if path.is_file() and path.name != SUMS_NAME and name not in listed:
-            problems.append(f"{name}: not listed")
-    return problems

@@ -45,11 +45,12 @@ def report():
 
 def test_results_table_has_the_papers_shape(report):
     table = results_table(report, "no_context", display=str.upper)
-    assert list(table.columns) == ["Model", "Ungrounded classification"]
+    assert list(table.columns) == ["Model", "Ungrounded classification", "Overall"]
     assert table["Model"].tolist() == ["MODEL-A", "MODEL-B", "Random"]
     # model-a: closed 3/4, open 1/4, delta 0.5; model-b: 1/4, 0, 0.25
     assert table["Ungrounded classification"].tolist() == ["0.750 / 0.250 (0.500)", "0.250 / 0.000 (0.250)",
                                                            "0.200 / 0.250"]
+    assert table["Overall"].tolist() == table["Ungrounded classification"].tolist()  # one task: its own mean
 
 
 def test_heatmap_leaves_a_gap_where_a_model_has_no_records(report, tmp_path):

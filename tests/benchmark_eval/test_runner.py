@@ -215,7 +215,7 @@ def test_kill_and_resume_in_a_subprocess(tmp_path):
 
 
 def test_command_line_in_the_manifest_has_no_secrets():
-    from mmbu.benchmark_eval.runner.manifest import redact_argv
+    from mmbu.core.secrets import redact_argv
 
     argv = ["mmbu", "eval", "run", "--api-key", "sk-1", "--token=abc", "--api-key-env", "LAB_KEY",
             "--base-url", "https://user:pw@host/v1"]

@@ -1,5 +1,6 @@
 """Scoring runs on a small release written in the test: counts, F1, deltas, baselines, breakdowns, pairs."""
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -116,7 +117,8 @@ def test_score_command_writes_the_contract_and_says_the_judge_has_not_run(tmp_pa
     breakdowns = json.loads((out.parent / "scores.breakdowns.json").read_text())
     assert {b["field"] for b in breakdowns} == {"modality"}
     assert {b["value"] for b in breakdowns} == {"light microscopy"}
-    assert (out.parent / "scores.diagnostics.json").exists() and (out.parent / "scores.paired.json").exists()
+    assert (out.parent / "scores.diagnostics.json").exists() and (out.parent / "scores.provenance.json").exists()
+    assert not (out.parent / "scores.paired.json").exists()  # one model: no pair, no empty file
     audit = pd.read_parquet(out.parent / "scores.records.parquet")
     closed = audit[audit["form"] == "closed"].sort_values("sample_id")
     assert closed["parse_path"].tolist() == ["response:label", "answer_field:label", "response:label",
@@ -355,7 +357,7 @@ def test_withheld_scores_are_none_in_python_and_a_dash_in_the_table(tmp_path, re
     assert [scores["full_context"][k] for k in ("n", "f1", "random_baseline")] == [0, None, None]
     result = CliRunner().invoke(score, [str(run_dir), "--out", str(tmp_path / "scores.json"), "--resamples", "20"])
     modality = next(line for line in result.output.splitlines() if "modality" in line and "│" in line)
-    assert "nan" not in result.output and modality.count("—") == 2  # F1 and CI
+    assert not re.search(r"\bnan\b", result.output) and modality.count("—") == 2  # F1 and CI
 
 
 def test_records_of_an_older_prompt_version_are_not_mixed_into_a_score(tmp_path, release):

@@ -135,10 +135,13 @@ def test_mmbu_build_command_exit_codes(tmp_path):
 
 
 def test_dask_executor_builds_the_same_release(tmp_path, built):
+    import dask
     from distributed import LocalCluster
 
     make_repo(tmp_path)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    # Dask's scratch space and its lock files under this test's folder, not /tmp/dask-scratch-space
+    with dask.config.set({"temporary-directory": str(tmp_path / "dask-scratch")}), \
+            LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         report = run_build(config_for(tmp_path, executor="dask", scheduler=cluster.scheduler_address))
     assert report.exit_code == 0, report.failed
     reference_root, reference = built

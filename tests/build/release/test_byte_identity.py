@@ -9,7 +9,8 @@ croissant.json's once more when the writer declared list columns `isArray` (boxe
 `prov:wasDerivedFrom` node per source (the shards unchanged). Questions v7 added the closed-form question columns
 (README.md and croissant.json describe them) and placed closed detection's wrong boxes on the image's content clear
 of every instance, which leaves one gland detection row of the fixture without room: it became an exclusion, so
-exclusions.csv, stats/ and build_info.json changed with it.
+exclusions.csv, stats/ and build_info.json changed with it. README.md's when the card gained its
+Versions and Citation sections.
 """
 from __future__ import annotations
 

@@ -86,6 +86,17 @@ def test_card_yaml_lists_configs_and_the_licence_table(release):
     assert "| `demo_marrow` | Demo dataset | CC-BY-4.0 | 12 |" in text
 
 
+def test_card_tells_the_release_version_from_the_toolkit_version_and_cites_mmbu(built, tmp_path):
+    info = {**built["build_info"], "toolkit_version": "0.2.0", "inputs_hash": "ab12" * 16}
+    out = tmp_path / "release"
+    write_release(built["rows_by_task"], out, built["manifests"], info, version="1.3.0")
+    text = " ".join((out / "README.md").read_text(encoding="utf-8").split())
+    assert "# MMBU (rebuilt), release 1.3.0" in text
+    assert "**1.3.0** is the version of this data release" in text and "**0.2.0** is the version of the MMBU toolkit" in text
+    assert "ab12" not in text  # the inputs hash covers the data folder's paths: it stays in build_info.json
+    assert "eprint = {2606.06696}" in text and "D'Cunha, Ryan and others" in text  # the paper, as arXiv lists it
+
+
 def test_croissant_validates_with_mlcroissant_and_pins_every_shard(release):
     out, summary = release
     document = json.loads((out / "croissant.json").read_text(encoding="utf-8"))
