@@ -108,9 +108,8 @@ class Converted:
     """8-bit pixels ready for PNG: (H, W) grayscale or (H, W, 3) RGB; label values for masks.
 
     `geometry` says how the stored frame became these pixels (`mmbu.core.geometry`); the layouts map
-    boxes and masks with it, and `dispatch.check_converted` refuses one that does not end at the
-    pixels' size. A reader that leaves it None gets one read from the legacy `params` keys
-    (`source_size`, `level0_dimensions`) while readers move to it (transition; then it is required).
+    boxes and masks with it, and `dispatch.check_converted` refuses a reader's result without one or with
+    one that does not end at the pixels' size.
     """
 
     pixels: np.ndarray

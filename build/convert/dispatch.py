@@ -13,7 +13,6 @@ import numpy as np
 from mmbu.build.convert.base import READERS, ConversionError, Converted, ConvertOptions
 from mmbu.build.convert.display import resize_longest_side
 from mmbu.build.convert.sniff import Identified, identify
-from mmbu.core.geometry import legacy_geometry
 
 Reader = Callable[[Path, ConvertOptions], Converted]
 
@@ -61,7 +60,8 @@ def check_converted(converted: Converted, source: Path, as_mask: bool = False) -
         )
     size = (converted.width, converted.height)
     if converted.geometry is None:
-        converted.geometry = legacy_geometry(converted.params, size)
+        raise ConversionError(f"the {converted.format} reader returned no geometry for {source.name}, so its boxes "
+                              "could not be placed on the PNG")
     if converted.geometry.output_size != size:
         end = converted.geometry.output_size
         raise ConversionError(

@@ -36,10 +36,10 @@ def _is_set(value: object) -> bool:
     return value is not None and not (isinstance(value, float) and pd.isna(value))
 
 
-def _geometry(conversion: ConvertedImage, sample: Sample) -> ConversionGeometry:
+def _geometry(conversion: ConvertedImage) -> ConversionGeometry:
     if conversion.mask_png is not None:  # volumes: regions were read from the converted slice
         return ConversionGeometry.kept((int(conversion.record["width"]), int(conversion.record["height"])))
-    return geometry_of(conversion.record, sample.image_size)
+    return geometry_of(conversion.record)
 
 
 def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: Mapping[str, ConvertedImage],
@@ -71,7 +71,7 @@ def place_items(items: pd.DataFrame, samples: Mapping[str, Sample], converted: M
             continue
         sample = samples[item["image_sample_id"]]
         if geometry_of_image != item["image_sample_id"]:
-            geometry, geometry_of_image = _geometry(conversion, sample), item["image_sample_id"]
+            geometry, geometry_of_image = _geometry(conversion), item["image_sample_id"]
         if conversion.mask_png is None:
             if item["task"] != "ungrounded_classification" and sample.image_size \
                     and tuple(sample.image_size) != geometry.stored_size:
