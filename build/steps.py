@@ -39,11 +39,10 @@ from mmbu.build.fetch import COMPLETION_RECORD
 from mmbu.build.json_lines import LinesWriter, chunked, is_complete, parse_record, read_lines
 from mmbu.build.layouts import Sample, read_samples_into
 from mmbu.build.layouts.files import is_volume
-from mmbu.build.layouts.grounding import ConvertedImage, place_items
 from mmbu.build.layouts.volumes import with_converted_mask
 from mmbu.build.metadata import MetadataChecks
-from mmbu.build.questions import (attach_metadata, format_lint_report, instantiate_questions, lint_questions,
-                                  load_prototypes, task_items)
+from mmbu.build.questions import (ConvertedImage, attach_metadata, format_lint_report, instantiate_questions,
+                                  lint_questions, load_prototypes, place_items, rows_frame, task_items)
 from mmbu.build.questions.lint import drop_lint_failures
 from mmbu.build.sorted_runs import SortedRuns, write_row_groups
 from mmbu.core.exclusions import Exclusion
@@ -422,7 +421,7 @@ def build_rows(converted: Iterable[tuple[Sample, ConvertedImage]], manifest: Dat
     `converted` is read once, a chunk at a time (a `ConvertedFile`, or a list of pairs; `repeated_ids()` is asked
     for when it has one). Metadata is validated METADATA_PER_CHUNK samples at a time (`MetadataChecks`: the outcome
     of one call over the whole table); items are made, placed, asked and linted SAMPLES_PER_CHUNK samples at a time:
-    the per-row dicts of those stages cost several times the finished rows (600 MB for 74K rows of 8,600 image/mask
+    the typed rows of those stages cost several times the finished rows (600 MB for 74K rows of 8,600 image/mask
     pairs), so only one chunk of them is alive. Every stage works row by row (options are seeded per sample), so
     the rows are those of one pass; exclusions keep their stage order.
     """
@@ -436,16 +435,15 @@ def build_rows(converted: Iterable[tuple[Sample, ConvertedImage]], manifest: Dat
             part = block[start:start + SAMPLES_PER_CHUNK]
             items, dropped = attach_metadata(task_items([sample for sample, _ in part], manifest), valid)
             lost["attach"] += dropped
-            items, dropped = place_items(items, {s.sample_id: s for s, _ in part},
-                                         {s.sample_id: c for s, c in part}, work / "roi")
+            placed, dropped = place_items(items, {s.sample_id: c for s, c in part}, work / "roi")
             lost["place"] += dropped
-            questions, dropped = instantiate_questions(items, manifest, taxonomy, seed)
+            questions, dropped = instantiate_questions(placed, manifest, taxonomy, seed)
             lost["questions"] += dropped
-            del items
+            del items, placed
             lint = lint_questions(questions, taxonomy)
             questions, dropped = drop_lint_failures(questions, lint)
             lost["lint"] += dropped
-            rows.add(questions)
+            rows.add(rows_frame(questions))  # the one table the typed rows become
             del questions
             lints.append(lint)
         del block, valid

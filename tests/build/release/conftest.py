@@ -6,9 +6,10 @@ import pytest
 from PIL import Image
 from support.build_manifests import make_manifest, write_png, write_taxonomy
 
-from mmbu.build.layouts import ConvertedImage, place_items, read_samples
+from mmbu.build.layouts import read_samples
 from mmbu.build.metadata import normalise_metadata, validate_metadata
-from mmbu.build.questions import attach_metadata, instantiate_questions, lint_questions, task_items
+from mmbu.build.questions import (ConvertedImage, attach_metadata, instantiate_questions, lint_questions, place_items,
+                                  rows_frame, task_items)
 from mmbu.build.release import collect_build_info, group_by_task
 from mmbu.core.geometry import ConversionGeometry
 
@@ -60,11 +61,11 @@ def pipeline(raw, manifest, taxonomy, out_dir, halve=False):
     assert failures.empty, failures.to_string()
     items, _ = attach_metadata(task_items(samples, manifest), valid)
     converted = {s.sample_id: convert(s, out_dir, halve) for s in samples}
-    rows, placing = place_items(items, {s.sample_id: s for s in samples}, converted, out_dir / "roi")
+    placed, placing = place_items(items, converted, out_dir / "roi")
     assert placing == []
-    questions, dropped = instantiate_questions(rows, manifest, taxonomy, SEED)
+    questions, dropped = instantiate_questions(placed, manifest, taxonomy, SEED)
     assert lint_questions(questions, taxonomy).empty
-    return questions, [*layout_exclusions, *dropped]
+    return rows_frame(questions), [*layout_exclusions, *dropped]
 
 
 @pytest.fixture(scope="module")
