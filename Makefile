@@ -1,9 +1,11 @@
 # Commands for a fresh machine with Python 3.11+ and make (each creates ./.venv and installs the project when needed):
 #   make demo      build the bundled offline demo release into $(DEMO_DATA)/release: manifests/demo + the mirror in
-#                  manifests/mirror, no network, seconds
+#                  manifests/mirror, no network, seconds (PROFILE=mini: a few rows of each, into release-mini)
 #   make test      run the whole test suite
 #   make dataset   build the real catalogue (manifests/datasets) from the network into $(MMBU_DATA)/release: the
-#                  fetch plan first, then fetch and build with resume; offline it fails fast, one line per dataset
+#                  fetch plan first, then fetch and build with resume; offline it fails fast, one line per dataset;
+#                  PROFILE=paper (default: the paper's ~38.7K rows at the full catalogue), full (every row, into
+#                  release-full) or mini (a few rows of each, into release-mini)
 #   make catalogue the catalogue's coverage against the taxonomy and the paper into $(MMBU_DATA)/catalogue (Markdown, JSON, PNG)
 #   make bench     speed/memory benchmarks (by hand, not in CI)
 
@@ -14,6 +16,7 @@ STAMP  := $(VENV)/.mmbu-installed
 export MMBU_DATA ?= $(CURDIR)/data
 DEMO_DATA ?= $(MMBU_DATA)/demo
 JOBS   ?= 2
+PROFILE ?= paper
 
 .PHONY: demo dataset catalogue test bench venv clean
 
@@ -27,10 +30,10 @@ $(STAMP): pyproject.toml setup.py
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/mmbu build --manifests manifests/demo --mirror manifests/mirror --data $(DEMO_DATA) --jobs $(JOBS)
+	$(BIN)/mmbu build --manifests manifests/demo --mirror manifests/mirror --data $(DEMO_DATA) --jobs $(JOBS) --profile $(PROFILE)
 
 dataset: $(STAMP)
-	$(BIN)/mmbu build --manifests manifests/datasets --data $(MMBU_DATA) --jobs $(JOBS)
+	$(BIN)/mmbu build --manifests manifests/datasets --data $(MMBU_DATA) --jobs $(JOBS) --profile $(PROFILE)
 
 catalogue: $(STAMP)
 	$(BIN)/mmbu catalogue --out $(MMBU_DATA)/catalogue

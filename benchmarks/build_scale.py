@@ -405,9 +405,13 @@ def baseline_env(ref: str, name: str) -> dict[str, str]:
     return env
 
 
-def build_command(repo: Path, data: Path, jobs: int, mmbu: list[str] = MMBU, extra: tuple[str, ...] = ()) -> list[str]:
+def build_command(repo: Path, data: Path, jobs: int, mmbu: list[str] = MMBU, extra: tuple[str, ...] = (),
+                  profile: str | None = "full") -> list[str]:
+    """`mmbu build` of the corpus; `profile` (default full: every sample, what this benchmark measures) is passed
+    to the current toolkit only (a baseline from before composition profiles builds every sample anyway)."""
+    chosen = ("--profile", profile) if profile and mmbu is MMBU else ()
     return [*mmbu, "build", "--manifests", str(repo / "manifests" / "datasets"), "--data", str(data),
-            "--jobs", str(jobs), *extra]
+            "--jobs", str(jobs), *chosen, *extra]
 
 
 def _pillow_chunk(paths: list[str]) -> int:
@@ -488,6 +492,8 @@ def main() -> None:
     parser.add_argument("--write-results", action="store_true", help=f"replace the '{HEADING}' section of RESULTS.md")
     parser.add_argument("--baseline-ref", help="also build with the toolkit as of this git ref, alternately")
     parser.add_argument("--repeat", type=int, default=1, help="rounds of (current, baseline, floor) with --baseline-ref")
+    parser.add_argument("--profiles", help="compare composition profiles instead, e.g. full,paper: each a fresh "
+                                           "build of the same corpus, alternately, --repeat rounds")
     parser.add_argument("--keep-duplicates", action="store_true",
                         help="pass --keep-duplicates to mmbu build (the synthetic textures are near-duplicates by the "
                              "hundred, which the cross-dataset check pairs up at quadratic cost)")
@@ -496,6 +502,9 @@ def main() -> None:
         args.samples, args.datasets = 4_000, 10
     if args.baseline_ref:
         compare(args)
+        return
+    if args.profiles:
+        compare_profiles(args)
         return
 
     started = time.perf_counter()
@@ -591,6 +600,88 @@ def compare(args: argparse.Namespace) -> None:
             if not args.keep:
                 remove_and_settle(data, repo)
     shutil.rmtree(WORK / f"pillow-floor-{os.getpid()}", ignore_errors=True)
+
+
+PROFILES_HEADING = "## Composition profiles: paper against full"
+
+
+@dataclass
+class ProfileRun:
+    profile: str
+    build: Timed
+    convert_seconds: float  # the convert step's own wall time, summed over datasets (build-report.json step_seconds)
+    convert_cpu_seconds: float  # ... and its CPU time (step_cpu_seconds)
+    images: int  # PNGs converted (work/<id>/images)
+    rows: int
+
+
+def profile_run(repo: Path, data: Path, jobs: int, profile: str, keep_duplicates: bool) -> ProfileRun:
+    build = timed(build_command(repo, data, jobs, extra=("--keep-duplicates",) if keep_duplicates else (),
+                                profile=profile), cwd=repo)
+    document = json.loads((data / "build-report.json").read_text(encoding="utf-8"))
+    convert = sum(d.get("step_seconds", {}).get("convert", 0.0) for d in document["datasets"])
+    convert_cpu = sum(d.get("step_cpu_seconds", {}).get("convert", 0.0) for d in document["datasets"])
+    images = sum(1 for _ in (data / "work").glob("*/images/*.png"))
+    return ProfileRun(profile, build, convert, convert_cpu, images, sum(document["release_rows"].values()))
+
+
+def compare_profiles(args: argparse.Namespace) -> None:
+    """Fresh builds of one corpus under each of `--profiles`, alternately, `--repeat` rounds: the convert step's
+    time, the whole build's wall and CPU time, the images converted and the rows released, and each profile's
+    ratios against the first one."""
+    profiles = [p.strip() for p in args.profiles.split(",") if p.strip()]
+    repo, plans = generate_corpus(args.samples, args.datasets, args.jobs, args.sources)
+    corpus = f"{args.samples}x{args.datasets}-{args.sources}"
+    print(f"corpus: {args.samples} samples over {len(plans)} datasets, --jobs {args.jobs}", flush=True)
+    print(f"before the first build: {settle_deletions(repo)}", flush=True)
+    runs: dict[str, list[ProfileRun]] = {p: [] for p in profiles}
+    started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
+    for round_ in range(args.repeat):
+        for profile in profiles if round_ % 2 == 0 else profiles[::-1]:
+            data = WORK / f"data-profiles-{corpus}-{profile}"
+            remove_and_settle(data, repo)
+            run = profile_run(repo, data, args.jobs, profile, args.keep_duplicates)
+            runs[profile].append(run)
+            print(f"round {round_ + 1} {profile}: convert {run.convert_seconds:.1f} s wall / "
+                  f"{run.convert_cpu_seconds:.1f} s CPU, build {run.build.seconds:.1f} s "
+                  f"wall / {run.build.cpu_seconds:.1f} s CPU, {run.images} images converted, {run.rows} rows, "
+                  f"load {Path('/proc/loadavg').read_text().split()[0]}", flush=True)
+            if not args.keep:
+                remove_and_settle(data, repo)
+    base = profiles[0]
+
+    def mean(profile: str, value) -> float:
+        return sum(value(run) for run in runs[profile]) / len(runs[profile])
+
+    table = ["| profile | images converted | rows | convert step wall s | convert step CPU s | build wall s "
+             f"| build CPU s | convert CPU / {base} | build wall / {base} | build CPU / {base} |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for profile in profiles:
+        convert_cpu = mean(profile, lambda r: r.convert_cpu_seconds)
+        wall, cpu = mean(profile, lambda r: r.build.seconds), mean(profile, lambda r: r.build.cpu_seconds)
+        table.append(f"| {profile} | {mean(profile, lambda r: r.images):,.0f} | {mean(profile, lambda r: r.rows):,.0f} "
+                     f"| {mean(profile, lambda r: r.convert_seconds):.1f} | {convert_cpu:.1f} | {wall:.1f} | {cpu:.1f} "
+                     f"| {convert_cpu / mean(base, lambda r: r.convert_cpu_seconds):.3f} "
+                     f"| {wall / mean(base, lambda r: r.build.seconds):.3f} "
+                     f"| {cpu / mean(base, lambda r: r.build.cpu_seconds):.3f} |")
+    section = "\n".join([
+        PROFILES_HEADING, "",
+        f"`benchmarks/build_scale.py --samples {args.samples} --datasets {args.datasets} --jobs {args.jobs} "
+        f"--sources {args.sources} --profiles {args.profiles} --repeat {args.repeat}"
+        + (" --keep-duplicates" if args.keep_duplicates else "") + f"` ({started} UTC): the corpus of \"Full build "
+        "at paper scale\" built fresh under each profile, alternately, in one run (means over the rounds). The "
+        "convert step's times are the build-report's `step_seconds` (wall) and `step_cpu_seconds` (the worker's CPU) "
+        "per dataset, summed over datasets; the build's wall "
+        "and CPU time include fetching, layouts, rows, duplicates and the release, which every profile pays for "
+        "the rows it keeps. The machine is shared (its load average is in the lines above the table), so the "
+        "ratios, taken minutes apart, are the figures to read.", "", *table, ""])
+    print(section)
+    if args.write_results:
+        text = RESULTS.read_text(encoding="utf-8")
+        pattern = re.compile(rf"^{re.escape(PROFILES_HEADING)}\n.*?(?=^## |\Z)", re.S | re.M)
+        text = (pattern.sub(lambda _: section + "\n", text) if pattern.search(text)
+                else text.rstrip("\n") + "\n\n" + section)
+        RESULTS.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -15,8 +15,12 @@ from mmbu.build.duplicates import DEFAULT_MAX_DISTANCE
 from mmbu.build.executors import ExecutorError
 from mmbu.build.fetch import LockError
 from mmbu.build.fetch.plan import plan_lines
-from mmbu.build.pipeline import BuildConfig, BuildReport, manifest_paths, plan_build, read_manifests, run_build
+from mmbu.build.pipeline import (
+    BuildConfig, BuildReport, ReleaseProfileMismatch, check_release_profile, manifest_paths, plan_build,
+    read_manifests, run_build,
+)
 from mmbu.core.cli import InvalidInput
+from mmbu.curation.composition import CompositionError
 from mmbu.taxonomy import TaxonomyError
 
 
@@ -40,14 +44,21 @@ from mmbu.taxonomy import TaxonomyError
               help="Images whose perceptual hashes differ by at most this many bits of 256 are one image: one copy "
                    "per task stays (0: identical hashes only).")
 @click.option("--keep-duplicates", is_flag=True, help="Skip the duplicate-image check.")
+@click.option("--profile", default=None, metavar="paper|full|mini",
+              help="Composition profile: how many rows each dataset gives each task (paper: the paper's scale; full: "
+                   "every row; mini: a few rows of each, for a first model run). Its release is DATA/release for the "
+                   "default profile, DATA/release-<profile> otherwise. [default: the composition file's, paper]")
+@click.option("--composition", "composition_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Composition file (profiles, caps, seed). [default: the bundled curation/data/composition.yaml]")
 def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_path: Path | None,
           taxonomy_path: Path | None, jobs: int, executor: str, scheduler: str | None, seed: int,
-          duplicate_distance: int, keep_duplicates: bool) -> None:
+          duplicate_distance: int, keep_duplicates: bool, profile: str | None, composition_path: Path | None) -> None:
     """Build the benchmark release from the manifests: fetch → layout → convert → metadata → questions → release.
 
     Each step of each dataset is skipped when its inputs are unchanged, and an interrupted build
     resumes. A failing dataset or item is reported (build-report.json, release/exclusions.csv) and
-    the rest is built. Exit 0 all good, 1 something was excluded or failed, 2 bad usage.
+    the rest is built. Exit 0 all good, 1 something was excluded or failed, 2 bad usage (also: the release folder
+    holds a release of another composition profile).
     """
     if not manifests_dir.is_dir():
         raise InvalidInput(f"--manifests {manifests_dir}: no such folder")
@@ -57,7 +68,12 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
     mirror = mirror or (Path(os.environ["MMBU_MIRROR"]) if os.environ.get("MMBU_MIRROR") else None)
     config = BuildConfig(manifests_dir=manifests_dir, data_dir=data_dir, mirror=mirror, lock_path=lock_path,
                          taxonomy_path=taxonomy_path, seed=seed, jobs=jobs, executor=executor, scheduler=scheduler,
-                         duplicate_distance=None if keep_duplicates else duplicate_distance)
+                         duplicate_distance=None if keep_duplicates else duplicate_distance, profile=profile,
+                         composition_path=composition_path)
+    try:  # the composition and the release folder checked before the plan asks any host
+        check_release_profile(config)
+    except (CompositionError, ReleaseProfileMismatch) as exc:
+        raise InvalidInput(str(exc)) from None
     if not manifest_paths(manifests_dir):
         click.echo(f"{manifests_dir} holds no manifest (*.yaml) yet: nothing to build. `make demo` builds the "
                    "offline demo; manifests/README.md says how to add a dataset.")
@@ -80,7 +96,8 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
                 bar.update(task, total=total, completed=done, description=dataset_id)
 
             report = run_build(config, progress=advance, plan=plan, validation=validation)
-    except (ExecutorError, TaxonomyError, LockError, DataFolderBusy, DataFolderLayout) as exc:
+    except (ExecutorError, TaxonomyError, LockError, DataFolderBusy, DataFolderLayout,
+            ReleaseProfileMismatch) as exc:
         raise InvalidInput(str(exc)) from None
     except OSError as exc:  # a full disk or a read-only folder: `mmbu` says it in one sentence naming the folder
         exc.filename = exc.filename or str(data_dir)
@@ -122,7 +139,25 @@ def _print_summary(report: BuildReport, console: Console) -> None:
         console.print(f"[yellow]duplicates:[/] {duplicates.search.capped_comparisons} comparison(s) in "
                       f"{duplicates.search.capped_buckets} oversized hash bucket(s) were skipped; copies only they "
                       "would have linked may remain (build-report.json, duplicates)")
+    if report.composition:
+        console.print(_composition_line(report))
     written = "written" if report.release_written else "unchanged (inputs identical)"
     rows = ", ".join(f"{task} {count:,}" for task, count in report.release_rows.items()) or "none"
     console.print(f"release {report.release_dir}: {written}; rows per task: {rows}; "
                   f"{report.exclusions} item(s) excluded (see exclusions.csv and build-report.json)", markup=False)
+
+
+def _composition_line(report: BuildReport) -> str:
+    """`profile paper (composition version 1, seed 0): rows chosen of those available per task`."""
+    stamp = report.composition
+    head = f"profile {stamp['profile']} (composition version {stamp['version']}, seed {stamp['seed']})"
+    chosen: dict[str, list[int]] = {}
+    for outcome in report.datasets:
+        for task, counts in outcome.selection.items():
+            total = chosen.setdefault(task, [0, 0])
+            total[0] += counts["chosen"]
+            total[1] += counts["available"]
+    if not chosen:
+        return f"{head}: every row"
+    return f"{head}: rows chosen before conversion " + ", ".join(
+        f"{task} {taken:,} of {available:,}" for task, (taken, available) in sorted(chosen.items()))

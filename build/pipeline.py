@@ -1,4 +1,5 @@
-"""The whole build: manifests → fetch → (per dataset) layout, convert, rows, hashes → duplicates → release.
+"""The whole build: manifests → fetch → (per dataset) layout, select, convert, rows, hashes → duplicates →
+release.
 
 Fetching runs in this process (the lock file of sha256 pins has one writer); the per-dataset work
 runs on local processes or a Dask cluster through the same function, `steps.process_dataset`. The
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from mmbu.build.steps import DatasetJob, DatasetOutcome, cached_taxonomy, proces
 from mmbu.core.exclusions import EXCLUSION_COLUMNS
 from mmbu.core.files import write_json_atomic, write_text_atomic
 from mmbu.core.version import toolkit_version
+from mmbu.curation.composition import LoadedComposition, load_composition
 from mmbu.curation.http import PoliteSession
 from mmbu.curation.manifest import DatasetManifest
 from mmbu.curation.manifest.validate import ValidationReport, validate_files
@@ -47,10 +50,58 @@ class BuildConfig:
     scheduler: str | None = None
     release_version: str = "0.1.0"
     duplicate_distance: int | None = DEFAULT_MAX_DISTANCE  # None: no duplicate check (see mmbu.build.duplicates)
+    profile: str | None = None  # composition profile; None: the composition file's default (paper)
+    composition_path: Path | None = None  # default: the bundled curation/data/composition.yaml
+
+    @property
+    def composition(self) -> LoadedComposition:
+        """The composition file (CompositionError naming file and field when it cannot be used)."""
+        return _composition(self.composition_path)
+
+    @property
+    def profile_name(self) -> str:
+        name = self.profile or self.composition.composition.default_profile
+        self.composition.composition.profile(name)  # CompositionError for a profile the file does not define
+        return name
 
     @property
     def release_dir(self) -> Path:
-        return self.data_dir / "release"
+        return self.release_dir_of(self.profile_name)
+
+    def release_dir_of(self, profile: str) -> Path:
+        """DATA/release for the default profile, DATA/release-<profile> for another: no release mixes profiles, and
+        a data folder keeps one release per profile from one set of fetched files."""
+        default = self.composition.composition.default_profile
+        return self.data_dir / ("release" if profile == default else f"release-{profile}")
+
+
+@lru_cache(maxsize=4)
+def _composition(path: Path | None) -> LoadedComposition:
+    return load_composition(path)
+
+
+class ReleaseProfileMismatch(ValueError):
+    """The release folder holds a release of another composition profile (the build would replace it)."""
+
+
+def check_release_profile(config: BuildConfig) -> None:
+    """Refuse to replace a release of another profile (or of none: a release built before profiles held every row):
+    its rows would be lost, or taken for this profile's. ReleaseProfileMismatch says what to do, in one sentence."""
+    info_path = config.release_dir / "build_info.json"
+    if not info_path.exists():
+        return
+    try:
+        built = (json.loads(info_path.read_text(encoding="utf-8")).get("composition") or {}).get("profile")
+    except (OSError, ValueError, AttributeError):
+        return  # a torn build_info.json belongs to no finished release: the writer replaces the folder whole
+    if built == config.profile_name:
+        return
+    kept = config.release_dir_of(built or "full")
+    what = (f"a release of the `{built}` profile" if built
+            else "a release built before composition profiles (every row, as `full` takes them)")
+    raise ReleaseProfileMismatch(
+        f"{config.release_dir} holds {what}, which this `{config.profile_name}` build would replace: move it to "
+        f"{kept} (or remove it) and build again.")
 
 
 @dataclass
@@ -63,6 +114,7 @@ class BuildReport:
     release_rows: dict[str, int] = field(default_factory=dict)
     exclusions: int = 0
     duplicates: DuplicateCheck = field(default_factory=DuplicateCheck)
+    composition: dict[str, Any] = field(default_factory=dict)  # profile, version, seed, file (LoadedComposition.stamp)
 
     @property
     def failed(self) -> list[str]:
@@ -108,9 +160,11 @@ def run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | N
     `plan_build(config)`) decides which datasets are not fetched at all because their host does not answer:
     each fails with one sentence while the others build. Holds the data folder's lock for the whole build
     (DataFolderBusy when another build or fetch has it) and first removes the temporary files a killed build
-    left behind.
+    left behind. Takes the rows of `config.profile` (`mmbu.build.selection`) into `config.release_dir`; refuses
+    (ReleaseProfileMismatch) when that folder holds a release of another profile.
     """
     with data_folder_lock(config.data_dir, "mmbu build"):
+        check_release_profile(config)
         remove_stale_temporaries(config.data_dir)
         return _run_build(config, progress, plan, validation)
 
@@ -133,6 +187,8 @@ def _run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | 
     plan = plan or plan_build(config, manifests)
     blocked = {d.dataset_id: d.error or "" for d in plan.blocked}
     session = PoliteSession()
+    composition, profile = config.composition.composition, config.profile_name
+    report.composition = config.composition.stamp(profile)
 
     jobs: list[DatasetJob] = []
 
@@ -145,7 +201,8 @@ def _run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | 
             if result.ok and result.manifest:
                 jobs.append(DatasetJob(manifest_path=Path(result.manifest).resolve(),
                                        data_dir=Path(config.data_dir).resolve(), taxonomy_path=config.taxonomy_path,
-                                       seed=config.seed, manifest=manifests[path]))
+                                       seed=config.seed, manifest=manifests[path],
+                                       composition=composition.rule_for(manifests[path].id, profile)))
                 yield jobs[-1]
 
     outcomes: dict[int, DatasetOutcome] = {}
@@ -241,9 +298,10 @@ def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy
     built = [o for o in report.datasets if o.ok and o.rows_path]
     exclusions = _dataset_exclusions(report)
     report.exclusions = len(exclusions)
+    stamp = report.composition
     inputs_hash = hash_json({
         "toolkit": toolkit_version(), "format": RELEASE_FORMAT, "version": config.release_version, "seed": config.seed,
-        "taxonomy": taxonomy_hash,
+        "taxonomy": taxonomy_hash, "composition": stamp,
         "rows": {o.dataset_id: rows_digests[o.dataset_id] for o in built},
         "manifests": {o.dataset_id: o.manifest_hash for o in built},  # hashed by the worker that parsed it
         "exclusions": exclusions.astype(object).where(exclusions.notna(), "").to_dict(orient="records"),
@@ -263,8 +321,8 @@ def _write_release_if_changed(config: BuildConfig, report: BuildReport, taxonomy
 
     build_info = collect_build_info(
         seed=config.seed, taxonomy_hash=taxonomy_hash, manifest_paths=[o.manifest_path for o in built],
-        extra={"inputs_hash": inputs_hash, "toolkit_version": toolkit_version(), "jobs": config.jobs,
-               "executor": config.executor})
+        composition=stamp, extra={"inputs_hash": inputs_hash, "toolkit_version": toolkit_version(),
+                                  "jobs": config.jobs, "executor": config.executor})
     manifests = [manifests_by_id[o.dataset_id] for o in built]
     # Each config is written by a worker that reads only its rows from the per-dataset files (less the
     # rows the duplicate check dropped): the configs are written in parallel, and no process holds the
@@ -302,6 +360,7 @@ def _report_document(report: BuildReport) -> dict[str, Any]:
         "release": str(report.release_dir),
         "release_written": report.release_written,
         "release_rows": report.release_rows,
+        "composition": report.composition,
         "failed": report.failed,
         "exclusions": report.exclusions,
         "fetch": [r.model_dump(mode="json") for r in report.fetch],

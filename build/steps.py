@@ -1,6 +1,9 @@
-"""One dataset's build after its files are fetched: layout → convert → metadata → questions → rows → hashes.
+"""One dataset's build after its files are fetched: layout → select → convert → metadata → questions → rows →
+hashes.
 
-`process_dataset(job)` is what the pipeline runs on a local process or a Dask worker. Each step is
+`process_dataset(job)` is what the pipeline runs on a local process or a Dask worker. The select step runs only
+under a profile that caps rows (`mmbu.build.selection`); it chooses the rows before conversion, so the convert step
+reads its `selected.jsonl` instead of `samples.jsonl`. Each step is
 skipped when its inputs' hash is unchanged (`StepState`), converted images are reused one by one
 (`convert_resume`: the key each PNG was made from, its size and CRC), so a killed build resumes where it stopped.
 Nothing here raises for bad data: bad items become exclusions, a broken dataset a failed outcome.
@@ -13,7 +16,7 @@ import shutil
 import time
 import traceback
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -44,11 +47,13 @@ from mmbu.build.metadata import MetadataChecks
 from mmbu.build.questions import (ConvertedImage, attach_metadata, format_lint_report, instantiate_questions,
                                   lint_questions, load_prototypes, place_items, rows_frame, task_items)
 from mmbu.build.questions.lint import drop_lint_failures
+from mmbu.build.selection import SELECTED_FILE, SELECTION_FILE, RowFilter, select_samples
 from mmbu.build.sorted_runs import SortedRuns, write_row_groups
 from mmbu.core.exclusions import Exclusion
 from mmbu.core.files import atomic_path, sync_to_disk, write_json_atomic, write_text_atomic
 from mmbu.core.landlock import ConfinedChildDied, landlock_abi, run_confined
 from mmbu.core.version import toolkit_version
+from mmbu.curation.composition import DatasetRule
 from mmbu.curation.manifest import DatasetManifest, load_manifest
 from mmbu.taxonomy import Taxonomy, load_taxonomy
 
@@ -80,6 +85,7 @@ class DatasetJob:
     manifest: DatasetManifest | None = None  # parsed once by the pipeline; None: read from manifest_path
     taxonomy_path: Path | None = None
     seed: int = 0
+    composition: DatasetRule | None = None  # None or a rule that caps nothing: every row (no select step)
 
 
 @dataclass
@@ -98,6 +104,9 @@ class DatasetOutcome:
     seconds: float = 0.0
     manifest_hash: str = ""  # of the parsed manifest, so the release check need not parse it again
     evidence: str = "none"  # weakest level of the host, licence and layout evidence (printed by `mmbu build`)
+    selection: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> TaskSelection (capped profiles)
+    step_seconds: dict[str, float] = field(default_factory=dict)  # each step that ran: its wall time
+    step_cpu_seconds: dict[str, float] = field(default_factory=dict)  # ... and its CPU time
 
 
 @lru_cache(maxsize=4)
@@ -174,28 +183,50 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     if state.is_fresh("layout", layout_key) and is_complete(samples_path):
         outcome.skipped.append("layout")
     else:
-        state.forget_from(["convert", "rows", "hashes"])
+        since = (time.perf_counter(), time.process_time())
+        state.forget_from(["select", "convert", "rows", "hashes"])
         with LinesWriter(samples_path) as lines:
             sink = _SamplesOut(lines, work / "layout-cache")
             count, exclusions = read_samples_into(manifest, raw_dir, sink, work / "layout-cache")
             sink.raise_failure()
         write_json_atomic(layout_exclusions_path, [e.model_dump() for e in exclusions])
         state.record("layout", layout_key, [samples_path, layout_exclusions_path, *sink.derived], {"samples": count})
-        outcome.ran.append("layout")
+        _ran(outcome, "layout", since)
     exclusions = _read_exclusions(layout_exclusions_path)
 
+    # select: the rows the profile takes, chosen before anything is converted (a profile that caps nothing: skipped)
+    to_convert, row_filter = samples_path, None
+    rule = job.composition if job.composition is not None and job.composition.selects else None
+    if rule is not None:
+        to_convert, selection_path = work / SELECTED_FILE, work / SELECTION_FILE
+        select_key = hash_json([layout_key, hash_file(samples_path), manifest.tasks,
+                                rule.model_dump(mode="json")])
+        if state.is_fresh("select", select_key) and is_complete(to_convert):
+            outcome.skipped.append("select")
+        else:
+            since = (time.perf_counter(), time.process_time())
+            state.forget_from(["convert", "rows", "hashes"])
+            chosen = select_samples(samples_path, manifest, rule, to_convert, selection_path)
+            state.record("select", select_key, [to_convert, selection_path],
+                         {"summary": {task: s.model_dump() for task, s in chosen.summary.items()}})
+            _ran(outcome, "select", since)
+        outcome.selection = state.outputs("select").get("summary", {})
+        row_filter = RowFilter.read(selection_path, rule.seed)
+
     # convert: PNG per image (and per mask), boxes and regions moved into the PNG frame
-    convert_key = hash_json([layout_key, hash_file(samples_path)])
+    # (keyed by the bytes it reads: a selection of every sample converts nothing again when the profile changes)
+    convert_key = hash_json([layout_key, hash_file(to_convert)])
     converted_path, convert_exclusions_path = work / CONVERTED_FILE, work / "convert-exclusions.json"
     if state.is_fresh("convert", convert_key) and is_complete(converted_path):
         outcome.skipped.append("convert")
     else:
+        since = (time.perf_counter(), time.process_time())
         state.forget_from(["rows", "hashes"])
         dropped: list[Exclusion] = []
         made: list[str] = []  # every PNG: the step's outputs (state.json lists them), a string each
         with LinesWriter(converted_path) as lines, ConvertedHashesWriter(work / CONVERTED_HASHES_FILE) as kept:
             # the samples are parsed only when a step needs them: a no-op rebuild of 78K samples stays in seconds
-            for chunk in chunked(map(Sample.model_validate_json, read_lines(samples_path)), SAMPLES_PER_CHUNK):
+            for chunk in chunked(map(Sample.model_validate_json, read_lines(to_convert)), SAMPLES_PER_CHUNK):
                 hashes: dict[Path, ImageHashes] = {}
                 converted, conversions, lost = convert_samples(chunk, manifest, work, code, hashes)
                 for sample in converted:
@@ -208,27 +239,32 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
         state.record("convert", convert_key, [converted_path, convert_exclusions_path,
                                               work / CONVERTED_HASHES_FILE, *made],
                      {"images": lines.count})
-        outcome.ran.append("convert")
+        _ran(outcome, "convert", since)
     exclusions += _read_exclusions(convert_exclusions_path)
 
     # rows: metadata (pandera) → task items → questions → lint
     # the questions' version too: their wording and answers change between development edits of one package version
-    rows_key = hash_json([convert_key, hash_file(converted_path), manifest.model_dump(mode="json"),
-                          taxonomy.content_hash, job.seed, load_prototypes().version])
+    rows_inputs = [convert_key, hash_file(converted_path), manifest.model_dump(mode="json"), taxonomy.content_hash,
+                   job.seed, load_prototypes().version]
+    if row_filter is not None:  # appended only then, so that every row of every dataset keeps its key under `full`
+        rows_inputs.append(hash_file(selection_path))
+    rows_key = hash_json(rows_inputs)
     rows_path, rows_exclusions_path = work / "rows.parquet", work / "rows-exclusions.json"
     report_path = work / "lint-report.txt"
     if state.is_fresh("rows", rows_key):
         outcome.skipped.append("rows")
     else:
+        since = (time.perf_counter(), time.process_time())
         with SortedRuns(rows_path, ROWS_ORDER) as runs:
-            dropped, lint_report = build_rows(ConvertedFile(converted_path), manifest, taxonomy, work, job.seed, runs)
+            dropped, lint_report = build_rows(ConvertedFile(converted_path), manifest, taxonomy, work, job.seed, runs,
+                                              keep=row_filter)
             written = write_rows_file(runs, rows_path)
         write_json_atomic(rows_exclusions_path, [e.model_dump() for e in dropped])
         write_text_atomic(report_path, lint_report)
         sync_to_disk()  # the ROI PNGs were written without fsync
         state.record("rows", rows_key, [rows_path, rows_exclusions_path, report_path, *written.masks],
                      {"rows": written.rows, "per_task": written.per_task})
-        outcome.ran.append("rows")
+        _ran(outcome, "rows", since)
     exclusions += _read_exclusions(rows_exclusions_path)
 
     # hashes: each image's perceptual hashes, for the build's cross-dataset duplicate check
@@ -237,19 +273,27 @@ def _process(job: DatasetJob, manifest: DatasetManifest, outcome: DatasetOutcome
     if state.is_fresh("hashes", hashes_key):
         outcome.skipped.append("hashes")
     else:
+        since = (time.perf_counter(), time.process_time())
         previous = pd.read_parquet(hashes_path) if hashes_path.exists() else None  # unchanged PNGs keep theirs
         # hashed by the convert step while it held the pixels: only PNGs without such hashes are opened
         table = image_table(rows_batches(rows_path, HASH_BATCH_ROWS), previous,
                             load_converted_hashes(work / CONVERTED_HASHES_FILE))
         _write_parquet_atomic(table, hashes_path)
         state.record("hashes", hashes_key, [hashes_path], {"images": int(table["image_id"].nunique())})
-        outcome.ran.append("hashes")
+        _ran(outcome, "hashes", since)
     outcome.lint_report = report_path.read_text(encoding="utf-8")
     outcome.rows_path = str(rows_path)
     outcome.exclusions = [e.model_dump() for e in exclusions]
     # counted when the rows were made (opening 40 Parquet files made up a sixth of a no-op rebuild)
     outcome.rows_per_task = (state.outputs("rows").get("per_task")
                              or _count_tasks(pd.read_parquet(rows_path, columns=["task"])["task"]))
+
+
+def _ran(outcome: DatasetOutcome, step: str, since: tuple[float, float]) -> None:
+    """The step ran: its wall and CPU time (this process's: a worker runs one dataset at a time)."""
+    outcome.ran.append(step)
+    outcome.step_seconds[step] = round(time.perf_counter() - since[0], 6)
+    outcome.step_cpu_seconds[step] = round(time.process_time() - since[1], 6)
 
 
 def _count_tasks(tasks: pd.Series) -> dict[str, int]:
@@ -414,7 +458,8 @@ def _convert_exclusion(sample: Sample, item: str, reason: str) -> Exclusion:
 
 
 def build_rows(converted: Iterable[tuple[Sample, ConvertedImage]], manifest: DatasetManifest, taxonomy: Taxonomy,
-               work: Path, seed: int, rows: SortedRuns) -> tuple[list[Exclusion], str]:
+               work: Path, seed: int, rows: SortedRuns,
+               keep: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> tuple[list[Exclusion], str]:
     """Release rows (image/mask as PNG paths) for one dataset, added to `rows` a chunk at a time (sorted and kept on
     disk there, so they never pile up in memory), with what was dropped and the lint report.
 
@@ -423,7 +468,8 @@ def build_rows(converted: Iterable[tuple[Sample, ConvertedImage]], manifest: Dat
     of one call over the whole table); items are made, placed, asked and linted SAMPLES_PER_CHUNK samples at a time:
     the typed rows of those stages cost several times the finished rows (600 MB for 74K rows of 8,600 image/mask
     pairs), so only one chunk of them is alive. Every stage works row by row (options are seeded per sample), so
-    the rows are those of one pass; exclusions keep their stage order.
+    the rows are those of one pass; exclusions keep their stage order. `keep` (the select step's `RowFilter`) keeps
+    the task rows the composition chose; the others are not made (they are not exclusions: nothing was wrong).
     """
     repeated = converted.repeated_ids() if isinstance(converted, ConvertedFile) else _repeated_ids(converted)
     checks = MetadataChecks(manifest, taxonomy, repeated)
@@ -433,7 +479,8 @@ def build_rows(converted: Iterable[tuple[Sample, ConvertedImage]], manifest: Dat
         valid = checks.validate([sample for sample, _ in block])
         for start in range(0, max(len(block), 1), SAMPLES_PER_CHUNK):
             part = block[start:start + SAMPLES_PER_CHUNK]
-            items, dropped = attach_metadata(task_items([sample for sample, _ in part], manifest), valid)
+            items = task_items([sample for sample, _ in part], manifest)
+            items, dropped = attach_metadata(keep(items) if keep is not None else items, valid)
             lost["attach"] += dropped
             placed, dropped = place_items(items, {s.sample_id: c for s, c in part}, work / "roi")
             lost["place"] += dropped

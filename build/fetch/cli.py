@@ -13,6 +13,7 @@ from mmbu.build.fetch.model import FetchResult
 from mmbu.build.fetch.plan import plan_fetch, plan_lines, probing_session
 from mmbu.build.fetch.progress import RichFetchProgress
 from mmbu.core.cli import ExitCode, InvalidInput
+from mmbu.curation.catalogue.composition import composition_lines
 from mmbu.curation.http import PoliteSession, load_policies
 
 
@@ -53,7 +54,8 @@ def _describe(result: FetchResult) -> str:
               help='YAML {host: {requests_per_second: .., max_attempts: ..}}; host "*" sets the default.')
 @click.option("--dry-run", is_flag=True,
               help="Print the plan only (datasets, hosts, bytes to download, free disk needed, what is already "
-                   "fetched); exit 1 when a dataset cannot be fetched now.")
+                   "fetched) and the rows each composition profile yields; exit 1 when a dataset cannot be fetched "
+                   "now.")
 def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path | None, report_path: Path | None,
           only: tuple[str, ...], http_policies: Path | None, dry_run: bool) -> None:
     """Fetch each dataset's files into DATA/raw/<id>/, verified and safely extracted.
@@ -93,7 +95,7 @@ def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path 
     plan = plan_fetch(paths, data_dir, mirror=mirror, lock=lock, repo_root=repo_root,
                       session=probing_session(policies, default_policy))
     if dry_run:
-        click.echo("\n".join(plan_lines(plan, str(manifests))))
+        click.echo("\n".join(plan_lines(plan, str(manifests)) + composition_lines(paths)))
         raise SystemExit(ExitCode.ITEMS_FAILED if plan.blocked else ExitCode.OK)
     click.echo("\n".join(plan_lines(plan, str(manifests), with_errors=False)))
     console = Console(stderr=True)

@@ -1,4 +1,4 @@
-"""build_info.json: what produced a release (versions, manifest and taxonomy hashes, seeds)."""
+"""build_info.json: what produced a release (versions, manifest and taxonomy hashes, seeds, composition profile)."""
 from __future__ import annotations
 
 import hashlib
@@ -33,20 +33,26 @@ def manifest_hashes(paths: Iterable[str | Path]) -> dict[str, str]:
 
 
 def collect_build_info(*, seed: int, taxonomy_hash: str, manifest_paths: Iterable[str | Path] = (),
-                       question_version: str | None = None, extra: Mapping[str, object] | None = None
-                       ) -> dict[str, object]:
+                       question_version: str | None = None, composition: Mapping[str, object] | None = None,
+                       extra: Mapping[str, object] | None = None) -> dict[str, object]:
     """The build_info dict `write_release` stores; the pipeline may add its command line, jobs, etc. in `extra`.
 
     `question_version` defaults to the bundled prototypes' version (what `instantiate_questions` used).
+    `composition` is the profile the rows were taken under (`LoadedComposition.stamp`: profile, version, seed, file,
+    sha256); its seed joins `seeds`, and the release card states it.
     """
+    seeds: dict[str, object] = {"questions": seed}
+    if composition is not None:
+        seeds["composition"] = composition["seed"]
     return {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "packages": package_versions(),
-        "seeds": {"questions": seed},
+        "seeds": seeds,
         "taxonomy_sha256": taxonomy_hash,
         "manifests_sha256": manifest_hashes(manifest_paths),
         "question_version": question_version or load_prototypes().version,
+        **({"composition": dict(composition)} if composition is not None else {}),
         **(extra or {}),
     }

@@ -22,8 +22,9 @@ def _cell(text: object) -> str:
 
 
 def render_card(counts: Mapping[str, Mapping[str, int]], manifests: Sequence[DatasetManifest],
-                version: str, excluded: int) -> str:
-    """The card text. `counts` is {config: {dataset_id: rows}} for the configs that have rows."""
+                version: str, excluded: int, composition: Mapping[str, object] | None = None) -> str:
+    """The card text. `counts` is {config: {dataset_id: rows}} for the configs that have rows; `composition` the
+    profile the rows were taken under (build_info.json's `composition`), stated in its own section."""
     total = sum(sum(per.values()) for per in counts.values())
     header = {
         "pretty_name": "MMBU (rebuilt from public sources)",
@@ -48,6 +49,7 @@ def render_card(counts: Mapping[str, Mapping[str, int]], manifests: Sequence[Dat
              "## Configurations", "", "| config | rows | datasets |", "|---|---:|---:|"]
     for config, per in counts.items():
         lines.append(f"| `{config}` | {sum(per.values())} | {len(per)} |")
+    lines += composition_section(composition)
     lines += ["", "Load one with `datasets.load_dataset(\"<release dir>\", \"ungrounded_classification\", "
               "split=\"test\")`, or any shard set with `load_dataset(\"parquet\", data_files=...)`.", "",
               "## Columns", "", "| column | content |", "|---|---|"]
@@ -71,6 +73,17 @@ def render_card(counts: Mapping[str, Mapping[str, int]], manifests: Sequence[Dat
               "and reason. `SHA256SUMS` covers every file; `build_info.json` records versions, manifest and "
               "taxonomy hashes and seeds; `croissant.json` describes the files (sha256 per shard).", ""]
     return "\n".join(lines)
+
+
+def composition_section(composition: Mapping[str, object] | None) -> list[str]:
+    """The card's statement of the composition profile (nothing for rows written without one)."""
+    if not composition:
+        return []
+    return ["", "## Composition", "",
+            f"Rows taken under the `{composition['profile']}` profile of composition version {composition['version']} "
+            f"(seed {composition['seed']}; `{composition['file']}`, sha256 `{composition['sha256']}`): "
+            f"{' '.join(str(composition.get('description', '')).split())} The same manifests, composition and seed "
+            "give the same rows on any machine; `build_info.json` repeats these values."]
 
 
 def render_license(manifests: Sequence[DatasetManifest]) -> str:

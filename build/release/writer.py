@@ -125,8 +125,8 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame | RowsFiles], out_dir:
         counts = {config: written.per_dataset() for config, written in kept.items()}
         used = {dataset_id for per in counts.values() for dataset_id in per}
         sources = [m for m in manifests if m.id in used]
-        (staging / "README.md").write_text(render_card(counts, sources, version, len(all_exclusions)),
-                                           encoding="utf-8")
+        (staging / "README.md").write_text(render_card(counts, sources, version, len(all_exclusions),
+                                                       build_info.get("composition")), encoding="utf-8")
         (staging / "LICENSE").write_text(render_license(sources), encoding="utf-8")
         published = str(build_info.get("created") or datetime.now(timezone.utc).isoformat())[:10]
         _write_json(staging / "croissant.json", build_croissant(

@@ -11,34 +11,28 @@ manifests' `evidence.samples.count` state; a dataset without one is counted as "
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from importlib import resources
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
-from mmbu.core.yaml_io import parse_yaml
+from mmbu.curation.catalogue.composition import CompositionProjection, project_composition
+from mmbu.curation.catalogue.paper import (
+    SOURCE_KINDS, PaperTargets, expected_samples, paper_targets, source_kind,
+)
+from mmbu.curation.composition import Composition
 from mmbu.curation.manifest import DatasetManifest, ManifestError, load_manifest
 from mmbu.curation.manifest.audit import audit_findings
 from mmbu.curation.manifest.evidence import FACTS, LEVELS, LICENCE_BASES
 from mmbu.curation.manifest.model import TASKS
 from mmbu.taxonomy import Taxonomy
 
-SOURCE_KINDS = ("classification", "segmentation", "detection")
 # Each dataset once, by the weakest thing a reviewer must take on trust: a fact with no confirming source
 # (unverified), else a licence resting on one third-party listing, else a third party's word for the host, licence or
 # layout (secondary), else the host's or authors' own pages and files for all three (primary).
 EVIDENCE_SUMMARY = ("primary", "secondary", "single-listing", "unverified")
 HOST_OF_KIND = {"zenodo": "zenodo.org", "huggingface": "huggingface.co", "kaggle": "kaggle.com", "local": "local"}
 NO_EVIDENCE = "no evidence"
-
-
-class PaperTargets(BaseModel):
-    datasets: int
-    samples: int
-    modalities: int
-    sub_modalities: int
-    sources_by_kind: dict[str, int]
 
 
 class Tally(BaseModel):
@@ -79,24 +73,12 @@ class Coverage(BaseModel):
                                                                          "catalogue: check -> one sentence each.")
     fact_levels: dict[str, dict[str, int]] = Field(description="fact -> level -> datasets (evidence per fact).")
     paper: PaperTargets
+    composition: CompositionProjection | None = Field(
+        None, description="Rows each composition profile yields (mmbu.curation.catalogue.composition).")
 
     @property
     def modality_gaps(self) -> list[str]:
         return [m.name for m in self.modalities if m.datasets == 0]
-
-
-def paper_targets() -> PaperTargets:
-    text = resources.files("mmbu.curation.data").joinpath("paper_targets.yaml").read_text(encoding="utf-8")
-    return PaperTargets.model_validate(parse_yaml(text, "paper_targets.yaml"))
-
-
-def source_kind(manifest: DatasetManifest) -> str:
-    """The paper's kind of source: masks make a segmentation source, boxes a detection source."""
-    if "mask_grounded_classification" in manifest.tasks:
-        return "segmentation"
-    if {"object_detection", "box_grounded_classification"} & set(manifest.tasks):
-        return "detection"
-    return "classification"
 
 
 def hosts(manifest: DatasetManifest) -> list[str]:
@@ -124,10 +106,6 @@ def licence_basis(manifest: DatasetManifest) -> str:
     return manifest.evidence.licence_basis() if manifest.evidence else NO_EVIDENCE
 
 
-def expected_samples(manifest: DatasetManifest) -> int | None:
-    return manifest.evidence.samples.count if manifest.evidence else None
-
-
 def read_catalogue(manifests_dir: Path) -> tuple[list[DatasetManifest], list[str]]:
     """The readable manifests directly in the folder, and one line per unreadable one."""
     manifests, unreadable = [], []
@@ -139,7 +117,8 @@ def read_catalogue(manifests_dir: Path) -> tuple[list[DatasetManifest], list[str
     return manifests, unreadable
 
 
-def catalogue_coverage(manifests_dir: Path, taxonomy: Taxonomy) -> Coverage:
+def catalogue_coverage(manifests_dir: Path, taxonomy: Taxonomy, composition: Composition | None = None) -> Coverage:
+    """The catalogue's coverage; with `composition`, also the rows each of its profiles yields."""
     manifests, unreadable = read_catalogue(manifests_dir)
     modalities = {term.id: ModalityCoverage(name=term.name, sub_modalities=[
         Tally(name=sub.name) for sub in taxonomy.terms("sub_modality") if sub.parent == term.id])
@@ -183,7 +162,14 @@ def catalogue_coverage(manifests_dir: Path, taxonomy: Taxonomy) -> Coverage:
         audit=audit_findings(manifests),
         fact_levels={fact: {level: counts[level] for level in reversed(LEVELS)} for fact, counts in fact_levels.items()},
         paper=paper,
+        composition=None if composition is None else project_composition(
+            manifests, composition, paper, lambda m: _modality_name(m, taxonomy)),
     )
+
+
+def _modality_name(manifest: DatasetManifest, taxonomy: Taxonomy) -> str:
+    term = taxonomy.resolve("modality", manifest.metadata.modality)
+    return term.name if term is not None else manifest.metadata.modality
 
 
 def _add(tally: Tally, manifest: DatasetManifest, count: int | None) -> None:
@@ -200,3 +186,4 @@ def _ordered(found: dict[str, Tally], order: tuple[str, ...]) -> list[Tally]:
 
 def _by_size(found: dict[str, Tally]) -> list[Tally]:
     return sorted(found.values(), key=lambda t: (-t.datasets, t.name))
+

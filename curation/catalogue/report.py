@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mmbu.core.files import write_bytes_atomic, write_text_atomic
+from mmbu.curation.catalogue.composition import composition_markdown
 from mmbu.curation.catalogue.coverage import Coverage, Tally
 
 
@@ -55,6 +56,8 @@ def to_markdown(coverage: Coverage, compare: Coverage | None = None) -> str:
     for modality in coverage.modalities:
         if modality.gaps and modality.datasets:
             lines.append(f"- {modality.name}: {', '.join(modality.gaps)}")
+    if coverage.composition is not None:
+        lines += ["", "## Composition: rows per profile", "", *composition_markdown(coverage.composition)]
     lines += ["", "## Per host", "", *_table("host", coverage.hosts), "",
               "## Per licence", "", *_table("licence (SPDX)", coverage.licences), "",
               "## Per verification level", "",

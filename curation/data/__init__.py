@@ -1,4 +1,5 @@
-"""Curation data tables (contamination exclusion list, review rules, discovery settings) kept as YAML.
+"""Curation data tables (contamination exclusion list, review rules, discovery settings, the composition policy) kept
+as YAML.
 
 The licence maps are the toolkit's, in `core/licences.yaml` (`mmbu.core.licences`).
 """
@@ -17,6 +18,7 @@ M = TypeVar("M", bound=BaseModel)
 DATA_DIR = Path(__file__).parent
 CONTAMINATION_PATH = DATA_DIR / "contamination.yaml"
 REVIEW_RULES_PATH = DATA_DIR / "review_rules.yaml"
+COMPOSITION_PATH = DATA_DIR / "composition.yaml"
 DISCOVERY_PATH = DATA_DIR / "discovery.yaml"
 
 

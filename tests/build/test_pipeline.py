@@ -188,7 +188,7 @@ def test_a_steps_format_bump_reruns_the_steps_and_reuses_the_images(tmp_path, mo
     monkeypatch.setattr(steps, "STEPS_FORMAT", steps.STEPS_FORMAT + 1)
     report = run_build(config_for(tmp_path))  # jobs=1: the steps run in this process, with the bumped format
     assert report.exit_code == 0, report.failed
-    assert all(outcome.ran == ["layout", "convert", "rows", "hashes"] for outcome in report.datasets)
+    assert all(outcome.ran == ["layout", "select", "convert", "rows", "hashes"] for outcome in report.datasets)
     assert {p: p.stat().st_mtime_ns for p in images} == made
 
 

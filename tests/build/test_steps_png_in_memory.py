@@ -128,7 +128,7 @@ def test_pngs_reused_from_records_without_hashes_are_hashed_from_the_file(tmp_pa
         table.unlink()  # no previous table either: every hash must come from the PNGs
     monkeypatch.setattr(steps, "STEPS_FORMAT", steps.STEPS_FORMAT + 1)
     report = run_build(config_for(tmp_path))
-    assert report.exit_code == 0 and all(o.ran == ["layout", "convert", "rows", "hashes"] for o in report.datasets)
+    assert report.exit_code == 0 and all(o.ran == ["layout", "select", "convert", "rows", "hashes"] for o in report.datasets)
     assert {p: p.stat().st_mtime_ns for p in pngs} == made  # reused, not converted again
     assert all(load_converted_hashes(w / CONVERTED_HASHES_FILE) == {} for w in (tmp_path / "data" / "work").iterdir()
                if w.is_dir())

@@ -131,7 +131,7 @@ def test_flipping_the_switch_in_the_manifest_reconverts_the_images(tmp_path):
     manifest_path.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8")
     second = run_build(config)
     assert second.exit_code == 0, second.failed
-    assert second.datasets[0].ran == ["layout", "convert", "rows", "hashes"]
+    assert second.datasets[0].ran == ["layout", "select", "convert", "rows", "hashes"]
     stored = _pngs(tmp_path)
     assert stored.keys() == squared.keys()  # same sample ids: the switch does not rename images
     assert {size for size, _ in stored.values()} == {(COLUMNS, ROWS)}

@@ -89,7 +89,7 @@ def test_every_step_file_is_the_same_whatever_the_chunk_sizes(tmp_path, monkeypa
     small_chunks(monkeypatch)
     monkeypatch.setattr(steps, "STEPS_FORMAT", steps.STEPS_FORMAT + 1)  # every step runs again
     again = run_build(config_for(tmp_path))
-    assert all(o.ran == ["layout", "convert", "rows", "hashes"] for o in again.datasets), again.failed
+    assert all(o.ran == ["layout", "select", "convert", "rows", "hashes"] for o in again.datasets), again.failed
     assert step_files(tmp_path / "data") == whole
     assert {o.dataset_id: o.exclusions for o in again.datasets} == exclusions
     assert again.release_rows == first.release_rows
@@ -254,7 +254,7 @@ def test_a_torn_or_missing_step_file_is_made_again_not_trusted(built, name, cut)
         path.unlink()
     assert not is_complete(path)
     ran = rebuilt(root)
-    first = ["layout", "convert", "rows", "hashes"] if name == "samples.jsonl" else ["convert", "rows", "hashes"]
+    first = ["layout", "select", "convert", "rows", "hashes"] if name == "samples.jsonl" else ["convert", "rows", "hashes"]
     assert ran == {"table": [], "pairs": first, "lint": []}
     assert step_files(root / "data") == before
     assert all(ran == [] for ran in rebuilt(root).values())
@@ -269,7 +269,8 @@ def test_a_step_killed_before_its_rename_leaves_no_file_a_later_run_trusts(built
     (work / "converted.jsonl").unlink()
     (work / ".converted.jsonl.0badf00d.tmp").write_text(half[:-7], encoding="utf-8")
     state = json.loads((work / "state.json").read_text(encoding="utf-8"))
-    (work / "state.json").write_text(json.dumps({"layout": state["layout"]}), encoding="utf-8")
+    kept = {"layout": state["layout"], "select": state["select"]}  # the steps before the convert step
+    (work / "state.json").write_text(json.dumps(kept), encoding="utf-8")
     assert rebuilt(root)["pairs"] == ["convert", "rows", "hashes"]
     assert step_files(root / "data") == before
     assert not (work / ".converted.jsonl.0badf00d.tmp").exists()

@@ -31,6 +31,16 @@ def write_manifest(folder: Path, dataset_id: str, **fields) -> Path:
     return path
 
 
+def write_nuclei_manifest(manifests: Path) -> Path:
+    """The manifest of `src/nuclei/`: image/mask pairs, mask value 1 a nucleus and 2 a mitotic figure, components."""
+    return write_manifest(manifests, "nuclei", source={"kind": "local", "path": "src/nuclei"},
+                          tasks=["box_grounded_classification", "mask_grounded_classification", "object_detection"],
+                          layout={"kind": "image_mask_pairs", "images": "images/*.png", "masks": "masks/*.png",
+                                  "mask_values": {1: "nuc", 2: "mit"}, "instances": "components"},
+                          metadata=NUCLEI, labels={"nuc": "interphase nucleus", "mit": "mitotic figure"},
+                          questions={"options_name": "nuclear appearance", "target_name": "nucleus", "n_options": 3})
+
+
 def make_repo(root: Path, *, broken: bool = False) -> Path:
     """A repository with a folder-per-class dataset and an image/mask dataset (and optionally bad ones)."""
     manifests = root / "manifests" / "datasets"
@@ -56,12 +66,7 @@ def make_repo(root: Path, *, broken: bool = False) -> Path:
         image[mask > 0] = 200
         Image.fromarray(image).save(root / "src" / "nuclei" / "images" / f"field{index}.png")
         Image.fromarray(mask).save(root / "src" / "nuclei" / "masks" / f"field{index}.png")
-    write_manifest(manifests, "nuclei", source={"kind": "local", "path": "src/nuclei"},
-                   tasks=["box_grounded_classification", "mask_grounded_classification", "object_detection"],
-                   layout={"kind": "image_mask_pairs", "images": "images/*.png", "masks": "masks/*.png",
-                           "mask_values": {1: "nuc", 2: "mit"}, "instances": "components"},
-                   metadata=NUCLEI, labels={"nuc": "interphase nucleus", "mit": "mitotic figure"},
-                   questions={"options_name": "nuclear appearance", "target_name": "nucleus", "n_options": 3})
+    write_nuclei_manifest(manifests)
     if broken:
         # a layout that finds a label outside the vocabulary, and a source that does not exist
         stray = root / "src" / "stray" / "unknown"
