@@ -27,12 +27,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel, Field
 
 from mmbu.build.json_lines import LinesWriter, chunked, read_lines
 from mmbu.build.layouts import Sample
 from mmbu.build.questions.items import task_items
+from mmbu.build.questions.rows import TaskItem
 from mmbu.core.files import write_json_atomic
 from mmbu.core.release import TASKS
 from mmbu.curation.composition import DatasetRule
@@ -99,11 +99,9 @@ def _candidates(samples: list[Sample], manifest: DatasetManifest, words: tuple[s
     (a volume)."""
     tests = [in_test_split(sample, words) for sample in samples]
     index = {sample.sample_id: k for k, sample in enumerate(samples)}
-    items = task_items(samples, manifest)
-    for task, row_id, image_id, label in zip(items["task"], items["sample_id"], items["image_sample_id"],
-                                             items["label"]):
-        k = index[image_id]
-        yield k, task, row_id, image_id, str(label), tests[k]
+    for item in task_items(samples, manifest):
+        k = index[item.sample.sample_id]
+        yield k, item.task.value, item.sample_id, item.sample.sample_id, item.label, tests[k]
     tasks = set(manifest.tasks) & set(GROUNDED_TASKS)
     for k, sample in enumerate(samples):
         boxless = [r for r in sample.regions if r.box is None]
@@ -240,20 +238,18 @@ class RowFilter:
     def read(cls, path: Path, seed: int) -> RowFilter:
         return cls(Selection.model_validate_json(path.read_text(encoding="utf-8")), seed)
 
-    def __call__(self, items: pd.DataFrame) -> pd.DataFrame:
-        if items.empty:
-            return items
-        keep = np.zeros(len(items), bool)
+    def __call__(self, items: list[TaskItem]) -> list[TaskItem]:
+        keep = [False] * len(items)
         placeholders: dict[tuple[str, str, str], tuple[int, int]] = {}  # group -> (hash, position) of its first row
-        for position, (task, row_id, image_id, label) in enumerate(
-                zip(items["task"], items["sample_id"], items["image_sample_id"], items["label"])):
+        for position, item in enumerate(items):
+            task, row_id, image_id, label = item.task.value, item.sample_id, item.sample.sample_id, item.label
             if task in self.every or row_id in self.rows.get(task, ()):
                 keep[position] = True
-            elif (image_id, str(label)) in self.deferred.get(task, ()):
+            elif (image_id, label) in self.deferred.get(task, ()):
                 rank = stable_hash(self.seed, row_id)
-                group = (task, image_id, str(label))
+                group = (task, image_id, label)
                 if group not in placeholders or rank < placeholders[group][0]:
                     placeholders[group] = (rank, position)
         for _, position in placeholders.values():
             keep[position] = True
-        return items[keep].reset_index(drop=True)
+        return [item for item, kept in zip(items, keep) if kept]

@@ -44,7 +44,7 @@ from mmbu.build.layouts import Sample, read_samples_into
 from mmbu.build.layouts.files import is_volume
 from mmbu.build.layouts.volumes import with_converted_mask
 from mmbu.build.metadata import MetadataChecks
-from mmbu.build.questions import (ConvertedImage, attach_metadata, format_lint_report, instantiate_questions,
+from mmbu.build.questions import (ConvertedImage, TaskItem, attach_metadata, format_lint_report, instantiate_questions,
                                   lint_questions, load_prototypes, place_items, rows_frame, task_items)
 from mmbu.build.questions.lint import drop_lint_failures
 from mmbu.build.selection import SELECTED_FILE, SELECTION_FILE, RowFilter, select_samples
@@ -459,7 +459,7 @@ def _convert_exclusion(sample: Sample, item: str, reason: str) -> Exclusion:
 
 def build_rows(converted: Iterable[tuple[Sample, ConvertedImage]], manifest: DatasetManifest, taxonomy: Taxonomy,
                work: Path, seed: int, rows: SortedRuns,
-               keep: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> tuple[list[Exclusion], str]:
+               keep: Callable[[list[TaskItem]], list[TaskItem]] | None = None) -> tuple[list[Exclusion], str]:
     """Release rows (image/mask as PNG paths) for one dataset, added to `rows` a chunk at a time (sorted and kept on
     disk there, so they never pile up in memory), with what was dropped and the lint report.
 
