@@ -57,14 +57,11 @@ from mmbu.curation.composition import DatasetRule
 from mmbu.curation.manifest import DatasetManifest, load_manifest
 from mmbu.taxonomy import Taxonomy, load_taxonomy
 
+ROWS_PER_GROUP = 8192  # rows.parquet row groups (~13 MB of rows in pandas)
 # Part of every step's input hash. Bump it when what a step writes (samples.jsonl, converted.jsonl,
 # rows.parquet) changes shape: the package version alone does not change between development edits,
 # and a cached file in the old shape would otherwise be trusted (and fail the dataset). Converted
 # PNGs are keyed by the package version only, so a bump re-runs the steps but reuses the images.
-ROWS_PER_GROUP = 8192  # rows.parquet row groups (~13 MB of rows in pandas)
-# 3: a DICOM whole-slide series is one sample (with its companion files); 4: Sample.provenance;
-# 5: samples.jsonl and converted.jsonl, a line per sample, written and read a chunk at a time; 6: the data folder
-# in the layout key
 STEPS_FORMAT = 6
 SAMPLES_FILE, CONVERTED_FILE = "samples.jsonl", "converted.jsonl"
 # A worker holds a chunk of samples at a time, not its dataset: SAMPLES_PER_CHUNK samples are converted, and have

@@ -58,7 +58,7 @@ def manifest():
 
 
 def test_in_a_crowded_field_one_option_holds_a_nucleus_and_the_others_none(tmp_path, manifest):
-    """The old wrong boxes were the answer shifted until IoU < 0.5: they still held most of a nucleus."""
+    """A wrong box made by shifting the answer until IoU < 0.5 still holds most of a nucleus: none may."""
     image, _, nuclei = content_images.fluorescence_field()
     image.save(tmp_path / "field.png")
     taxonomy = write_taxonomy(tmp_path)

@@ -40,8 +40,8 @@ def test_preparation_articles(noun, phrase):
 
 
 def test_a_specimen_named_by_its_preparation_is_not_said_twice_and_unstained_is_no_stain():
-    """Were "of a smear of blood smear blood" (preparation smear, specimen blood smear, anatomy blood), "stained with
-    unstained" and "from a environmental sample specimen"."""
+    """Not "of a smear of blood smear blood" (preparation smear, specimen blood smear, anatomy blood), "stained with
+    unstained" nor "from a environmental sample specimen"."""
     smear = {**BASE, "modality": "light microscopy", "sub_modality": "brightfield microscopy", "stain": "Giemsa",
              "specimen": "blood smear", "anatomy": "blood", "preparation": "smear"}
     assert full(smear).endswith("(light microscopy) of a smear of blood, stained with Giemsa?")
@@ -103,7 +103,7 @@ def test_capital_tokens_of_canonical_taxonomy_names_are_not_abbreviations(tmp_pa
 
 
 def test_a_cellular_anatomy_is_not_what_the_image_is_of(tmp_path):
-    """Was "... (fluorescence microscopy) of cell culture nucleus" and "of a tissue section of nucleus"."""
+    """Not "... (fluorescence microscopy) of cell culture nucleus" nor "of a tissue section of nucleus"."""
     from support.build_manifests import write_png
 
     from mmbu.taxonomy.model import load_taxonomy
