@@ -13,8 +13,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..models.registry import ModelEntry
-from .base import BackendError, BatchBackend, ChatResult, ModelRequest, answer_in_halves
+from mmbu.benchmark_eval.backends.base import BackendError, BatchBackend, ChatResult, ModelRequest, answer_in_halves
+from mmbu.benchmark_eval.models.registry import ModelEntry
 
 
 def processor_messages(request: ModelRequest, entry: ModelEntry) -> list[dict[str, Any]]:

@@ -14,9 +14,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..models.box_format import SmartResize
-from ..models.registry import ModelEntry
-from .base import BackendError, BatchBackend, ChatResult, ModelRequest, answer_in_halves, chat_messages
+from mmbu.benchmark_eval.backends.base import (BackendError, BatchBackend, ChatResult, ModelRequest, answer_in_halves,
+                                               chat_messages)
+from mmbu.benchmark_eval.models.box_format import SmartResize
+from mmbu.benchmark_eval.models.registry import ModelEntry
 
 _TOO_LONG = re.compile(r"longer than the maximum model length|max_model_len|too long|exceeds", re.I)
 

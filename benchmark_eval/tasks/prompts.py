@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..models.box_format import BoxFormat, describe_convention, model_frame_size, to_model_convention
+from mmbu.benchmark_eval.models.box_format import BoxFormat, describe_convention, model_frame_size, to_model_convention
+from mmbu.benchmark_eval.tasks.images import ROI_COLOUR_NAME, Frames
+from mmbu.benchmark_eval.tasks.spec import TASK_SPECS
 from mmbu.core.release import CLOSED_QUESTION_COLUMNS, QUESTION_COLUMNS
-from .images import ROI_COLOUR_NAME, Frames
-from .spec import TASK_SPECS
 
 # In every prediction record and its key (a rerun skips the records of this version): bump it whenever what a model
 # is shown changes (a prompt's text, or how tasks/images.py draws and sizes the image), so that no answer given to one
