@@ -34,12 +34,12 @@ from mmbu.build.layouts import Sample
 from mmbu.build.questions.items import task_items
 from mmbu.build.questions.rows import TaskItem
 from mmbu.core.files import write_json_atomic
-from mmbu.core.release import TASKS
+from mmbu.core.release import TASKS, Task
 from mmbu.curation.composition import DatasetRule
 from mmbu.curation.manifest import DatasetManifest
 
 SELECTED_FILE, SELECTION_FILE = "selected.jsonl", "selection.json"
-GROUNDED_TASKS = ("box_grounded_classification", "mask_grounded_classification", "object_detection")
+GROUNDED_TASKS = (Task.BOX_GROUNDED, Task.MASK_GROUNDED, Task.DETECTION)
 SAMPLES_PER_CHUNK = 2048
 _WORD = re.compile(r"[^0-9a-z]+")
 
@@ -102,11 +102,11 @@ def _candidates(samples: list[Sample], manifest: DatasetManifest, words: tuple[s
     for item in task_items(samples, manifest):
         k = index[item.sample.sample_id]
         yield k, item.task.value, item.sample_id, item.sample.sample_id, item.label, tests[k]
-    tasks = set(manifest.tasks) & set(GROUNDED_TASKS)
+    tasks = {task for task in manifest.tasks if task in GROUNDED_TASKS}
     for k, sample in enumerate(samples):
         boxless = [r for r in sample.regions if r.box is None]
         for task in sorted(tasks):
-            eligible = [r for r in boxless if task != "mask_grounded_classification" or r.mask_value is not None]
+            eligible = [r for r in boxless if task != Task.MASK_GROUNDED or r.mask_value is not None]
             for label in sorted({r.label for r in eligible}):
                 yield k, task, None, sample.sample_id, label, tests[k]
 

@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from mmbu.build.questions.prototypes import Prototypes, load_prototypes
-from mmbu.core.release import CLOSED_QUESTION_COLUMNS, QUESTION_COLUMNS
+from mmbu.core.release import CLOSED_QUESTION_COLUMNS, QUESTION_COLUMNS, Task
 from mmbu.core.yaml_io import read_yaml
 from mmbu.curation.manifest import DatasetManifest
 from mmbu.taxonomy.model import Taxonomy
@@ -154,7 +154,7 @@ def wording_problems(rows: Iterable[Mapping[str, object]], manifest: DatasetMani
     seen: set[tuple[object, ...]] = set()
     offered: set[str] = set()
     for row in rows:
-        detection = row.get("task") == "object_detection"
+        detection = row.get("task") == Task.DETECTION
         if not detection:
             offered |= {o for o in _strings(row.get("options")) if o != prototypes.none_of_the_above}
             aliases = _strings(row.get("answer_aliases"))
