@@ -22,7 +22,7 @@ import pandera.pandas as pa
 from mmbu.build.layouts.sample import Sample
 from mmbu.build.schemas import FIELD_FACETS, METADATA_COLUMNS, SUB_MODALITY_CHECK, metadata_schema
 from mmbu.core.exclusions import Exclusion
-from mmbu.core.files import atomic_path
+from mmbu.core.outputs import write_csv
 from mmbu.curation.manifest import METADATA_FIELDS, DatasetManifest
 from mmbu.taxonomy.model import Taxonomy
 
@@ -246,7 +246,4 @@ def failure_summary(failures: pd.DataFrame) -> pd.DataFrame:
 
 def write_failure_report(failures: pd.DataFrame, path: str | Path) -> Path:
     """The validation failures as CSV (one line per sample x field x check), written temp + replace."""
-    path = Path(path)
-    with atomic_path(path) as temporary:
-        failures.reindex(columns=list(FAILURE_COLUMNS)).to_csv(temporary, index=False)
-    return path
+    return write_csv(path, failures, FAILURE_COLUMNS)

@@ -49,6 +49,7 @@ from mmbu.build.questions import (ConvertedImage, TaskItem, attach_metadata, for
 from mmbu.build.questions.lint import drop_lint_failures
 from mmbu.build.selection import SELECTED_FILE, SELECTION_FILE, RowFilter, select_samples
 from mmbu.build.sorted_runs import SortedRuns, write_row_groups
+from mmbu.core import budget
 from mmbu.core.exclusions import Exclusion
 from mmbu.core.files import atomic_path, sync_to_disk, write_json_atomic, write_text_atomic
 from mmbu.core.landlock import ConfinedChildDied, landlock_abi, run_confined
@@ -150,7 +151,8 @@ def process_dataset_here(job: DatasetJob) -> DatasetOutcome:
                              started_at=time.time(), manifest_hash=hash_json(manifest.model_dump(mode="json")),
                              evidence=manifest.evidence.weakest_required() if manifest.evidence else "none")
     try:
-        _process(job, manifest, outcome)
+        with budget.limited(manifest.budget.limits() if manifest.budget else None):  # lowered, never raised
+            _process(job, manifest, outcome)
         outcome.ok = True
     except Exception as exc:  # noqa: BLE001 - a broken dataset is reported, the others go on
         last = traceback.extract_tb(exc.__traceback__)[-1]
@@ -511,7 +513,9 @@ def _repeated_ids(pairs: Iterable[tuple[Sample, ConvertedImage]]) -> frozenset[s
     return frozenset(sample_id for sample_id, count in counts.items() if count > 1)
 
 
-ROWS_ORDER = ["task", "sample_id"]  # rows.parquet's order
+# rows.parquet's order, the release's within a config: the rows of one image together (image id, then row id), so a
+# row group stores an image shared by its rows once (Parquet dictionary encoding, `mmbu.build.release.shards`)
+ROWS_ORDER = ["task", "image_sample_id", "sample_id"]
 
 
 @dataclass
@@ -524,7 +528,7 @@ class RowsWritten:
 
 
 def write_rows_file(runs: SortedRuns, path: Path) -> RowsWritten:
-    """`rows.parquet` from the rows step's sorted runs, merged a batch at a time: sorted by task and sample id (as
+    """`rows.parquet` from the rows step's sorted runs, merged a batch at a time: sorted by ROWS_ORDER (as
     one stable sort of every row would), in row groups of ROWS_PER_GROUP, so that the release reads a config's rows
     front to back a batch at a time (`mmbu.build.release.stream`). Memory holds a row group and a batch per run,
     whatever the number of rows."""

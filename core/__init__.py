@@ -17,4 +17,6 @@ its full name (`from mmbu.core.files import write_text_atomic`), so that importi
     secrets     credentials kept out of every error, record and log line
     yaml_io     YAML read safely, strictly and within bounds
     chat        the OpenAI chat-completions wire format (request body, reading an answer) both LLM clients use
+    budget      what one image, volume, array, cell, canvas, mask, annotation file or video may cost, from its header
+    outputs     CSV and Markdown a person opens: no formula, no control byte, no markup from what sources wrote
 """

@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from mmbu.core.cli import ExitCode, LazyGroup, describe_disk_fault
+from mmbu.core.cli import ExitCode, InvalidInput, LazyGroup, describe_disk_fault
 
 # name -> (module:attribute, one-line help). The help text lives here so listing commands
 # does not import every stage.
@@ -48,6 +48,12 @@ def cli() -> None:
     Exit codes: 0 all good; 1 the job ran but some items failed (see its report);
     2 bad usage or invalid input.
     """
+    from mmbu.core.budget import from_environment
+
+    try:  # the MMBU_MAX_* limits every reader obeys: a bad one is one sentence before anything runs
+        from_environment()
+    except ValueError as error:
+        raise InvalidInput(str(error)) from None
 
 
 def main() -> None:

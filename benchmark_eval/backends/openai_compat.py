@@ -88,7 +88,7 @@ class HttpAnswer:
 
     status_code: int
     headers: Mapping[str, str]
-    body: bytes
+    body: bytes | bytearray
 
     def json(self) -> Any:
         return orjson.loads(self.body)

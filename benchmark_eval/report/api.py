@@ -17,7 +17,9 @@ from mmbu.core.files import write_text_atomic
 
 from ..models.registry import RegistryError, default_registry
 from ..scoring.api import ScoringConfig, ScoringResult
-from ..scoring.output import write_csv, write_json, write_record_outcomes
+from mmbu.core.outputs import write_csv
+
+from ..scoring.output import write_json, write_record_outcomes
 from ..scoring.scores import ScoreOptions, ScoreReport
 from .plots import all_plots
 from .tables import markdown_report

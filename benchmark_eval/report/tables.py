@@ -5,6 +5,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from mmbu.core.outputs import markdown_cell
 from mmbu.core.release import TASK_TITLES, TASKS, TEMPLATES
 
 from ..scoring.baselines import expected_f1
@@ -19,9 +20,9 @@ def _f(value: float | None, digits: int = 3) -> str:
 
 def _markdown(frame: pd.DataFrame) -> str:
     """A GitHub-flavoured Markdown table (no extra dependency such as tabulate)."""
-    header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    header = "| " + " | ".join(markdown_cell(c) for c in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    rows = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    rows = ["| " + " | ".join(markdown_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join([header, rule, *rows])
 
 

@@ -1,4 +1,5 @@
-"""Score artefacts as JSON, CSV and Parquet, each written atomically (`mmbu.core.files`)."""
+"""Score artefacts as JSON and Parquet, each written atomically (`mmbu.core.files`); CSV files go through
+`mmbu.core.outputs.write_csv`."""
 from __future__ import annotations
 
 import io
@@ -29,10 +30,6 @@ def _clean(value: Any) -> Any:
 def write_json(path: str | Path, payload: Any) -> Path:
     text = json.dumps(_clean(payload), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     return write_bytes_atomic(path, text.encode("utf-8"))
-
-
-def write_csv(path: str | Path, records: list[dict]) -> Path:
-    return write_bytes_atomic(path, pd.DataFrame(records).to_csv(index=False).encode("utf-8"))
 
 
 RECORD_OUTCOME_COLUMNS = ("model", "task", "form", "template", "sample_id", "prompt_version", "status", "scored",

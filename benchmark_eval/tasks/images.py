@@ -22,6 +22,8 @@ from PIL import Image
 
 from mmbu.core.drawing import ROI_COLOUR, ROI_COLOUR_NAME, draw_boxes, draw_mask_outline, mask_region
 
+from mmbu.core import budget
+
 from ..models.box_format import MAX_ASPECT_RATIO, smart_resize
 from ..models.registry import ImageLimits, ModelEntry, SmartResize
 
@@ -71,10 +73,14 @@ class PreparedImage:
 
 
 def image_size_of(png: bytes) -> tuple[int, int]:
-    """(w, h) from the image header only (no pixel decoding)."""
+    """(w, h) from the image header only (no pixel decoding); ImageTooLarge when it is over the pixel budget
+    (`mmbu.core.budget`), so such a sample costs one error record per question and is never decoded."""
     try:
         with Image.open(io.BytesIO(png)) as image:
+            budget.check_plane("the release's image", *image.size, channels=len(image.getbands()))
             return image.size
+    except budget.OverBudget as exc:
+        raise ImageTooLarge(str(exc)) from exc
     except (OSError, Image.DecompressionBombError, ValueError) as exc:
         raise ImageUnreadable(f"image cannot be read ({exc})") from exc
 
@@ -136,10 +142,15 @@ def _fit(w: int, h: int, limits: ImageLimits) -> tuple[int, int]:
 
 
 def _decode(data: bytes, what: str) -> Image.Image:
+    """The decoded image, after its header's size is checked against the budget the build's readers obey
+    (`mmbu.core.budget`): a release image of 169 MP would cost gigabytes per worker once decoded and resized."""
     try:
         image = Image.open(io.BytesIO(data))
+        budget.check_plane(f"the release's {what}", *image.size, channels=len(image.getbands()))
         image.load()
         return image
+    except budget.OverBudget as exc:
+        raise ImageTooLarge(str(exc)) from exc
     except Image.DecompressionBombError as exc:
         raise ImageTooLarge(f"the {what} exceeds Pillow's decompression-bomb limit ({exc})") from exc
     except (OSError, ValueError, SyntaxError) as exc:

@@ -17,6 +17,7 @@ import numpy as np
 
 from mmbu.build.convert.base import ConversionError, ConvertOptions, non_utf8_name_error
 from mmbu.core.text import printable_path
+from mmbu.core.budget import OverBudget
 from mmbu.build.convert.dispatch import read_identified
 from mmbu.build.convert.sniff import dicom_slides_in_directory, identify, is_slide_companion, mrxs_in_directory
 from mmbu.build.convert.writer import plan_output_names, write_png
@@ -128,7 +129,7 @@ def convert_keeping_png(source: Path, output: Path, options: ConvertOptions, *, 
         record["format"] = identified.format
         converted = read_identified(identified, options)
         data = write_png(converted.pixels, output, durable=durable, atomic=atomic, encoded=converted.png)
-    except ConversionError as error:
+    except (ConversionError, OverBudget) as error:  # OverBudget: the declared size, refused before reading
         record["error"] = str(error)
         return ConvertedPng(record)
     except MemoryError:

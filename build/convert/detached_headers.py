@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mmbu.build.convert.base import ConversionError
+from mmbu.core import budget
 from mmbu.core.confinement import OutsideFolder, confined_name
 
 HEADER_SCAN_LIMIT = 16 * 1024**2  # bytes of a header read for its fields; MetaIO reads a header of any length
-MAX_DATA_FILES = 100_000  # names a pattern or list may expand to before the header is refused
 METAIMAGE_SUFFIX_TRIES = ("", ".gz", ".Z")  # MetaImage::Read opens the first of name, name.gz, name.Z that exists
 _NRRD_PATTERN = re.compile(r"(?<!%)(?:%%)*%\d*d")  # NrrdIO: the first unescaped conversion is %<digits>d
 _METAIMAGE_CONVERSION = re.compile(r"%%|%[-+ #0]*\d*(?:\.\d+)?([a-zA-Z])")
@@ -266,9 +266,7 @@ def _expanded(path: Path, template: str, first: int, last: int, step: int) -> li
     if step == 0 or (last - first) * step < 0:
         raise ConversionError(f"{path} has a data file pattern {template!r} {first} {last} {step} that names no file")
     count = (last - first) // step + 1
-    if count > MAX_DATA_FILES:
-        raise ConversionError(f"{path} names {count:,} data files through the pattern {template!r}, more than the "
-                              f"{MAX_DATA_FILES:,} read")
+    _within_budget(path, count, "data files")
     try:
         return [template % number for number in range(first, last + (1 if step > 0 else -1), step)]
     except (TypeError, ValueError):
@@ -276,6 +274,14 @@ def _expanded(path: Path, template: str, first: int, last: int, step: int) -> li
 
 
 def _bounded(path: Path, names: list[str]) -> list[str]:
-    if len(names) > MAX_DATA_FILES:
-        raise ConversionError(f"{path} lists {len(names):,} data files, more than the {MAX_DATA_FILES:,} read")
+    _within_budget(path, len(names), "data files")
     return names
+
+
+def _within_budget(path: Path, count: int, what: str) -> None:
+    """A data file per slice: a pattern or list naming more than the budget's slices is refused before the names
+    are made (a 150-byte header's pattern of 10^9 slices held 3.5 GB of names)."""
+    try:
+        budget.check_slices(path, count, what)
+    except budget.OverBudget as exc:
+        raise ConversionError(str(exc)) from None

@@ -6,9 +6,9 @@ allocates whatever Rows × Columns a header declares. So every DICOM read in the
 
 * `read_header` parses the header only; a deflated dataset is inflated incrementally and only as far
   as its Pixel Data element (at most `HEADER_INFLATE_LIMIT` bytes).
-* `check_pixel_budget` refuses a frame that declares more pixels than `pixel_budget()` — the point at
-  which Pillow's decompression-bomb guard refuses a raster file (2 × `Image.MAX_IMAGE_PIXELS`), so
-  the same limit holds for every raster format. Whole slides take the WSI path and are not affected.
+* `check_pixel_budget` refuses a frame that declares more pixels (or decoded bytes) than the budget
+  every reader shares (`mmbu.core.budget`: by default Pillow's `Image.MAX_IMAGE_PIXELS`), so the same
+  limit holds for every raster format. Whole slides take the WSI path and are not affected.
 * `read_deflated_dataset` inflates a deflated file to at most its declared size plus its header.
 * `check_pixel_data_complete` finds pixel data that ends early (a damaged download): a defined-length
   element longer than the file, or an encapsulated sequence without its delimiter.
@@ -28,18 +28,16 @@ from pydicom.tag import BaseTag, Tag
 from pydicom.uid import DeflatedExplicitVRLittleEndian
 
 from mmbu.build.convert.base import ConversionError
+from mmbu.core import budget
 
 HEADER_INFLATE_LIMIT = 16 * 1024 * 1024  # a header larger than this inside a deflated file is refused
 _CHUNK = 1024 * 1024
 _PIXEL_TAGS = {0x7FE00010, 0x7FE00009, 0x7FE00008}  # Pixel Data, Double/Float Pixel Data
 
 
-def pixel_budget() -> int | None:
-    """Largest number of pixels one decoded frame may have: Pillow's refusal point, or None when the
-    user switched Pillow's guard off (`Image.MAX_IMAGE_PIXELS = None`)."""
-    from PIL import Image
-
-    return 2 * Image.MAX_IMAGE_PIXELS if Image.MAX_IMAGE_PIXELS else None
+def pixel_budget() -> int:
+    """Largest number of pixels one decoded frame may have (`mmbu.core.budget`'s `max_pixels`)."""
+    return budget.current().max_pixels
 
 
 def is_deflated(path: Path) -> bool:
@@ -82,19 +80,25 @@ def read_header(path: Path, specific_tags: list | None = None, *, force: bool = 
 
 def check_pixel_budget(header: Dataset, path: Path) -> None:
     """Refuse, before any decoding, a frame whose declared size exceeds `pixel_budget()`."""
-    budget = pixel_budget()
+    limit = pixel_budget()
     try:
         rows, columns = int(header.get("Rows") or 0), int(header.get("Columns") or 0)
         samples = int(header.get("SamplesPerPixel") or 1)
+        bits = int(header.get("BitsAllocated") or 8)
     except (TypeError, ValueError):
         raise ConversionError(f"{path} declares image dimensions that are not numbers") from None
-    if budget is not None and rows * columns > budget:
+    if rows * columns > limit:
         raise ConversionError(
             f"{path} declares {columns}×{rows} pixels per frame ({rows * columns:,}), more than the "
-            f"{budget:,}-pixel budget (Pillow's decompression-bomb limit); it is refused before decoding"
+            f"{limit:,}-pixel budget ({budget.SETTINGS['max_pixels']}); it is refused before decoding"
         )
     if samples not in (1, 3, 4):
         raise ConversionError(f"{path} declares {samples} samples per pixel, which no image has")
+    try:  # what the decoded frame holds: BitsAllocated per sample
+        budget.check_plane(path, columns, rows, channels=samples, sample_bytes=max(1, -(-bits // 8)),
+                           kind="DICOM frame")
+    except budget.OverBudget as error:
+        raise ConversionError(str(error)) from None
 
 
 def read_deflated_dataset(path: Path) -> Dataset:

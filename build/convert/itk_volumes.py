@@ -48,6 +48,7 @@ from mmbu.build.convert.nifti import (
     window_rgb,
     window_slice,
 )
+from mmbu.core import budget
 from mmbu.core.geometry import ConversionGeometry
 
 LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0])
@@ -78,6 +79,12 @@ class Volume:
     components: int
     pixel_type: str
     data_files: list[str]
+
+    @property
+    def sample_bytes(self) -> int:
+        """Bytes of one component of one voxel (from ITK's pixel type: `16-bit signed integer`, `64-bit float`)."""
+        bits = re.search(r"(\d+)-bit", self.pixel_type)
+        return int(bits.group(1)) // 8 if bits else 8
 
     @property
     def spatial_shape(self) -> tuple[int, int, int]:
@@ -135,8 +142,25 @@ def open_volume(path: Path, format_name: str) -> Volume:
     affine[:3, 3] = LPS_TO_RAS @ np.asarray(origin)
     volume = Volume(path, format_name, reader, size, spacing, affine, int(reader.GetNumberOfComponents()),
                     sitk.GetPixelIDValueAsString(reader.GetPixelID()), header.data_files)
+    _check_budget(volume)
     _check_data_size(volume, header)
     return volume
+
+
+def _check_budget(volume: Volume) -> None:
+    """Refuse, from the header, a stack deeper than the budget's slices or volumes, or one whose largest plane
+    (the slice any axis could show) is over its pixels or bytes, before ITK reads a voxel."""
+    shape = volume.spatial_shape
+    try:
+        # any axis of a 3-D volume may be the one sliced (a 2-D image's long side is its plane's business)
+        for count, kind in ((max(shape) if shape[2] > 1 else 1, "slices"),
+                            (volume.size[3] if len(volume.size) > 3 else 1, "volumes")):
+            budget.check_slices(volume.path, count, kind)
+        width, height = sorted(shape)[1:]
+        budget.check_plane(volume.path, width, height, channels=volume.components,
+                           sample_bytes=volume.sample_bytes, kind="slice")
+    except budget.OverBudget as error:
+        raise ConversionError(str(error)) from None
 
 
 def _convert(path: Path, options: ConvertOptions, format_name: str) -> Converted:
@@ -236,8 +260,10 @@ def _largest_mask_slice(mask_path: Path, image: Volume, ornt: np.ndarray, canoni
     mask_volume = volume_index if len(mask.size) >= 4 and mask.size[3] > 1 else None
     areas = np.zeros(n_slices, dtype=np.int64)
     other_axes = tuple(a for a in range(3) if a != original_axis)
-    for start in range(0, n_slices, MASK_SCAN_SLAB):
-        stop = min(start + MASK_SCAN_SLAB, n_slices)
+    plane = int(np.prod(mask.spatial_shape)) // max(1, n_slices) * mask.components * mask.sample_bytes
+    step = budget.planes_within(plane, MASK_SCAN_SLAB)
+    for start in range(0, n_slices, step):
+        stop = min(start + step, n_slices)
         slab = mask.read_slab(original_axis, start, stop, mask_volume)
         areas[start:stop] = np.count_nonzero(np.nan_to_num(slab.reshape(slab.shape[:3])), axis=other_axes)
     if not areas.any():

@@ -49,6 +49,7 @@ from mmbu.build.convert.base import (
 )
 from mmbu.build.convert.nifti import MASK_SCAN_SLAB, square_pixels
 from mmbu.build.convert.tiff import grey_channel
+from mmbu.core import budget
 from mmbu.core.geometry import ConversionGeometry
 
 HEADER_BYTES = 1024
@@ -128,6 +129,7 @@ def open_mrc(path: Path) -> Any:
             with mrcfile.open(str(path), header_only=True) as header_file:
                 header = header_file.header
                 needed = _data_bytes(header, path)
+                _check_budget(header, path)
                 offset = HEADER_BYTES + int(header.nsymbt)
         size = path.stat().st_size
         if size < offset + needed:
@@ -146,6 +148,19 @@ def open_mrc(path: Path) -> Any:
         mrc.close()
         raise ConversionError(f"{path} is an MRC file without voxel data")
     return mrc
+
+
+def _check_budget(header: Any, path: Path) -> None:
+    """Refuse, from the header, a section over the budget's pixels or bytes or a stack deeper than its slices
+    (a sparse file of 50000² declares 2.5 GB a section and costs no disk)."""
+    from mrcfile.utils import data_dtype_from_header
+
+    try:
+        budget.check_slices(path, int(header.nz), "sections")
+        budget.check_plane(path, int(header.nx), int(header.ny), sample_bytes=data_dtype_from_header(header).itemsize,
+                           kind="section")
+    except budget.OverBudget as error:
+        raise ConversionError(str(error)) from None
 
 
 def _data_bytes(header: Any, path: Path) -> int:
@@ -175,7 +190,12 @@ def xyz_shape(path: Path) -> tuple[int, int, int]:
 def labels_xyz(path: Path) -> np.ndarray:
     """Every voxel of an MRC label volume as an (x, y, z) array (a volume stack: its first volume)."""
     with open_mrc(path) as mrc:
-        data = np.array(mrc.data[0] if mrc.data.ndim == 4 else mrc.data)
+        volume = mrc.data[0] if mrc.data.ndim == 4 else mrc.data
+        try:
+            budget.check_bytes(path, volume.nbytes, "a label volume read whole")
+        except budget.OverBudget as error:
+            raise ConversionError(str(error)) from None
+        data = np.array(volume)
         if _imod_unsigned_bytes(mrc):
             data = data.view(np.uint8)
     return (data if data.ndim == 3 else data[None]).T
@@ -217,8 +237,9 @@ def _largest_mask_section(mask_path: Path, image_path: Path, n_sections: int, vo
             raise ConversionError(f"the slice mask {mask_path} has {stack.shape[0]} sections but {image_path} has "
                                   f"{n_sections}")
         areas = np.zeros(n_sections, dtype=np.int64)
-        for start in range(0, n_sections, MASK_SCAN_SLAB):
-            slab = np.asarray(stack[start:start + MASK_SCAN_SLAB])
+        step = budget.planes_within(stack[0].nbytes, MASK_SCAN_SLAB)
+        for start in range(0, n_sections, step):
+            slab = np.asarray(stack[start:start + step])
             areas[start:start + len(slab)] = np.count_nonzero(np.nan_to_num(slab).reshape(len(slab), -1), axis=1)
     if not areas.any():
         raise ConversionError(f"the slice mask {mask_path} is empty, so no section has the largest mask area")

@@ -50,6 +50,7 @@ from mmbu.build.convert.base import (
     ConvertOptions,
     exception_summary as _cause,
 )
+from mmbu.core import budget
 from mmbu.core.geometry import ConversionGeometry
 
 AXIS_NAMES = ("sagittal", "coronal", "axial")
@@ -209,7 +210,22 @@ def _load(path: Path) -> nib.Nifti1Image:
         raise ConversionError(f"{path} is not a readable NIfTI file ({_cause(exc)})") from exc
     if not isinstance(image, (nib.Nifti1Image, nib.Nifti2Image)):
         raise ConversionError(f"{path} is a {type(image).__name__}, not a NIfTI-1/-2 image")
+    _check_budget(image, path)
     return image
+
+
+def _check_budget(image: nib.Nifti1Image, path: Path) -> None:
+    """Refuse, from the header, a volume deeper than the budget's slices (or volumes) or whose largest plane (the
+    slice any axis could show) is over its pixels or bytes, before a voxel is read."""
+    shape = [int(n) for n in image.shape] + [1, 1, 1]
+    spatial = shape[:3]
+    try:
+        budget.check_slices(path, max(spatial) if spatial[2] > 1 else 1, "slices")
+        budget.check_slices(path, int(np.prod(shape[3:])), "volumes or components")
+        width, height = sorted(spatial)[1:]
+        budget.check_plane(path, width, height, sample_bytes=image.get_data_dtype().itemsize, kind="slice")
+    except budget.OverBudget as error:
+        raise ConversionError(str(error)) from None
 
 
 def canonical_orientation(affine: np.ndarray, path: Path) -> np.ndarray:
@@ -296,8 +312,10 @@ def _largest_mask_slice(
     n_slices = mask_spatial[original_axis]
     mask_volume = volume_index if len(mask.shape) >= 4 and mask.shape[3] > 1 else (0 if len(mask.shape) >= 4 else None)
     areas = np.zeros(n_slices, dtype=np.int64)
-    for start in range(0, n_slices, MASK_SCAN_SLAB):
-        stop = min(start + MASK_SCAN_SLAB, n_slices)
+    step = budget.planes_within(int(np.prod(mask_spatial)) // max(1, n_slices) * mask.get_data_dtype().itemsize,
+                                MASK_SCAN_SLAB)
+    for start in range(0, n_slices, step):
+        stop = min(start + step, n_slices)
         try:
             slab = np.asarray(mask.dataobj[_slicer(mask.shape, original_axis, slice(start, stop), mask_volume)])
         except Exception as exc:  # truncated or corrupt payloads surface here, not at load time

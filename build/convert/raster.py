@@ -1,8 +1,9 @@
 """JPEG / PNG / BMP / GIF / WebP / JPEG 2000 (Pillow) → 8-bit L or RGB display pixels.
 
 What is done, in order, and recorded in params:
-- the decompression-bomb guard stays on (`Image.MAX_IMAGE_PIXELS`): a raster too large for it is an
-  error telling the user to use the whole-slide path (a pyramidal TIFF), not a silent memory blow-up;
+- the size its header declares is checked against the pixel budget (`mmbu.core.budget`, by default Pillow's
+  `Image.MAX_IMAGE_PIXELS`) before anything is decoded; Pillow's own decompression-bomb guard stays on as a
+  second line (it refuses at twice that). Either is an error naming the file, not a memory blow-up;
 - EXIF orientation is applied (`ImageOps.exif_transpose`), so camera photos stand upright;
 - an embedded ICC profile is converted to sRGB (`ImageCms`), so colours mean the same in every PNG;
 - transparency (RGBA, LA, palette with transparency, a grey/RGB colour key) is composited onto white;
@@ -25,6 +26,7 @@ from PIL import Image, ImageCms, ImageOps, UnidentifiedImageError
 from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions
 from mmbu.build.convert.display import composite_on_background, grey_to_uint8, to_label_image
 from mmbu.build.convert.png_stream import PNG_SIGNATURE, image_stream
+from mmbu.core.budget import check_plane
 from mmbu.core.geometry import ORIENTATION_TRANSPOSES, ConversionGeometry
 
 BACKGROUND = (255, 255, 255)  # transparent pixels are shown on white, as a browser would
@@ -48,6 +50,7 @@ def read(path: Path, options: ConvertOptions) -> Converted:
         params: dict[str, Any] = {"decoder": f"Pillow {Image.__version__}", "source_format": image.format,
                                   "source_mode": image.mode}
         frame = _seek_frame(image, options.frame, path)
+        check_plane(path, *image.size, channels=len(image.getbands()), sample_bytes=sample_bytes(image.mode))
         try:
             image.load()
             upright = ImageOps.exif_transpose(image)
@@ -63,6 +66,11 @@ def read(path: Path, options: ConvertOptions) -> Converted:
             return Converted(_labels(upright, path), "raster", frame, params, geometry)
         pixels = _to_display(upright, options, params, path)
     return Converted(pixels, "raster", frame, params, geometry, png=_kept_stream(data, pixels, frame, params))
+
+
+def sample_bytes(mode: str) -> int:
+    """Bytes of one sample of a Pillow mode once decoded (16-bit grey 2; 32-bit integer and float 4; else 1)."""
+    return 2 if mode.startswith("I;16") else 4 if mode in ("I", "F") else 1
 
 
 def _kept_stream(data: bytes | None, pixels: np.ndarray, frame: int | None, params: dict[str, Any]) -> bytes | None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mmbu.core import budget
 from mmbu.build.convert.base import ConversionError, regular_file_error
 
 if TYPE_CHECKING:
@@ -379,7 +380,7 @@ def _identify_tiff(path: Path) -> Identified:
         if vendor in WSI_VENDORS:  # e.g. NDPI with 64-bit offsets that tifffile refuses
             return Identified("wsi", path, vendor)
         raise ConversionError(f"{path} is a TIFF file that cannot be parsed ({error})") from None
-    if vendor == "generic-tiff" and (pyramidal or first_pixels > _pillow_pixel_budget()):
+    if vendor == "generic-tiff" and (pyramidal or first_pixels > budget.current().max_pixels):
         # a tiled pyramid, or a single level too big to hold in memory: read by levels/tiles
         return Identified("wsi", path, "generic-tiff")
     return Identified("tiff", path, "TIFF")
@@ -412,12 +413,6 @@ def _openslide_vendor(path: Path) -> str | None:
         return openslide.OpenSlide.detect_format(str(path))
     except Exception:  # openslide unavailable or refusing the file: simply not a slide
         return None
-
-
-def _pillow_pixel_budget() -> int:
-    from PIL import Image
-
-    return int(Image.MAX_IMAGE_PIXELS or 0) or 2**31
 
 
 def _pillow_format(path: Path) -> str:

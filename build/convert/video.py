@@ -27,6 +27,7 @@ import numpy as np
 
 from mmbu.build.convert import display
 from mmbu.build.convert.base import ConversionError, Converted, ConvertOptions, exception_summary as _cause
+from mmbu.core import budget
 from mmbu.core.geometry import ConversionGeometry
 
 
@@ -46,6 +47,11 @@ def read(path: Path, options: ConvertOptions) -> Converted:
             raise ConversionError(f"{path} holds no video stream")
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
+        try:  # the decoder allocates what the stream declares; RGB 8-bit once converted
+            budget.check_plane(path, stream.codec_context.width, stream.codec_context.height, channels=3,
+                               kind="video frame")
+        except budget.OverBudget as exc:
+            raise ConversionError(str(exc)) from None
         info = stream_info(stream, container)
         index, target_time = _target(options, info, path)
         frame, seeked = _decode_until(container, stream, info, target_time, index, path)

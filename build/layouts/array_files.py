@@ -28,6 +28,7 @@ from typing import IO, TYPE_CHECKING
 import numpy as np
 from numpy.lib import format as npy_format
 
+from mmbu.core import budget
 from mmbu.curation.manifest.hints import did_you_mean
 
 if TYPE_CHECKING:
@@ -40,47 +41,76 @@ class ArrayFileError(ValueError):
 
 
 class ItemArray:
-    """An array read item by item along its first axis (see the module docstring)."""
+    """An array read item by item along its first axis (see the module docstring).
 
-    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, access: str) -> None:
+    What each read would cost is known from the shape the file declares, so `item`, `items` and `whole` refuse
+    a read over the budget (`mmbu.core.budget`) before they touch the data: a sparse `.npy` of 50000² or a deflated
+    `.npz` member of 40000² costs a sentence, not gigabytes. Subclasses implement `_item`, `_items` and `_whole`.
+    """
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, access: str, name: str = "the array") -> None:
         self.shape = shape
         self.dtype = dtype
         self.access = access  # "memory-mapped" | "streamed" | "loaded whole": said in provenance notes
+        self.name = name  # the file (and member or key) in messages
 
     def __len__(self) -> int:
         return self.shape[0] if self.shape else 0
 
     def item(self, index: int) -> np.ndarray:
-        raise NotImplementedError
+        self._check(1)
+        return self._item(index)
 
     def whole(self) -> np.ndarray:
-        """The whole array (one image of an `items: file` layout), read item after item."""
+        """The whole array (one image of an `items: file` layout)."""
         if not self.shape:
             raise ArrayFileError("a 0-dimensional array is not an image")
-        return np.stack([self.item(i) for i in range(len(self))]) if len(self) else np.empty(self.shape, self.dtype)
+        self._check(len(self), whole=True)
+        return self._whole()
 
     def items(self, start: int, stop: int) -> np.ndarray:
         """Items [start, stop) as one array (a slab of a volume)."""
-        return np.stack([self.item(i) for i in range(start, min(stop, len(self)))])
+        self._check(max(0, min(stop, len(self)) - start))
+        return self._items(start, stop)
+
+    def _check(self, count: int, whole: bool = False) -> None:
+        """Refuse `count` items over the budget's bytes, or one item (or whole 2-D array) over its pixels."""
+        shape = tuple(self.shape) if whole else tuple(self.shape[1:])
+        try:
+            if len(shape) >= 2:  # an image (H, W[, C]) or a volume's slices: its plane is the last two of H, W
+                plane = shape[-3:-1] if len(shape) >= 3 and shape[-1] <= 4 else shape[-2:]
+                budget.check_plane(self.name, plane[1], plane[0], kind="array image")
+            per_item = int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
+            budget.check_bytes(self.name, per_item * count, f"{count:,} array item(s) of shape {self.shape[1:]}"
+                               if not whole else f"an array of shape {self.shape}")
+        except budget.OverBudget as exc:
+            raise ArrayFileError(str(exc)) from None
+
+    def _item(self, index: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def _whole(self) -> np.ndarray:
+        return np.stack([self._item(i) for i in range(len(self))]) if len(self) else np.empty(self.shape, self.dtype)
+
+    def _items(self, start: int, stop: int) -> np.ndarray:
+        return np.stack([self._item(i) for i in range(start, min(stop, len(self)))])
 
     def close(self) -> None:
         """Release file handles (memory maps close with their last reference)."""
 
 
 class _Mapped(ItemArray):
-    def __init__(self, array: np.ndarray, access: str = "memory-mapped") -> None:
-        super().__init__(tuple(array.shape), array.dtype, access)
+    def __init__(self, array: np.ndarray, name: str, access: str = "memory-mapped") -> None:
+        super().__init__(tuple(array.shape), array.dtype, access, name)
         self._array = array
 
-    def item(self, index: int) -> np.ndarray:
+    def _item(self, index: int) -> np.ndarray:
         return np.asarray(self._array[index])
 
-    def items(self, start: int, stop: int) -> np.ndarray:
+    def _items(self, start: int, stop: int) -> np.ndarray:
         return np.asarray(self._array[start:stop])
 
-    def whole(self) -> np.ndarray:
-        if not self.shape:
-            raise ArrayFileError("a 0-dimensional array is not an image")
+    def _whole(self) -> np.ndarray:
         return np.asarray(self._array)
 
 
@@ -89,7 +119,7 @@ class _Streamed(ItemArray):
 
     def __init__(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo, shape: tuple[int, ...],
                  dtype: np.dtype) -> None:
-        super().__init__(shape, dtype, "streamed")
+        super().__init__(shape, dtype, "streamed", f"{Path(str(archive.filename)).name}:{info.filename}")
         self._archive, self._info = archive, info
         self._item_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
         self._stream: IO[bytes] | None = None
@@ -102,7 +132,7 @@ class _Streamed(ItemArray):
         _read_header(self._stream, self._info.filename)
         self._next = 0
 
-    def item(self, index: int) -> np.ndarray:
+    def _item(self, index: int) -> np.ndarray:
         if not 0 <= index < len(self):
             raise IndexError(index)
         if self._stream is None or index < self._next:
@@ -186,7 +216,7 @@ def open_array(path: Path, key: str | None = None) -> ItemArray:
             raise ArrayFileError(f"{path.name} is not a readable .npy file ({exc})") from None
         except OSError as exc:
             raise ArrayFileError(f"{path.name} cannot be read ({exc})") from None
-        return _Mapped(array)
+        return _Mapped(array, path.name)
     try:
         archive = zipfile.ZipFile(path)
         info = archive.getinfo(f"{key}.npy")
@@ -204,12 +234,18 @@ def open_array(path: Path, key: str | None = None) -> ItemArray:
             _read_header(handle, f"{path.name}:{key}")
             offset = handle.tell()
         archive.close()
-        return _Mapped(np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape))
+        return _Mapped(np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape), f"{path.name}:{key}")
     if fortran:
+        try:  # read whole: the whole member must fit the budget
+            budget.check_bytes(f"{path.name}:{key}", int(np.prod(shape, dtype=np.int64)) * dtype.itemsize,
+                               f"a Fortran-ordered array of shape {shape}, read whole")
+        except budget.OverBudget as exc:
+            archive.close()
+            raise ArrayFileError(str(exc)) from None
         with archive.open(info) as stream:
             array = npy_format.read_array(stream, allow_pickle=False)
         archive.close()
-        return _Mapped(array, access="loaded whole (Fortran order)")
+        return _Mapped(array, f"{path.name}:{key}", access="loaded whole (Fortran order)")
     return _Streamed(archive, info, shape, dtype)
 
 
@@ -297,20 +333,19 @@ class _Hdf5(ItemArray):
         chunks = f"chunks {tuple(dataset.chunks)}" if dataset.chunks else "contiguous"
         compression = f", {dataset.compression}" if dataset.compression else ""
         super().__init__(tuple(int(n) for n in dataset.shape), dataset.dtype,
-                         f"HDF5, read a slice at a time ({chunks}{compression})")
+                         f"HDF5, read a slice at a time ({chunks}{compression})",
+                         f"{Path(handle.filename).name}:{dataset.name}")
         self._handle, self._dataset = handle, dataset
 
-    def item(self, index: int) -> np.ndarray:
+    def _item(self, index: int) -> np.ndarray:
         if not 0 <= index < len(self):
             raise IndexError(index)
         return self._read(index)
 
-    def items(self, start: int, stop: int) -> np.ndarray:
+    def _items(self, start: int, stop: int) -> np.ndarray:
         return self._read(slice(start, min(stop, len(self))))
 
-    def whole(self) -> np.ndarray:
-        if not self.shape:
-            raise ArrayFileError("a 0-dimensional array is not an image")
+    def _whole(self) -> np.ndarray:
         return self._read(())
 
     def _read(self, selection: int | slice | tuple) -> np.ndarray:

@@ -55,7 +55,7 @@ def _read_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, parts: dict
     if (mask.shape[1], mask.shape[0]) != size:
         ctx.exclude(mask_where, f"the mask is {mask.shape[1]}x{mask.shape[0]} but its image is {size[0]}x{size[1]}")
         return
-    ids, regions, problems = item_regions(layout, mask, None)
+    ids, regions, problems = item_regions(layout, mask, None, mask_where)
     for instance, reason in problems:
         ctx.exclude(f"{where}#{instance}", reason)
     notes = {"masks": f"{mask_where} ({masks.access})"}
@@ -93,7 +93,7 @@ def _read_volume_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, part
     except ArrayFileError as exc:
         ctx.exclude(where, str(exc))
         return
-    ids, regions, problems = item_regions(layout, mask, None)
+    ids, regions, problems = item_regions(layout, mask, None, mask_where)
     for instance, reason in problems:
         ctx.exclude(f"{where}#{instance}", reason)
     ctx.add_derived(path, f"{_frame(layout.images)};z={depth}", lambda: image, regions=regions, mask=ids, grounded=True,

@@ -21,6 +21,7 @@ from mmbu.build.layouts.masks import MaskRules, regions_from_mask
 from mmbu.build.layouts.sample import Region
 from mmbu.build.layouts.single_label import one_label
 from mmbu.build.layouts.splits import keep_splits
+from mmbu.core import budget
 from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout_arrays import ArrayRef, ArraysLayout
 from mmbu.curation.manifest.model import ConvertSpec
@@ -132,7 +133,7 @@ def _read_group(layout: ArraysLayout, ctx: LayoutContext, group: _Group, stack: 
         mask_item = masks[0].item(index - (_start(layout, "masks") or 0)) if masks else None
         depth = _depth(ctx, images, axes, mask_item if "D" in axes else None)
         if mask_item is not None:
-            mask, regions, problems = item_regions(layout, mask_item, depth)
+            mask, regions, problems = item_regions(layout, mask_item, depth, item)
             for instance, reason in problems:
                 ctx.exclude(f"{item}#{instance}", reason)
         row_metadata = {field: text for field, (array, _) in metadata.items()
@@ -257,8 +258,10 @@ def pick_depth(spec: ConvertSpec, depth: int, mask: ItemArray | np.ndarray | Non
     index), else `convert.z` (an index), else the middle. Indices past the end are held at the last slice."""
     if spec.slice == "mask_max_area" and mask is not None:
         areas = np.zeros(depth, dtype=np.int64)
-        for start in range(0, depth, MASK_SLAB):
-            slab = mask.items(start, start + MASK_SLAB) if isinstance(mask, ItemArray) else mask[start:start + MASK_SLAB]
+        plane = int(np.prod(mask.shape[1:], dtype=np.int64)) * mask.dtype.itemsize
+        step = budget.planes_within(plane, MASK_SLAB)
+        for start in range(0, depth, step):
+            slab = mask.items(start, start + step) if isinstance(mask, ItemArray) else mask[start:start + step]
             areas[start:start + len(slab)] = (np.asarray(slab).reshape(len(slab), -1) != 0).sum(axis=1)
         if areas.any():
             return int(areas.argmax()), "mask_max_area"
@@ -278,28 +281,34 @@ def _image_item(images: ItemArray, axes: str, index: int, depth: int | None) -> 
     return item
 
 
-def item_regions(layout: ArraysLayout, mask: np.ndarray, depth: int | None
+def item_regions(layout: ArraysLayout, mask: np.ndarray, depth: int | None, name: str = "the mask"
                  ) -> tuple[np.ndarray, list[Region], list[tuple[str, str]]]:
-    """One item's label mask (instance ids or values), its regions, and the objects it had to drop."""
+    """One item's label mask (instance ids or values), its regions, and the objects it had to drop. An item over
+    the budget (`max_instances`, or a canvas over its pixels) gives no region and one problem saying so."""
+    try:
+        return _item_regions(layout, mask, depth, name)
+    except budget.OverBudget as exc:
+        return mask, [], [("mask", str(exc))]
+
+
+def _item_regions(layout: ArraysLayout, mask: np.ndarray, depth: int | None, name: str
+                  ) -> tuple[np.ndarray, list[Region], list[tuple[str, str]]]:
     from scipy import ndimage  # here: a no-op rebuild never loads scipy
     if depth is not None:
         mask = mask[depth]
     if layout.instance_classes:
-        return _classed_instances(layout, mask[..., 0], mask[..., 1])
+        return _classed_instances(layout, mask[..., 0], mask[..., 1], name)
     if layout.mask_channels:
-        canvas = InstanceCanvas(height=mask.shape[0], width=mask.shape[1])
+        canvas = InstanceCanvas(height=mask.shape[0], width=mask.shape[1], name=name)
         for channel, label in enumerate(layout.mask_channels):
             if label is None:
                 continue  # PanNuke's last channel: background
             plane = mask[..., channel]
             if layout.instances == "components":  # a binary channel: each connected piece is one object
-                pieces, count = ndimage.label(plane != layout.background)
-                for index in range(1, count + 1):
-                    canvas.paint(pieces == index, label, f"c{channel}-c{index}")
+                pieces, _ = ndimage.label(plane != layout.background)
+                canvas.paint_plane(pieces, 0, lambda index, c=channel, l=label: (l, f"c{c}-c{index}"))
                 continue
-            for value in np.unique(plane):
-                if value != layout.background:
-                    canvas.paint(plane == value, label, f"c{channel}-id{_number(value)}")
+            canvas.paint_plane(plane, layout.background, lambda value, c=channel, l=label: (l, f"c{c}-id{_number(value)}"))
         regions, problems = canvas.regions(layout.min_region_pixels)
         return canvas.ids, regions, problems
     values = mask
@@ -309,27 +318,27 @@ def item_regions(layout: ArraysLayout, mask: np.ndarray, depth: int | None
         values = values.astype(np.int64)
     rules = MaskRules(labels=dict(layout.mask_values), background=layout.background, instances=layout.instances,
                       instance_label=layout.instance_label, min_region_pixels=layout.min_region_pixels)
-    return values, regions_from_mask(values, rules), []
+    return values, regions_from_mask(values, rules, name), []
 
 
-def _classed_instances(layout: ArraysLayout, ids: np.ndarray, classes: np.ndarray
+def _classed_instances(layout: ArraysLayout, ids: np.ndarray, classes: np.ndarray, name: str
                        ) -> tuple[np.ndarray, list[Region], list[tuple[str, str]]]:
     """Objects of an instance-id plane, each labelled by the class value most of its pixels hold in the class
-    plane (ties go to the smaller value); an object with no class pixel is dropped with a reason."""
-    canvas = InstanceCanvas(height=ids.shape[0], width=ids.shape[1])
-    problems: list[tuple[str, str]] = []
-    for value in np.unique(ids):
-        if value == layout.background:
-            continue
-        pixels = ids == value
-        found, counts = np.unique(classes[pixels], return_counts=True)
-        keep = found != layout.background
-        instance = f"id{_number(value)}"
-        if not keep.any():
-            problems.append((instance, "the object has no class in the class channel"))
-            continue
-        majority = found[keep][np.argmax(counts[keep])]
-        canvas.paint(pixels, layout.instance_classes.get(int(majority), _number(majority)), instance)
+    plane (ties go to the smaller value); an object with no class pixel is dropped with a reason. One sort of the
+    (id, class) pairs of the object pixels, whatever the number of objects."""
+    canvas = InstanceCanvas(height=ids.shape[0], width=ids.shape[1], name=name)
+    inside = ids != layout.background
+    pairs, counts = np.unique(np.stack([ids[inside], classes[inside]]), axis=1, return_counts=True)
+    majority: dict[int, object] = {}
+    best: dict[int, int] = {}
+    for (value, found), count in zip(pairs.T.tolist(), counts.tolist()):  # classes ascend within an id: ties stay
+        if found != layout.background and count > best.get(value, 0):
+            majority[value], best[value] = found, count
+    problems = [(f"id{_number(value)}", "the object has no class in the class channel")
+                for value in dict.fromkeys(pairs[0].tolist()) if value not in majority]
+    canvas.paint_plane(ids, layout.background, lambda value: None if value not in majority else
+                       (layout.instance_classes.get(int(majority[value]), _number(majority[value])),
+                        f"id{_number(value)}"))
     regions, dropped = canvas.regions(layout.min_region_pixels)
     return canvas.ids, regions, problems + dropped
 

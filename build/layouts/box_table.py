@@ -17,6 +17,7 @@ from mmbu.build.layouts.files import image_size
 from mmbu.build.layouts.label_table import ImageFinder, missing_columns, read_table, sniff_delimiter
 from mmbu.build.layouts.pairing import paired_files
 from mmbu.build.layouts.sample import Region
+from mmbu.core import budget
 from mmbu.core.boxes import Box, box_from_roles
 from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout_annotations import BoxTableLayout
@@ -141,8 +142,11 @@ def _csv_fields(layout: BoxTableLayout) -> list[str]:
 
 def _json_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[str, Objects]]:
     try:
-        document = json.loads(ctx.path(layout.table).read_text(encoding="utf-8"))
+        document = json.loads(budget.read_json_bytes(ctx.path(layout.table)))
         records = field_value(document, layout.records)
+    except budget.OverBudget as exc:
+        ctx.exclude(layout.table, str(exc))
+        return
     except (OSError, UnicodeDecodeError, ValueError, FieldMissing) as exc:
         ctx.exclude(layout.table, f"the box table cannot be read ({exc})")
         return

@@ -7,15 +7,19 @@ from collections import defaultdict
 from mmbu.build.layouts.boxes import clip_box, ordered_box
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.sample import Region
+from mmbu.core import budget
 from mmbu.curation.manifest.layout import CocoLayout
 
 
 def read(layout: CocoLayout, ctx: LayoutContext) -> None:
     try:
-        document = json.loads(ctx.path(layout.annotations).read_text(encoding="utf-8"))
+        document = json.loads(budget.read_json_bytes(ctx.path(layout.annotations)))
         images = {entry["id"]: entry for entry in document["images"]}
         categories = {entry["id"]: str(entry["name"]) for entry in document["categories"]}
         annotations = list(document["annotations"])
+    except budget.OverBudget as exc:
+        ctx.exclude(layout.annotations, str(exc))
+        return
     except (OSError, ValueError, KeyError, TypeError) as exc:
         ctx.exclude(layout.annotations, f"not a readable COCO file with images, categories and annotations ({exc!r})")
         return

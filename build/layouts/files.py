@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,7 @@ from PIL import Image
 
 from mmbu.build.convert.sniff import MRC_SUFFIXES
 from mmbu.build.fetch.model import TOOLKIT_FILE_PREFIX
+from mmbu.core import budget
 from mmbu.core.confinement import ResolvedFolder
 
 WSI_SUFFIXES = (".svs", ".ndpi", ".mrxs", ".scn", ".vms", ".vmu", ".bif", ".svslide", ".tif", ".tiff")
@@ -81,14 +83,24 @@ def read_volume_labels(path: Path) -> "np.ndarray":
     if is_nifti(path):
         import nibabel
 
-        return np.asanyarray(nibabel.load(path).dataobj)
+        image = nibabel.load(path)
+        budget.check_bytes(path.name, int(np.prod(image.shape, dtype=np.int64)) * image.get_data_dtype().itemsize,
+                           f"a label volume of {'×'.join(map(str, image.shape))} voxels, read whole")
+        return np.asanyarray(image.dataobj)
     if is_mrc(path):
         from mmbu.build.convert.mrc import labels_xyz
 
         return labels_xyz(path)
     import SimpleITK as sitk
 
-    array = sitk.GetArrayFromImage(sitk.ReadImage(str(path)))
+    reader = sitk.ImageFileReader()
+    reader.SetFileName(str(path))
+    reader.ReadImageInformation()
+    bits = re.search(r"(\d+)-bit", sitk.GetPixelIDValueAsString(reader.GetPixelID()))
+    voxel_bytes = reader.GetNumberOfComponents() * (int(bits.group(1)) // 8 if bits else 8)
+    budget.check_bytes(path.name, int(np.prod(reader.GetSize(), dtype=np.int64)) * voxel_bytes,
+                       f"a label volume of {'×'.join(map(str, reader.GetSize()))} voxels, read whole")
+    array = sitk.GetArrayFromImage(reader.Execute())
     return array.transpose(tuple(reversed(range(array.ndim))))
 
 

@@ -15,6 +15,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from mmbu.core import budget
+
 Point = tuple[float, float]
 Polygon = tuple[list[Point], tuple[list[Point], ...]]  # (outline, holes)
 
@@ -26,7 +28,9 @@ class GeoJsonError(ValueError):
 def read_features(path: Path) -> list[Any]:
     """The features of a FeatureCollection, a list of Features (older QuPath exports) or one Feature."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(budget.read_json_bytes(path))
+    except budget.OverBudget as exc:
+        raise GeoJsonError(str(exc)) from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise GeoJsonError(f"not a readable JSON file ({type(exc).__name__}: {exc})") from None
     if isinstance(document, list):

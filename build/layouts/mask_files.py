@@ -8,7 +8,7 @@ NIfTI pairs keep their volume (the slice is the converter's choice, see `volumes
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +20,10 @@ from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import image_size, is_volume
 from mmbu.build.layouts.instances import InstanceCanvas
 from mmbu.build.layouts.mask_pairs import read_label_mask, read_volume_pair
-from mmbu.build.layouts.masks import ColourMaskError, MaskError, MaskRules, read_mask, snap_lossy_values
+from mmbu.build.layouts.masks import ColourMaskError, MaskError, MaskRules, read_mask, snap_lossy_values, value_boxes
 from mmbu.build.layouts.rank_pairing import RankPairs
+from mmbu.core import budget
+from mmbu.core.budget import OverBudget
 from mmbu.curation.manifest.layout import MaskFilesLayout
 from mmbu.curation.manifest.layout_base import parse_colour
 from mmbu.curation.manifest.templates import PathTemplate
@@ -155,7 +157,11 @@ def _read_flat(layout: MaskFilesLayout, ctx: LayoutContext, item: ImageFiles,
     if size is None:
         ctx.exclude(ctx.rel(image), "the image size cannot be read, so its masks cannot be checked against it")
         return
-    canvas = InstanceCanvas(height=size[1], width=size[0])
+    try:
+        canvas = InstanceCanvas(height=size[1], width=size[0], name=ctx.rel(image))
+    except OverBudget as exc:
+        ctx.exclude(ctx.rel(image), str(exc))
+        return
     provenance: dict[str, str] = {}
     for mask_path, mask_parts in masks:
         label = _label(layout, item.parts, mask_parts)
@@ -180,16 +186,23 @@ def _read_flat(layout: MaskFilesLayout, ctx: LayoutContext, item: ImageFiles,
         if lossy and layout.objects == "ids":
             ctx.exclude(ctx.rel(mask_path), "instance ids cannot be recovered from a lossy (JPEG) mask")
             continue
-        for instance, object_label, where, note in _objects(layout, ctx.rel(mask_path), values, lossy, label):
-            if layout.empty_masks == "absent" and not where.any():
-                provenance[f"mask {ctx.rel(mask_path)}"] = f"empty: no {object_label} in this image"
-                continue
-            covered = int((canvas.ids[where] != 0).sum())
-            canvas.paint(where, object_label, instance)
-            if note:
-                provenance[f"mask {ctx.rel(mask_path)}"] = note
-            if covered:  # painter's order: say where a later object took pixels of an earlier one
-                provenance[f"overlap {ctx.rel(mask_path)}"] = f"{covered} pixels drawn over earlier objects"
+        objects, describe, note = _objects(layout, values, lossy, label)
+        if layout.objects == "file" and layout.empty_masks == "absent" and not objects.any():
+            provenance[f"mask {ctx.rel(mask_path)}"] = f"empty: no {label or ''} in this image"
+            continue
+        covered = int((canvas.ids[objects != 0] != 0).sum())
+        try:
+            if layout.objects == "file":  # one object, even an empty one (reported as such by `regions`)
+                canvas.paint(objects.view(bool), label or "", ctx.rel(mask_path))
+            else:
+                canvas.paint_plane(objects, 0, object_label_of(ctx.rel(mask_path), describe))
+        except OverBudget as exc:
+            ctx.exclude(ctx.rel(image), str(exc))
+            return
+        if note:
+            provenance[f"mask {ctx.rel(mask_path)}"] = note
+        if covered:  # painter's order: say where a later object took pixels of an earlier one
+            provenance[f"overlap {ctx.rel(mask_path)}"] = f"{covered} pixels drawn over earlier objects"
     regions, problems = canvas.regions(layout.min_region_pixels)
     for instance, reason in problems:
         ctx.exclude(f"{ctx.rel(image)}#{instance}", reason)
@@ -206,29 +219,50 @@ def _read_flat(layout: MaskFilesLayout, ctx: LayoutContext, item: ImageFiles,
     ctx.add(image, regions=regions, mask_path=mask_path, size=size, grounded=True, provenance=provenance)
 
 
-def _objects(layout: MaskFilesLayout, source: str, values: np.ndarray, lossy: bool, label: str | None
-             ) -> Iterator[tuple[str, str, np.ndarray, str | None]]:
-    """(instance key, raw label, boolean mask, provenance note) of each object in one mask file."""
+def _objects(layout: MaskFilesLayout, values: np.ndarray, lossy: bool, label: str | None
+             ) -> tuple[np.ndarray, Callable[[int], tuple[str, str]], str | None]:
+    """The objects of one mask file as a plane of object ids (0 none), what each id is (suffix of its instance
+    key, raw label: `object_label_of` names it after the file) and the provenance note. Linear in the pixels:
+    components are labelled inside their value's box, never one full-size mask per object."""
     from scipy import ndimage  # here: a no-op rebuild never loads scipy
     if _binary(layout, label):  # `values` is the foreground (`object_pixels`)
         if layout.objects == "file":
-            yield source, label or "", values, None
-            return
-        components, count = ndimage.label(values)
-        for index in range(1, count + 1):
-            yield f"{source}#c{index}", label or "", components == index, None
-        return
+            return values.view(np.uint8), lambda _: ("", label or ""), None
+        components, _ = ndimage.label(values)
+        return components, lambda index: (f"#c{index}", label or ""), None
     note = None
     if lossy:
         values, note = snap_lossy_values(values, layout.background, list(layout.mask_values))
     rules = MaskRules.of(layout, default_label=label)
-    for value in (int(v) for v in np.unique(values) if int(v) != layout.background):
-        where = values == value
-        object_label = rules.instance_label if layout.objects == "ids" else rules.label_of(value)
-        if layout.objects == "components":
-            components, count = ndimage.label(where)
-            for index in range(1, count + 1):
-                yield f"{source}#v{value}-c{index}", object_label or str(value), components == index, note
-        else:
-            prefix = "id" if layout.objects == "ids" else "v"
-            yield f"{source}#{prefix}{value}", object_label or str(value), where, note
+    found = {value: box for value, (box, _) in value_boxes(values).items() if value != layout.background}
+
+    def named(value: int) -> str:
+        return (rules.instance_label if layout.objects == "ids" else rules.label_of(value)) or str(value)
+
+    if layout.objects != "components":
+        prefix = "id" if layout.objects == "ids" else "v"
+        if layout.background == 0 and values.dtype.kind in "iu":  # the values are the object ids already
+            return values, lambda value: (f"#{prefix}{value}", named(value)), note
+        ordered = sorted(found)  # else numbered 1, 2, ... in ascending order of value
+        plane = np.zeros(values.shape, np.int32)
+        where = values != layout.background
+        plane[where] = np.searchsorted(np.asarray(ordered), values[where]) + 1
+        return plane, lambda key: (f"#{prefix}{ordered[key - 1]}", named(ordered[key - 1])), note
+    budget.check_instances("the mask", len(found))
+    plane = np.zeros(values.shape, np.int32)
+    keys: dict[int, tuple[str, str]] = {}
+    for value, box in found.items():
+        components, count = ndimage.label(values[box] == value)
+        budget.check_instances("the mask", len(keys) + count)
+        inside = components != 0
+        plane[box][inside] = components[inside] + len(keys)
+        keys.update({len(keys) + index: (f"#v{value}-c{index}", named(value)) for index in range(1, count + 1)})
+    return plane, keys.__getitem__, note
+
+
+def object_label_of(source: str, describe: Callable[[int], tuple[str, str]]) -> Callable[[int], tuple[str, str]]:
+    """An object id of a mask file's plane -> (raw label, instance key `<file>#...`) for `paint_plane`."""
+    def named(key: int) -> tuple[str, str]:
+        suffix, label = describe(key)
+        return label, f"{source}{suffix}"
+    return named

@@ -12,6 +12,7 @@ from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import glob_files, image_size, is_volume, stem, volume_shape
 from mmbu.build.layouts.masks import MaskError, MaskRules, read_mask, regions_from_mask
 from mmbu.build.layouts.sample import Region
+from mmbu.core.budget import OverBudget
 from mmbu.curation.manifest.layout import ImageMaskPairsLayout, MaskFilesLayout
 from mmbu.curation.manifest.layout_base import parse_colour
 
@@ -59,7 +60,11 @@ def _read_flat_pair(layout: ImageMaskPairsLayout, ctx: LayoutContext, image: Pat
         ctx.exclude(ctx.rel(mask_path), f"the mask is {mask.shape[1]}x{mask.shape[0]} but its image is "
                                         f"{size[0]}x{size[1]}")
         return
-    regions = regions_from_mask(mask, layout)
+    try:
+        regions = regions_from_mask(mask, layout, ctx.rel(mask_path))
+    except OverBudget as exc:
+        ctx.exclude(ctx.rel(mask_path), str(exc))
+        return
     provenance = {}
     if note is not None:  # a colour mask: the label mask made from it is what the later steps read
         provenance = {f"mask {ctx.rel(mask_path)}": note}

@@ -15,6 +15,7 @@ from PIL import Image
 
 from mmbu.build.layouts.files import is_volume, read_volume_labels
 from mmbu.build.layouts.sample import Region
+from mmbu.core import budget
 from mmbu.curation.manifest.layout import ImageMaskPairsLayout, MaskFilesLayout
 
 
@@ -39,10 +40,17 @@ def read_mask(path: Path) -> np.ndarray:
         elif path.suffix.lower() in (".tif", ".tiff"):
             import tifffile
 
-            array = tifffile.imread(path)
+            with tifffile.TiffFile(path) as tiff:
+                series = tiff.series[0]
+                budget.check_bytes(path.name, int(np.prod(series.shape, dtype=np.int64)) * series.dtype.itemsize,
+                                   f"a mask of shape {series.shape}")
+                array = series.asarray()
         else:
             with Image.open(path) as image:
+                budget.check_plane(path.name, *image.size, channels=len(image.getbands()), kind="mask")
                 array = np.asarray(image)
+    except budget.OverBudget as exc:
+        raise MaskError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - every reader raises its own types; the sentence names the file
         raise MaskError(f"{path.name}: the mask cannot be read ({exc})") from None
     array = _integral_labels(array, path)
@@ -69,6 +77,9 @@ def _integral_labels(array: np.ndarray, path: Path) -> np.ndarray:
         raise MaskError(f"{path.name}: the mask holds values that are not whole label numbers ({shown}); "
                         "an interpolated or probability mask is not a label mask")
     return array.astype(np.int64)
+
+
+DIRECT_LABELS = 1 << 20  # masks whose values stay at or below this label find_objects directly (no sort)
 
 
 def snap_lossy_values(values: np.ndarray, background: int, declared: list[int]) -> tuple[np.ndarray, str]:
@@ -120,37 +131,73 @@ class MaskRules:
         return self.labels.get(value, self.default_label if self.default_label is not None else str(value))
 
 
-def regions_from_mask(mask: np.ndarray, rules: MaskRules | ImageMaskPairsLayout) -> list[Region]:
-    """Regions of a 2-D label mask with their pixel-edge boxes, in a stable order.
+def regions_from_mask(mask: np.ndarray, rules: MaskRules | ImageMaskPairsLayout, name: str = "the mask"
+                      ) -> list[Region]:
+    """Regions of a 2-D label mask with their pixel-edge boxes, in a stable order (by value; components of a value
+    in raster order of their first pixel).
 
-    Regions under `min_region_pixels` are dropped as specks.
+    Regions under `min_region_pixels` are dropped as specks. The work is linear in the pixels: one pass finds every
+    value's box and size (`value_boxes`); components are labelled inside their value's box only. More objects than
+    the budget's `max_instances` is `budget.OverBudget` naming `name` (each would be a mask row costing the image's
+    pixels: a mask of 65,535 ids took past ten minutes).
     """
     from scipy import ndimage  # here: a no-op rebuild never loads scipy
     if not isinstance(rules, MaskRules):
         rules = MaskRules.of(rules)
+    found = {value: box_size for value, box_size in value_boxes(mask).items() if value != rules.background}
+    budget.check_instances(name, len(found))
     regions: list[Region] = []
-    values = [int(v) for v in np.unique(mask) if int(v) != rules.background]
-    for value in values:
-        where = mask == value
+    for value, (box, size) in found.items():
         if rules.instances == "ids":
-            if where.sum() >= rules.min_region_pixels:
+            if size >= rules.min_region_pixels:
                 regions.append(Region(label=rules.instance_label or str(value), instance=f"id-{value}",
-                                      box=_box(ndimage.find_objects(where.astype(np.uint8))[0]),
-                                      mask_value=value))
+                                      box=_box(box), mask_value=value))
             continue
         label = rules.label_of(value)
         if rules.instances == "none":
-            if where.sum() >= rules.min_region_pixels:
-                regions.append(Region(label=label, instance=f"v{value}",
-                                      box=_box(ndimage.find_objects(where.astype(np.uint8))[0]), mask_value=value))
+            if size >= rules.min_region_pixels:
+                regions.append(Region(label=label, instance=f"v{value}", box=_box(box), mask_value=value))
             continue
-        components, count = ndimage.label(where)  # 4-connectivity, raster order: stable for a given file
+        # 4-connectivity, numbered in raster order: the same inside the value's box as in the whole mask
+        components, count = ndimage.label(mask[box] == value)
+        budget.check_instances(name, len(regions) + count)
         sizes = np.bincount(components.ravel(), minlength=count + 1)[1:]  # pixels per component (sum_labels, faster)
+        top, left = box[0].start, box[1].start
         for index, slices in enumerate(ndimage.find_objects(components), start=1):
             if slices is not None and sizes[index - 1] >= rules.min_region_pixels:
-                regions.append(Region(label=label, instance=f"v{value}-c{index}", box=_box(slices),
-                                      mask_value=value, component=index))
+                rows, cols = slices
+                regions.append(Region(label=label, instance=f"v{value}-c{index}", mask_value=value, component=index,
+                                      box=_box((slice(rows.start + top, rows.stop + top),
+                                                slice(cols.start + left, cols.stop + left)))))
     return regions
+
+
+def value_boxes(mask: np.ndarray) -> dict[int, tuple[tuple[slice, slice], int]]:
+    """Every value of an integer label mask -> (its box as slices, its pixel count), ascending, in one pass.
+
+    Small non-negative values (the usual uint8/uint16 masks) label `find_objects` and `bincount` directly; other
+    values are first made dense with `np.unique` (a sort). Value 0, which `find_objects` leaves out, is found
+    with one more pass."""
+    from scipy import ndimage
+
+    labels = mask.view(np.uint8) if mask.dtype == bool else mask
+    if labels.size == 0:
+        return {}
+    if labels.dtype.kind in "iu" and labels.min() >= 0 and labels.max() <= DIRECT_LABELS:
+        values = None
+    else:
+        values, inverse = np.unique(labels, return_inverse=True)
+        labels = inverse.reshape(mask.shape).astype(np.int32 if len(values) < 2**31 else np.int64)
+    counts = np.bincount(labels.ravel())
+    boxes = ndimage.find_objects(labels)
+    found: dict[int, tuple[tuple[slice, slice], int]] = {}
+    if counts[0]:
+        zero = ndimage.find_objects((labels == 0).view(np.uint8))[0]
+        found[int(values[0]) if values is not None else 0] = (zero, int(counts[0]))
+    for label, box in enumerate(boxes, start=1):
+        if box is not None:
+            found[int(values[label]) if values is not None else label] = (box, int(counts[label]))
+    return found
 
 
 def region_mask(mask: np.ndarray, region: Region, components: dict[int, np.ndarray] | None = None) -> np.ndarray:

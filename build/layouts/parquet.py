@@ -24,6 +24,7 @@ from mmbu.build.layouts.single_label import one_label
 from mmbu.build.layouts.splits import keep_splits
 from mmbu.build.layouts.table_cells import CellProblem, cell_image
 from mmbu.build.layouts.table_files import TableFile, TableFileError
+from mmbu.core import budget
 from mmbu.core.yaml_io import describe_yaml_error, parse_front_matter
 from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout_tables import ParquetLayout
@@ -135,6 +136,11 @@ def _mask_regions(layout: ParquetLayout, ctx: LayoutContext, row: dict[str, Any]
                   ) -> tuple[np.ndarray, list[Region], list[tuple[str, str]]]:
     cell = _cell(layout, ctx, row, layout.mask_column, "auto")
     with Image.open(cell if isinstance(cell, Path) else io.BytesIO(cell)) as image:
+        try:
+            budget.check_plane(f"the {layout.mask_column} cell", *image.size, channels=len(image.getbands()),
+                               kind="mask")
+        except budget.OverBudget as exc:
+            raise RowProblem(str(exc)) from None
         mask = np.asarray(image)
     if mask.ndim == 3:
         if not all(np.array_equal(mask[..., 0], mask[..., c]) for c in range(1, min(3, mask.shape[-1]))):
@@ -144,7 +150,10 @@ def _mask_regions(layout: ParquetLayout, ctx: LayoutContext, row: dict[str, Any]
         raise RowProblem(f"the mask is {mask.shape[1]}x{mask.shape[0]} but its image is {size[0]}x{size[1]}")
     rules = MaskRules(labels=dict(layout.mask_values), background=layout.background, instances=layout.instances,
                       instance_label=layout.instance_label, min_region_pixels=layout.min_region_pixels)
-    return mask, regions_from_mask(mask, rules), []
+    try:
+        return mask, regions_from_mask(mask, rules, f"the {layout.mask_column} cell"), []
+    except budget.OverBudget as exc:
+        raise RowProblem(str(exc)) from None
 
 
 def _object_regions(layout: ParquetLayout, names: "_LabelNames", objects: Any, size: tuple[int, int] | None

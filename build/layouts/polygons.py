@@ -16,6 +16,7 @@ from mmbu.build.layouts.files import glob_files, image_size
 from mmbu.build.layouts.geojson import GeoJsonError, Polygon, feature_key, feature_label, feature_polygons, read_features
 from mmbu.build.layouts.instances import InstanceCanvas
 from mmbu.build.layouts.pairing import paired_files
+from mmbu.core import budget
 from mmbu.core.text import printable_path
 from mmbu.curation.manifest.layout_annotations import PolygonsLayout
 
@@ -65,7 +66,12 @@ def _add(layout: PolygonsLayout, ctx: LayoutContext, annotated: Annotated) -> No
         ctx.exclude(where, f"the annotation is for a {annotated.declared_size[0]}x{annotated.declared_size[1]} image "
                            f"but the image is {size[0]}x{size[1]}")
         return
-    canvas = InstanceCanvas(height=size[1], width=size[0])
+    try:  # a 13000² canvas, or 60,000 shapes each drawn at the image's size, is refused before it is drawn
+        budget.check_instances(where, len(annotated.shapes))
+        canvas = InstanceCanvas(height=size[1], width=size[0], name=where)
+    except budget.OverBudget as exc:
+        ctx.exclude(where, str(exc))
+        return
     for shape in annotated.shapes:
         if len(shape.points) < 3:
             ctx.exclude(f"{where}#{shape.instance}", f"a polygon needs at least three points; this one has "
@@ -165,10 +171,13 @@ def _labelme(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:
         ctx.exclude(layout.annotations, "no LabelMe JSON file matches the annotations glob")
     for json_path in files:
         try:
-            document = json.loads(json_path.read_text(encoding="utf-8"))
+            document = json.loads(budget.read_json_bytes(json_path))
             image = _labelme_image(layout, ctx, json_path, document["imagePath"])
             declared = (int(document["imageWidth"]), int(document["imageHeight"]))
             raw_shapes = list(document["shapes"])
+        except budget.OverBudget as exc:
+            ctx.exclude(ctx.rel(json_path), str(exc))
+            continue
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
             ctx.exclude(ctx.rel(json_path), f"not a LabelMe file with imagePath, imageWidth, imageHeight and shapes "
                                             f"({type(exc).__name__}: {exc})")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mmbu.build.layouts.files import ITK_VOLUME_SUFFIXES, is_mrc
+from mmbu.core import budget
 from mmbu.curation.manifest.model import ConvertSpec
 
 VIDEO_SUFFIXES = (".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm")
@@ -69,6 +70,10 @@ def _video_views(path: Path, spec: ConvertSpec, frame: int | None) -> list[View]
                         "listed; give frame indices instead")
     count = int(duration // video.every_seconds) + (1 if duration % video.every_seconds else 0)
     count = min(count, video.max_frames) if video.max_frames else count
+    try:  # an 873-byte file may declare 10^7 seconds: the list of its frames is bounded before it is made
+        budget.check_slices(path.name, count, f"frames (one every {video.every_seconds:g} s of {duration:,.6g} s)")
+    except budget.OverBudget as exc:
+        raise ViewError(f"{exc}; set convert.video.max_frames") from None
     times = [round(k * video.every_seconds, 6) for k in range(count)]
     return [View(f"video_time={t:g}", {"frame_time": t}) for t in times]
 

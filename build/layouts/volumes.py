@@ -13,6 +13,7 @@ import numpy as np
 
 from mmbu.build.layouts.masks import MaskRules, regions_from_mask
 from mmbu.build.layouts.sample import Sample
+from mmbu.core.budget import OverBudget
 from mmbu.core.exclusions import Exclusion
 from mmbu.curation.manifest import DatasetManifest
 from mmbu.curation.manifest.layout import ImageMaskPairsLayout, MaskFilesLayout
@@ -34,7 +35,12 @@ def with_converted_mask(sample: Sample, converted_mask: np.ndarray, manifest: Da
     rules = replace(rules, labels={**rules.labels, **listed})
     exclusions: list[Exclusion] = []
     kept = []
-    for region in regions_from_mask(converted_mask, rules):
+    try:
+        regions = regions_from_mask(converted_mask, rules, f"the converted mask slice of {sample.source_path}")
+    except OverBudget as exc:
+        return None, [Exclusion(dataset_id=sample.dataset_id, sample_id=sample.sample_id, item=sample.source_path,
+                                stage="layout", reason=str(exc))]
+    for region in regions:
         if manifest.label_spec(region.label) is None:
             exclusions.append(Exclusion(dataset_id=sample.dataset_id, sample_id=sample.region_id(region),
                                         item=f"{sample.source_path}#{region.instance}", stage="layout",

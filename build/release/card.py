@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import yaml
 
+from mmbu.core.outputs import markdown_cell as _cell
 from mmbu.core.release import COLUMNS, SPLIT
 from mmbu.curation.manifest import DatasetManifest
 
@@ -15,10 +16,6 @@ def size_category(n: int) -> str:
         if n < limit:
             return name
     return "1M<n<10M"
-
-
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ") if text is not None else ""
 
 
 def render_card(counts: Mapping[str, Mapping[str, int]], manifests: Sequence[DatasetManifest],
@@ -65,7 +62,7 @@ def render_card(counts: Mapping[str, Mapping[str, int]], manifests: Sequence[Dat
         for dataset_id, n in per.items():
             rows_per_dataset[dataset_id] = rows_per_dataset.get(dataset_id, 0) + n
     for manifest in sorted(manifests, key=lambda m: m.id):
-        lines.append(f"| `{manifest.id}` | {_cell(manifest.title)} | {manifest.license} | "
+        lines.append(f"| `{manifest.id}` | {_cell(manifest.title)} | {_cell(manifest.license)} | "
                      f"{rows_per_dataset.get(manifest.id, 0)} | {_cell(manifest.homepage or manifest.metadata.url)} | "
                      f"{_cell(manifest.citation)} |")
     lines += ["", "## Exclusions", "",
@@ -90,5 +87,6 @@ def render_license(manifests: Sequence[DatasetManifest]) -> str:
     """The aggregate LICENSE note the card links to."""
     lines = ["This release aggregates images from several public datasets; each keeps its own licence.",
              "The `license` column gives the SPDX id per row. Per dataset:", ""]
-    lines += [f"- {m.id}: {m.license} ({m.homepage or m.metadata.url})" for m in sorted(manifests, key=lambda m: m.id)]
+    lines += [f"- {m.id}: {_cell(m.license)} ({_cell(m.homepage or m.metadata.url)})"
+              for m in sorted(manifests, key=lambda m: m.id)]
     return "\n".join(lines) + "\n"

@@ -218,9 +218,13 @@ class ReleasePlan:
 
 
 def _release_order(rows: pd.DataFrame) -> np.ndarray:
-    """Row positions sorted by sample id, the same permutation as `rows.sort_values("sample_id")`
-    (so shard content is rebuild-stable) without copying every column."""
-    return rows[["sample_id"]].reset_index(drop=True).sort_values("sample_id").index.to_numpy()
+    """Row positions in release order: by image id (a row's own id where it has none), then sample id, so the rows
+    of one image are together (a row group stores the image once) and shard content is rebuild-stable; the same
+    permutation as a stable `sort_values` of those two keys, without copying every column."""
+    own = rows["sample_id"].reset_index(drop=True)
+    image = rows["image_sample_id"].reset_index(drop=True).fillna(own) if "image_sample_id" in rows else own
+    return pd.DataFrame({"image": image, "sample_id": own}).sort_values(["image", "sample_id"], kind="stable") \
+        .index.to_numpy()
 
 
 def check_columns(columns: Iterable[str]) -> None:

@@ -1,7 +1,8 @@
 """One config's rows read from the per-dataset rows files in release order, a batch at a time, column by column.
 
-The release orders a config's rows by sample id across datasets. Each file's rows of the task are sorted by
-sample id when the rows step writes them, so the files are merged front to back (`merge_sorted`: a stable sort
+The release orders a config's rows by image id, then sample id (`RELEASE_ORDER`: the rows of one image together,
+so a row group stores the image once), across datasets. Each file's rows of the task are sorted so when the rows
+step writes them, so the files are merged front to back (`merge_sorted`: a stable sort
 of the files' rows, part by part, as an argsort of every id gave before), once: each batch is checked and its usable
 rows wait until the shard layout closes their row group, which is then written (`write_files`). Memory holds a
 batch of each open file, the open row group's rows, one row group's PNGs and what the check keeps, which does not
@@ -40,6 +41,8 @@ from mmbu.build.sorted_runs import merge_sorted, sorted_by
 from mmbu.core.release import RELEASE_COLUMNS, release_features
 
 PATH_COLUMNS = ("image", "mask")  # PNG paths in a rows file, PNG structs in the release
+# a config's rows by image (its rows together: a row group stores the image once), then by row id
+RELEASE_ORDER = ["image_sample_id", "sample_id"]
 COMPUTED = ("image", "mask", "boxes", "image_sha256")  # release columns made here, not cast
 
 
@@ -63,6 +66,11 @@ def input_schema() -> pa.Schema:
 def _conformed(table: pa.Table, path: str) -> pa.Table:
     arrays = []
     for field in input_schema():
+        if field.name == "image_sample_id":  # the image id: the row's own where a rows file has none (its order key)
+            own = table.column("sample_id").cast(pa.string())
+            arrays.append(pc.coalesce(table.column(field.name).cast(pa.string()), own)
+                          if field.name in table.column_names else own)
+            continue
         if field.name not in table.column_names:
             arrays.append(pa.nulls(table.num_rows, field.type))
             continue
@@ -123,37 +131,41 @@ class _Part:
         tables = [_conformed(t, self.path) for t in _tables(self.path, task, self.dropped, columns)]
         if tables:
             whole = pa.concat_tables(tables)
-            whole = whole.take(pc.sort_indices(whole, sort_keys=[("sample_id", "ascending")]))  # stable
+            whole = whole.take(pc.sort_indices(whole, sort_keys=[(key, "ascending") for key in RELEASE_ORDER]))
             for start in range(0, whole.num_rows, ROWS_PER_CHUNK):
                 yield whole.slice(start, ROWS_PER_CHUNK)
 
 
 def _first_id(path: str, task: str) -> str | None:
-    """The smallest sample id of the row groups that may hold `task` rows, by their statistics (None: unknown)."""
+    """The smallest image id of the row groups that may hold `task` rows, by their statistics (None: unknown, or a
+    row without an image id, whose key is its own id)."""
     parquet = pq.ParquetFile(path)
-    index = parquet.schema_arrow.get_field_index("sample_id")
+    index = parquet.schema_arrow.get_field_index(RELEASE_ORDER[0])
+    if index < 0:
+        return None
     smallest = None
     for number in _task_row_groups(parquet, task):
         statistics = parquet.metadata.row_group(number).column(index).statistics
-        if statistics is None or not statistics.has_min_max:
+        if statistics is None or not statistics.has_min_max or statistics.null_count:
             return None
         smallest = statistics.min if smallest is None else min(smallest, statistics.min)
     return smallest
 
 
 def _in_order(path: str, task: str, dropped: frozenset) -> bool:
-    """Whether the file's rows of `task` come by sample id: declared by the rows step's merge (`sorted_by`), or else
-    read off the id column (reading it was a third of the release's reads at 410 datasets)."""
-    if sorted_by(pq.ParquetFile(path).schema_arrow) in (["sample_id"], ["task", "sample_id"]):
+    """Whether the file's rows of `task` come in release order: declared by the rows step's merge (`sorted_by`), or
+    else read off the id columns (reading them was a third of the release's reads at 410 datasets)."""
+    if sorted_by(pq.ParquetFile(path).schema_arrow) in (RELEASE_ORDER, ["task", *RELEASE_ORDER]):
         return True
     last = None
     for table in _tables(path, task, dropped, ["sample_id", "image_sample_id", "task"]):
-        ids = table.column("sample_id").cast(pa.string())
-        if last is not None and ids[0].as_py() < last:
+        own = table.column("sample_id").cast(pa.string())
+        image = pc.coalesce(table.column("image_sample_id").cast(pa.string()), own) \
+            if "image_sample_id" in table.column_names else own
+        keys = list(zip(image.to_pylist(), own.to_pylist()))
+        if (last is not None and keys[0] < last) or any(a > b for a, b in zip(keys, keys[1:])):
             return False
-        if len(ids) > 1 and not pc.all(pc.less_equal(ids.slice(0, len(ids) - 1), ids.slice(1))).as_py():
-            return False
-        last = ids[-1].as_py()
+        last = keys[-1]
     return True
 
 
@@ -362,7 +374,7 @@ def write_files(files: RowsFiles, config_dir: Path, max_shard_bytes: int = MAX_S
     checked = CheckedRows(ShardLayout(max_shard_bytes, max_row_group_bytes))
     pending, shards, written = _PendingRows(), ShardFiles(config_dir), 0
     scratch = (Scratch(), Scratch())  # each table below is written and dropped before the next one is made
-    merged = merge_sorted([part.tables(files.task) for part in parts], ["sample_id"],
+    merged = merge_sorted([part.tables(files.task) for part in parts], RELEASE_ORDER,
                           [None if part.first_id is None else (part.first_id,) for part in parts])
     try:
         for table in merged:

@@ -5,7 +5,6 @@ into place, so a reader never sees a half-written one and a killed build leaves 
 """
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
@@ -26,6 +25,7 @@ from mmbu.build.release.stats import ReleaseCounts, write_statistics
 from mmbu.build.release.stream import write_files
 from mmbu.core.exclusions import EXCLUSION_COLUMNS, Exclusion
 from mmbu.core.files import replace_folder
+from mmbu.core.outputs import write_csv
 from mmbu.core.release import TASKS as CONFIGS
 from mmbu.curation.manifest import DatasetManifest
 
@@ -121,7 +121,7 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame | RowsFiles], out_dir:
                                        run_jobs)
         all_exclusions = _exclusion_frame(
             pd.concat([_exclusion_frame(exclusions), _exclusion_frame(summary.exclusions)], ignore_index=True))
-        all_exclusions.to_csv(staging / "exclusions.csv", index=False, quoting=csv.QUOTE_MINIMAL)
+        write_csv(staging / "exclusions.csv", all_exclusions)  # cells that cannot start a formula
         counts = {config: written.per_dataset() for config, written in kept.items()}
         used = {dataset_id for per in counts.values() for dataset_id in per}
         sources = [m for m in manifests if m.id in used]

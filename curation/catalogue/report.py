@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mmbu.core.files import write_bytes_atomic, write_text_atomic
+from mmbu.core.outputs import markdown_cell
 from mmbu.curation.catalogue.composition import composition_markdown
 from mmbu.curation.catalogue.coverage import Coverage, Tally
 
@@ -17,7 +18,7 @@ def _table(title: str, rows: list[Tally], target: dict[str, int] | None = None) 
     head = f"| {title} | datasets | expected samples |" + (" paper |" if target else "")
     lines = [head, "|---|---|---|" + ("---|" if target else "")]
     for row in rows:
-        line = f"| {row.name} | {row.datasets} | {_samples(row)} |"
+        line = f"| {markdown_cell(row.name)} | {row.datasets} | {_samples(row)} |"
         lines.append(line + (f" {target.get(row.name, '-')} |" if target else ""))
     return lines
 
@@ -50,7 +51,8 @@ def to_markdown(coverage: Coverage, compare: Coverage | None = None) -> str:
         lines += [f"| | {sub.name} | {sub.datasets} | {_samples(sub)} |" for sub in modality.sub_modalities
                   if sub.datasets]
     for tally in coverage.unresolved_modality:
-        lines.append(f"| {tally.name} (not a taxonomy modality) | | {tally.datasets} | {_samples(tally)} |")
+        lines.append(f"| {markdown_cell(tally.name)} (not a taxonomy modality) | | {tally.datasets} | "
+                     f"{_samples(tally)} |")
     lines += ["", "**Gaps** (taxonomy terms without a dataset):", ""]
     lines.append(f"- modalities: {', '.join(coverage.modality_gaps) or 'none'}")
     for modality in coverage.modalities:

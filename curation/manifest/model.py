@@ -1,20 +1,25 @@
 """The dataset manifest model. Structure only; taxonomy and licence checks are in `validate.py`."""
 from __future__ import annotations
 
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, field_validator, model_validator,
+)
 
 from mmbu.curation.manifest.evidence import Evidence
 from mmbu.curation.manifest.hints import pydantic_hint
+from mmbu.core import budget
 from mmbu.core.release import METADATA_FIELDS, TASKS
 from mmbu.curation.manifest.layout import Layout
 from mmbu.curation.manifest.source import Source
 from mmbu.core.yaml_io import describe_yaml_error, read_yaml
 from mmbu.core.text import shorten
 
+_BUDGET_FIELDS = {item.name: item for item in dataclass_fields(budget.Budget)}
 TaskName = Literal[TASKS]  # the release's task configs (mmbu.core.release), as the manifests spell them
 # metadata field -> taxonomy facet holding its closed vocabulary (the other fields are free text)
 METADATA_FACETS = {
@@ -139,6 +144,31 @@ class ConvertSpec(_Strict):
         return value
 
 
+class BudgetSpec(_Strict):
+    """What one item of this dataset may cost (`mmbu.core.budget`); each limit may only be set lower than the
+    toolkit's default (raise one for every dataset with its `MMBU_MAX_*` environment variable)."""
+
+    max_pixels: PositiveInt | None = Field(None, description=_BUDGET_FIELDS["max_pixels"].metadata["description"])
+    max_bytes: PositiveInt | None = Field(None, description=_BUDGET_FIELDS["max_bytes"].metadata["description"])
+    max_slices: PositiveInt | None = Field(None, description=_BUDGET_FIELDS["max_slices"].metadata["description"])
+    max_instances: PositiveInt | None = Field(None, description=_BUDGET_FIELDS["max_instances"].metadata["description"])
+    max_json_values: PositiveInt | None = Field(None,
+                                                description=_BUDGET_FIELDS["max_json_values"].metadata["description"])
+
+    @model_validator(mode="after")
+    def _only_lower(self) -> "BudgetSpec":
+        for name, value in self.limits().items():
+            default = _BUDGET_FIELDS[name].default
+            if value > default:
+                raise ValueError(f"{name} {value:,} is above the toolkit's {default:,}: a manifest may only lower the "
+                                 f"budget (raise it for every dataset with {budget.SETTINGS[name]})")
+        return self
+
+    def limits(self) -> dict[str, int]:
+        """The limits this manifest sets (for `mmbu.core.budget.limited`)."""
+        return {name: value for name, value in self.model_dump().items() if value is not None}
+
+
 class CurationEvent(_Strict):
     round: Literal[1, 2, 3]
     decision: Literal["nominated", "accepted", "rejected", "promoted"]
@@ -168,6 +198,9 @@ class DatasetManifest(_Strict):
     labels: dict[str, str | LabelSpec] = Field(min_length=1, description="Raw label -> display name.")
     questions: QuestionHints
     curation: CurationHistory
+    budget: BudgetSpec | None = Field(
+        None, description="Lower limits than the toolkit's for what one image, volume, cell or annotation file of "
+                          "this dataset may cost (README 'Security and limits').")
     evidence: Evidence | None = Field(
         None, description="Where host, licence, layout, label provenance and sample count were read, with a level "
                           "each; `mmbu manifests validate` requires it (the build only prints its level).")

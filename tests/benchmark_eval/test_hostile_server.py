@@ -17,6 +17,7 @@ from mmbu.benchmark_eval.backends.openai_compat import OpenAICompatClient
 from mmbu.benchmark_eval.records import read_records
 from mmbu.benchmark_eval.runner.cli import run
 from support.eval_release import write_release
+from support.client_peak import client_peak_kib
 from support.openai_server import MALFORMED, OpenAIServer
 
 SLUG = "Qwen__Qwen3-VL-8B-Instruct"
@@ -52,41 +53,11 @@ def test_valid_json_of_the_wrong_shape_is_that_records_error_and_the_run_goes_on
     assert all("not a chat completion" in r.error for r in errors)
 
 
-def _client_peak_kib(base_url: str, fault: str, requests: int) -> tuple[int, list[str]]:
-    """Run `requests` concurrent chats in a fresh process; its peak RSS and the error reasons.
-
-    The peak is VmHWM, the high-water mark of the process's own memory since exec: getrusage's
-    ru_maxrss would carry over the size of the forking pytest process.
-    """
-    script = f"""
-import asyncio, re, json
-from mmbu.benchmark_eval.backends.openai_compat import OpenAICompatClient
-from mmbu.benchmark_eval.backends.base import BackendError
-async def main():
-    async with OpenAICompatClient({base_url!r}, "m", api_key_env=None, concurrency={requests}, max_attempts=1,
-                                  timeout_s=60) as client:
-        async def one():
-            try:
-                await client.chat([{{"role": "user", "content": "hi"}}])
-                return "ok"
-            except BackendError as error:
-                return error.reason
-        return await asyncio.gather(*[one() for _ in range({requests})])
-reasons = asyncio.run(main())
-peak = int(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1))
-print(json.dumps([peak, reasons]))
-"""
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
-    assert result.returncode == 0, result.stderr
-    peak, reasons = json.loads(result.stdout.splitlines()[-1])
-    return peak, reasons
-
-
 @pytest.mark.parametrize("fault", ["huge", "huge_declared", "gzip_bomb"])
 def test_oversized_answers_are_errors_and_memory_stays_bounded(fault):
     with OpenAIServer() as server:
         server.inject(fault, count=8)
-        peak_kib, reasons = _client_peak_kib(server.url, fault, 8)
+        peak_kib, reasons = client_peak_kib(server.url, 8)
     assert reasons == ["response_too_large"] * 8
     # 8 answers of 200 MB (or 1 GiB inflated) would be gigabytes; the cap is 8 MiB each
     assert peak_kib < 400 * 1024, f"peak {peak_kib // 1024} MiB"

@@ -25,8 +25,10 @@ def chunk(rng: np.random.Generator, start: int, count: int, with_masks: bool = T
     (task, sample id) so the order of ties shows."""
     ids = [f"ds-{int(v):016x}" for v in rng.integers(0, 2**40, count)]
     ids[1::7] = ids[0::7][:len(ids[1::7])]
+    images = [ids[k - k % 4] for k in range(count)]  # four rows to an image, as the objects of one image are
     return pd.DataFrame({
         "sample_id": ids,
+        "image_sample_id": images,
         "task": [TASKS[int(v)] for v in rng.integers(0, 3, count)],
         "ordinal": np.arange(start, start + count),  # tells tied rows apart
         "image": [f"/data/work/ds/images/{i}.png" for i in ids],
@@ -44,7 +46,7 @@ def written_before(chunks: list[pd.DataFrame], path: Path, row_group: int) -> No
     `to_parquet(index=False)` writes it), with the order the merge now declares in the schema's metadata."""
     rows = pd.concat(chunks, ignore_index=True).sort_values(ROWS_ORDER, kind="stable").reset_index(drop=True)
     table = pa.Table.from_pandas(rows, preserve_index=False)
-    table = table.replace_schema_metadata({**table.schema.metadata, sorted_runs.SORTED_BY: b"task,sample_id"})
+    table = table.replace_schema_metadata({**table.schema.metadata, sorted_runs.SORTED_BY: ",".join(ROWS_ORDER).encode()})
     pq.write_table(table, path, row_group_size=row_group)
 
 

@@ -107,6 +107,7 @@ def interleaved_files(frame: pd.DataFrame, folder: Path, name: str) -> list[Path
     from mmbu.build.sorted_runs import SortedRuns
     from mmbu.build.steps import ROWS_ORDER, write_rows_file
 
+    frame = frame.assign(image_sample_id=frame["sample_id"])  # an ungrounded row is its image's only row
     paths = []
     for part in range(3):
         paths.append(folder / f"{name}-{part}.parquet")
