@@ -6,15 +6,18 @@
 
 Verdicts are cached in RUN_DIR/judgements.jsonl by (answer, gold, judge model, prompt version), so a second call
 asks only what is new or failed; `judge.json` records which judge's verdicts `score` uses. With a second judge,
-both judge the same pairs and their agreement (Cohen's kappa, flip rate) goes to judge_agreement.json.
+both judge the same pairs and their agreement (Cohen's kappa, flip rate) goes to judge_agreement.json. With
+`extract_closed`, the closed replies the strict parser cannot read go to the extractor (judge/extract.py), cached
+in extractions.jsonl, named in extractor.json; `score` then reports an assisted F1 beside the strict one.
 Unusable input raises `RunInputError` (files) or `ValueError` (options).
 """
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from mmbu.core.cli import ExitCode
 
@@ -24,10 +27,14 @@ from ..scoring.output import write_json
 from ..scoring.rundir import load_gold, open_run
 from .agreement import judge_agreement
 from .cache import JUDGEMENTS_FILE, VerdictCache
+from .extract import ExtractionSummary, extract_items, unparseable_items, write_extractor_file
+from .extraction_cache import EXTRACTIONS_FILE, ExtractionCache
 from .prompt import DEFAULT_JUDGE_MODEL, JUDGE_PROMPT_VERSION
-from .run import DEFAULT_VERDICT_ATTEMPTS, JudgeItem, JudgeSummary, judge_items, open_items, write_judge_file
+from .run import (DEFAULT_VERDICT_ATTEMPTS, ChatFunction, JudgeItem, JudgeSummary, judge_items, open_items,
+                  write_judge_file)
 
 AGREEMENT_FILE = "judge_agreement.json"
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,8 @@ class JudgeConfig:
     verdict_attempts: int = DEFAULT_VERDICT_ATTEMPTS  # asked again when a reply has no VERDICT line
     timeout_s: float = 120.0  # one request's deadline, the whole exchange
     min_response_rate: float = DEFAULT_MIN_RESPONSE_RATE  # bytes/s; a slower answer is cut (a dripping server)
+    extract_closed: bool = False  # also ask which option each unparseable closed reply gives (assisted score)
+    extractor_model: str | None = None  # default: judge_model
 
 
 @dataclass
@@ -53,11 +62,12 @@ class JudgeReport:
     summaries: list[JudgeSummary] = field(default_factory=list)  # the judge's, then the second judge's
     agreement: dict | None = None
     agreement_file: Path | None = None
+    extraction: ExtractionSummary | None = None  # with extract_closed
 
     @property
     def errors(self) -> int:
-        """Answers left without a verdict (judge errors), over both judges."""
-        return sum(summary.errors for summary in self.summaries)
+        """Answers left without a verdict (judge errors) over both judges, and replies left without an extraction."""
+        return sum(summary.errors for summary in self.summaries) + (self.extraction.errors if self.extraction else 0)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -83,21 +93,41 @@ def run_judge(config: JudgeConfig, progress: JudgeProgress | None = None) -> Jud
                                             config.second_judge_base_url or config.judge_base_url, config, progress))
         report.agreement = judge_agreement(cache, config.judge_model, config.second_judge_model, JUDGE_PROMPT_VERSION)
         report.agreement_file = write_json(run.path / AGREEMENT_FILE, report.agreement)
+    if config.extract_closed:
+        report.extraction = _extraction_pass(run, config, progress)
     return report
+
+
+def _extraction_pass(run, config: JudgeConfig, progress: JudgeProgress | None) -> ExtractionSummary:
+    """Ask the extractor about the run's unparseable closed replies; write extractor.json for the assisted score."""
+    model = config.extractor_model or config.judge_model
+    items = unparseable_items(run, load_gold(run.release_dir))
+    cache = ExtractionCache(run.path / EXTRACTIONS_FILE)
+    on_start, on_advance = progress(f"{model} (extraction)") if progress else (None, None)
+    if on_start:
+        on_start(len(items))
+    summary = _with_chat(config, model, config.judge_base_url, lambda chat: extract_items(
+        items, chat, cache, model, attempts=config.verdict_attempts, progress=on_advance))
+    write_extractor_file(run.path, model)
+    return summary
 
 
 def _judge_pass(items: list[JudgeItem], cache: VerdictCache, model: str, base_url: str, config: JudgeConfig,
                 progress: JudgeProgress | None) -> JudgeSummary:
     on_start, on_advance = progress(model) if progress else (None, None)
+    return _with_chat(config, model, base_url, lambda chat: judge_items(
+        items, chat, cache, model, verdict_attempts=config.verdict_attempts, on_start=on_start, progress=on_advance))
 
-    async def judge_all() -> JudgeSummary:
+
+def _with_chat(config: JudgeConfig, model: str, base_url: str, work: Callable[[ChatFunction], Awaitable[Result]]) -> Result:
+    """Run `work(chat)` with a chat function over one OpenAI-compatible client (temperature 0, the config's limits)."""
+    async def run() -> Result:
         async with OpenAICompatClient(base_url, model, api_key_env=config.api_key_env,
                                       concurrency=config.concurrency, timeout_s=config.timeout_s,
                                       min_response_rate=config.min_response_rate) as client:
             async def chat(messages: list[dict]) -> str:
                 return (await client.chat(messages, temperature=0.0, max_tokens=config.max_tokens)).text
 
-            return await judge_items(items, chat, cache, model, verdict_attempts=config.verdict_attempts,
-                                     on_start=on_start, progress=on_advance)
+            return await work(chat)
 
-    return asyncio.run(judge_all())
+    return asyncio.run(run())

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -21,6 +21,7 @@ from ..records import repair_truncated_tail
 
 JUDGEMENTS_FILE = "judgements.jsonl"
 Verdict = Literal["equivalent", "not_equivalent", "error"]
+Entry = TypeVar("Entry", bound=BaseModel)
 
 
 class Judgement(BaseModel):
@@ -45,52 +46,68 @@ def verdict_key(answer: str, gold: str, judge_model: str, prompt_version: str) -
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-class VerdictCache:
-    """Reads the file once; :meth:`get` returns a verdict (never an error); :meth:`append` writes."""
+class AppendOnlyCache(Generic[Entry]):
+    """A JSONL file of keyed entries, read once; :meth:`get` returns a usable entry (never an error);
+    :meth:`append` writes a group of entries with one fsync. A later error never replaces a usable entry."""
+
+    model: type[Entry]
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._entries: dict[str, Judgement] = {}
+        self._entries: dict[str, Entry] = {}
         self.damaged_lines = 0
         if self.path.exists():
             for line in self.path.read_text(encoding="utf-8").splitlines():
                 if not line.strip():
                     continue
                 try:
-                    entry = Judgement.model_validate_json(line)
+                    entry = self.model.model_validate_json(line)
                 except ValidationError:
                     self.damaged_lines += 1
                     continue
                 previous = self._entries.get(entry.key)
-                # a verdict is never replaced by a later error for the same key
-                if previous is None or entry.verdict != "error" or previous.verdict == "error":
+                if previous is None or not self.is_error(entry) or self.is_error(previous):
                     self._entries[entry.key] = entry
 
-    def get(self, key: str) -> Judgement | None:
-        entry = self._entries.get(key)
-        return entry if entry is not None and entry.verdict != "error" else None
+    @staticmethod
+    def is_error(entry: Entry) -> bool:
+        raise NotImplementedError
 
-    def latest(self, key: str) -> Judgement | None:
+    def get(self, key: str) -> Entry | None:
+        entry = self._entries.get(key)
+        return entry if entry is not None and not self.is_error(entry) else None
+
+    def latest(self, key: str) -> Entry | None:
         """The newest entry for `key`, errors included."""
         return self._entries.get(key)
 
-    def entries(self) -> list[Judgement]:
+    def entries(self) -> list[Entry]:
         return list(self._entries.values())
 
-    def append(self, judgements: Iterable[Judgement]) -> None:
-        items = list(judgements)
+    def append(self, entries: Iterable[Entry]) -> None:
+        items = list(entries)
         if not items:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         repair_truncated_tail(self.path)
-        payload = "".join(j.model_dump_json() + "\n" for j in items).encode("utf-8")
+        payload = "".join(e.model_dump_json() + "\n" for e in items).encode("utf-8")
         with open(self.path, "ab") as handle:
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
         for item in items:
-            if item.verdict != "error" or self.get(item.key) is None:
+            if not self.is_error(item) or self.get(item.key) is None:
                 self._entries[item.key] = item
+
+
+class VerdictCache(AppendOnlyCache[Judgement]):
+    """Judge verdicts: :meth:`get` returns a verdict (never an error)."""
+
+    model = Judgement
+
+    @staticmethod
+    def is_error(entry: Judgement) -> bool:
+        return entry.verdict == "error"
 
 
 def now() -> float:

@@ -44,14 +44,19 @@ def _report(console: Console, summary: JudgeSummary) -> None:
 @click.option("--max-tokens", default=2048, show_default=True, type=click.IntRange(min=16),
               help="Judge reply budget (reasoning judges think before the verdict line).")
 @click.option("--verdict-attempts", default=DEFAULT_VERDICT_ATTEMPTS, show_default=True, type=click.IntRange(min=1),
-              help="Times to ask again when the reply has no VERDICT line, before recording a judge error.")
+              help="Times to ask again when the reply has no VERDICT (or OPTION) line, before recording an error.")
 @click.option("--timeout", default=120.0, show_default=True, type=click.FloatRange(0.1),
               help="Seconds one judge request may take in all (connect, wait, answer).")
 @click.option("--min-response-rate", default=DEFAULT_MIN_RESPONSE_RATE, show_default=True, type=click.FloatRange(0),
               help="Bytes/s below which an answer still arriving is cut (averaged over 10 s; 0: no minimum).")
+@click.option("--extract-closed", is_flag=True,
+              help="Also ask which option each closed reply the strict parser cannot read gives (assisted score; "
+                   "the strict score is unchanged).")
+@click.option("--extractor-model", default=None, help="Model that extracts closed answers (default: --judge-model).")
 def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str, release: Path | None,
           second_judge_model: str | None, second_judge_base_url: str | None, concurrency: int, max_tokens: int,
-          verdict_attempts: int, timeout: float, min_response_rate: float) -> None:
+          verdict_attempts: int, timeout: float, min_response_rate: float, extract_closed: bool,
+          extractor_model: str | None) -> None:
     """Judge the open answers of RUN_DIR (RUNS_DIR/<model>) against the gold answers.
 
     \b
@@ -60,13 +65,18 @@ def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str
     only the answer and the gold answer and ends with `VERDICT: EQUIVALENT` or
     `VERDICT: NOT_EQUIVALENT`. Verdicts are cached in RUN_DIR/judgements.jsonl by
     (answer, gold, judge model, prompt version), so re-running only asks what is new
-    or failed. Exit 1 when some answers got no verdict (judge errors).
+    or failed. With --extract-closed, closed replies the strict parser cannot
+    read are also shown, with their options, to the extractor (a fixed, versioned
+    prompt that names one option or none); `mmbu eval score` then reports an
+    assisted F1 beside the strict one. Exit 1 when some answers got no verdict
+    (judge errors) or no extraction.
     """
     console = Console(stderr=True)
     config = JudgeConfig(run_dir=run_dir, judge_base_url=judge_base_url, judge_model=judge_model,
                          api_key_env=api_key_env, release_dir=release, second_judge_model=second_judge_model,
                          second_judge_base_url=second_judge_base_url, concurrency=concurrency, max_tokens=max_tokens,
-                         verdict_attempts=verdict_attempts, timeout_s=timeout, min_response_rate=min_response_rate)
+                         verdict_attempts=verdict_attempts, timeout_s=timeout, min_response_rate=min_response_rate,
+                         extract_closed=extract_closed, extractor_model=extractor_model)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console, transient=True) as bar:
         def progress(model: str):
@@ -81,6 +91,12 @@ def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str
             raise click.UsageError(str(exc)) from None
     for summary in report.summaries:
         _report(console, summary)
+    if report.extraction is not None:
+        x = report.extraction
+        console.print(f"{x.extractor_model} (extraction): {x.unparseable} closed answers the strict parser cannot read — "
+                      f"{x.cached} already extracted, {x.extracted} extracted now, {x.errors} extraction errors")
+        for message in x.error_messages[:10]:
+            console.print(f"[yellow]extraction error:[/] {message}")
     if report.agreement is not None:
         agreement = report.agreement
         kappa = "undefined" if agreement["kappa"] is None else f"{agreement['kappa']:.3f}"

@@ -14,6 +14,7 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -22,7 +23,7 @@ from mmbu.core.release import Task
 from ..backends.base import BackendError
 from ..scoring.output import write_json
 from ..scoring.rundir import JUDGE_FILE, OPEN_ANSWER, RunDir, load_gold
-from .cache import JUDGEMENTS_FILE, Judgement, VerdictCache, now, verdict_key
+from .cache import JUDGEMENTS_FILE, AppendOnlyCache, Judgement, VerdictCache, now, verdict_key
 from .precheck import final_answer_text, precheck_equivalent
 from .prompt import JUDGE_PROMPT_VERSION, judge_messages, parse_verdict, prompt_sha256
 
@@ -30,6 +31,7 @@ DETECTION = Task.DETECTION.value
 DEFAULT_VERDICT_ATTEMPTS = 3
 SAVE_EVERY = 32
 ChatFunction = Callable[[list[dict]], Awaitable[str]]
+Item = TypeVar("Item")
 
 
 @dataclass(frozen=True)
@@ -117,22 +119,40 @@ async def judge_items(
     if on_start:
         on_start(len(pending))
 
-    unsaved: list[Judgement] = []
-
-    async def one(key: str, item: JudgeItem) -> None:
+    async def one(key: str, item: JudgeItem) -> tuple[Judgement, str | None]:
         verdict, used, reply, error = await ask_for_verdict(chat, item.answer, item.gold, verdict_attempts)
-        unsaved.append(Judgement(
+        entry = Judgement(
             key=key, answer=item.answer, gold=item.gold, judge_model=judge_model, prompt_version=prompt_version,
             prompt_sha256=sha, method="llm", attempts=used, judge_output=(reply or "")[-2000:] or None, error=error,
-            verdict="error" if verdict is None else ("equivalent" if verdict else "not_equivalent"), created_at=now()))
-        if len(unsaved) >= SAVE_EVERY:  # one fsync per group; a kill loses at most a group of verdicts
+            verdict="error" if verdict is None else ("equivalent" if verdict else "not_equivalent"), created_at=now())
+        return entry, None if verdict is not None else f"{item.answer[:60]!r} vs {item.gold!r}: {error}"
+
+    summary.judged, summary.errors, summary.error_messages = await ask_each(pending, one, cache, progress)
+    return summary
+
+
+async def ask_each(pending: dict[str, Item], ask: Callable[[str, Item], Awaitable[tuple[Any, str | None]]],
+                   cache: AppendOnlyCache, progress: Callable[[int], None] | None = None) -> tuple[int, int, list[str]]:
+    """Ask about every pending (key, item) at once; `ask` returns the cache entry and an error message or None.
+
+    Entries are appended in groups of :data:`SAVE_EVERY` (one fsync each; a kill loses at most a group) and the
+    rest when done or interrupted. Returns (answered, errors, error messages).
+    """
+    unsaved: list[Any] = []
+    counts = {"done": 0, "errors": 0}
+    messages: list[str] = []
+
+    async def one(key: str, item: Item) -> None:
+        entry, error = await ask(key, item)
+        unsaved.append(entry)
+        if len(unsaved) >= SAVE_EVERY:
             cache.append(unsaved)
             unsaved.clear()
-        if verdict is None:
-            summary.errors += 1
-            summary.error_messages.append(f"{item.answer[:60]!r} vs {item.gold!r}: {error}")
+        if error is None:
+            counts["done"] += 1
         else:
-            summary.judged += 1
+            counts["errors"] += 1
+            messages.append(error)
         if progress:
             progress(1)
 
@@ -140,7 +160,7 @@ async def judge_items(
         await asyncio.gather(*(one(key, item) for key, item in pending.items()))
     finally:
         cache.append(unsaved)
-    return summary
+    return counts["done"], counts["errors"], messages
 
 
 def write_judge_file(run_dir: Path, judge_model: str, prompt_version: str = JUDGE_PROMPT_VERSION,

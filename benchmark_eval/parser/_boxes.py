@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,22 +72,28 @@ def _boxes_in_value(value: Any) -> list[RawBox]:
     return found
 
 
+# Where a JSON value holding boxes can start; a reply may hold thousands of braces that start nothing.
+_JSON_START = re.compile(r"[{\[]\s*[\"{\[\d-]")
+_MAX_JSON_FAILURES = 64  # a failed decode costs the length of the text before it (json counts lines): bounded
+
+
 def _json_boxes(text: str) -> list[RawBox]:
     decoder = json.JSONDecoder()
     found: list[RawBox] = []
-    position = 0
-    while True:
-        starts = [p for p in (text.find("{", position), text.find("[", position)) if p != -1]
-        if not starts:
-            return found
-        start = min(starts)
+    position, failures = 0, 0
+    for start in (m.start() for m in _JSON_START.finditer(text)):
+        if start < position:
+            continue  # inside a value already decoded
         try:
             value, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            position = start + 1
+        except (json.JSONDecodeError, RecursionError):  # "[[[[…" nests past the decoder's recursion limit
+            failures += 1
+            if failures >= _MAX_JSON_FAILURES:
+                break
             continue
         found.extend(_boxes_in_value(value))
         position = end
+    return found
 
 
 def _internvl_boxes(text: str) -> list[RawBox]:
@@ -134,14 +141,23 @@ def _final_scope(text: str) -> tuple[str, str]:
 
     After the last final-answer marker that still has boxes after it; else the last code block
     that holds boxes when there are several (earlier blocks are drafts); else the whole reply.
+    Markers after the reply's last box-like number group are passed over without a search (a reply
+    repeating "Answer:" a hundred thousand times costs one pass, not one pass per marker).
     """
-    for marker in reversed(list(_FINAL_MARKER.finditer(text))):
+    last_box = max((m.end() for pattern in _BOX_LIKE for m in deque(pattern.finditer(text), maxlen=1)), default=-1)
+    markers = [m for m in _FINAL_MARKER.finditer(text) if m.start() < last_box]
+    for marker in reversed(markers[-_MAX_MARKERS:]):
         if _boxes_in(text[marker.start():]).found:
             return text[marker.start():], "after_final_marker"
-    blocks = [text[start:end] for start, end in code_blocks(text) if _boxes_in(text[start:end]).found]
+    blocks = [text[start:end] for start, end in code_blocks(text)[-_MAX_MARKERS:] if _boxes_in(text[start:end]).found]
     if len(blocks) > 1:
         return blocks[-1], "last_code_block"
     return text, ""
+
+
+# every box source ends in one of these: four numbers in a row (JSON, brackets, tokens, point pairs)
+_BOX_LIKE = (re.compile(r"-?\d+(?:\.\d+)?\s*[,)\]]\s*\(?\s*-?\d+(?:\.\d+)?\s*[)\]}>]"),)
+_MAX_MARKERS = 16
 
 
 def extract_boxes(output: str | None, reasoning: ReasoningMarkers = DEFAULT_REASONING) -> BoxExtraction:

@@ -19,11 +19,20 @@ what they wrap. The reply's *commitments* are then collected, each read by one r
 The **last** commitment wins (a model that corrects itself means its correction). A commitment
 that names two options is a hedge and is unparseable; an explicit answer field or tag that names
 nothing (``Answer: I am not sure``) withdraws what came before it, though later commitments still
-count. A phrase, label-first verdict or copula whose clause denies it ("I don't think the answer is A",
+count (a tag holding a computed value that is no option, ``\\boxed{110^\\circ}``, withdraws nothing). A letter
+contradicted by the option value the reply then concludes on ("The answer is (A). … so ∠A is 27°." with 27°
+option C's) is unparseable (``letter_value_conflict``), and so is a final reading by an option's value after a
+different letter. A phrase, label-first verdict or copula whose clause denies it ("I don't think the answer is A",
 "I doubt that A is correct") is no commitment, and "it is not A" said of the label last committed to takes that
-answer back (``retracted``). Only when a reply commits nowhere are two fallbacks tried: its first line as a whole
-(``response``: "B", "B. Monocyte", an option's exact text) and the first item of an ordered list
-(``ordered_list``). The parse path is ``rule:form`` or ``unparseable:rule:reason``.
+answer back (``retracted``). Only when a reply commits nowhere are fallbacks tried: its first line, sentence or
+clause as a whole (``response``: "B", "B. Monocyte", an option's exact text, "No, Magenta is not greater …"),
+an option's text stated as what something is (``stated_text``), the first item of an ordered list
+(``ordered_list``) and the one option a short reply names (``stated_text:single_mention``). The parse path is
+``rule:form`` or ``unparseable:rule:reason``.
+
+Linear in the reply's length: only the last 256 commitments are read (lines are searched from their end), a
+marker's value is the rest of its line up to 500 characters, tags and reasoning blocks are paired in one pass
+and JSON decoding is bounded, so a reply repeating a marker half a million times costs a fraction of a second.
 """
 from __future__ import annotations
 
@@ -35,10 +44,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ._labels import Resolution, bare_answer, clean_candidate, option_labels, resolve_candidate
-from ._stated import first_sentence, stated_text
+from ._stated import first_clause, first_sentence, last_stated_value, single_mention, stated_text
 from ._markers import (COPULAS, DENIALS, FIELD_KEYS, FILLERS, JOINED_VERDICT_TAILS, LABEL_FIRST_TAILS,
-                       NOT_ANSWER_SUBJECTS, PHRASES, STEMS)
-from ._text import DEFAULT_REASONING, ReasoningMarkers, plain_markup, strip_reasoning
+                       NOT_ANSWER_SUBJECTS, PHRASES, STEMS, VERDICT_STEMS)
+from ._text import DEFAULT_REASONING, ReasoningMarkers, plain_markup, strip_reasoning, tag_pairs
 
 UNPARSEABLE = "unparseable"
 
@@ -69,41 +78,62 @@ class ClosedParse:
 
 _KEYS = "|".join(FIELD_KEYS)
 _LINE_START = r"^[ \t>#*_\-•]*"
-# The value is captured inside a lookahead: a later marker on the same line ("Answer: A … Actually, the
-# answer is B") must still be found.
-_FIELD = re.compile(r"(?<![A-Za-z])(?:" + _KEYS + r")s?[ \t]*[:=][ \t]*(?=([^\n]*))", re.IGNORECASE | re.MULTILINE)
+# A marker matches only itself; its value is the rest of its line, sliced (at most _VALUE_CAP characters), so a
+# later marker on the same line ("Answer: A … Actually, the answer is B") is still found and a line that repeats
+# a marker a hundred thousand times costs linear time. "【答案】C", "[Answer] C": a key in brackets needs no colon.
+# A key may follow an escaped newline of a JSON string the model wrote unfinished (`…\\n\\nanswer_choice": "A"}`).
+_VALUE_CAP = 500
+_FIELD = re.compile(r"(?:(?:(?<![A-Za-z])|(?<=\\[nt]))(?:" + _KEYS + r")s?[ \t]*[:=]|[【\[［][ \t]*(?:" + _KEYS + r")s?[ \t]*[】\]］][ \t]*[:=]?)"
+                    r"[ \t]*", re.IGNORECASE | re.MULTILINE)
 _HEADING = re.compile(_LINE_START + r"(?:" + _KEYS + r")s?[ \t#*:]*$", re.IGNORECASE | re.MULTILINE)
-_PHRASE = re.compile(r"(?<![A-Za-z])(?:" + "|".join(PHRASES) + r")[ \t]*[:=]?[ \t]*(?=([^\n]*))", re.IGNORECASE)
+_PHRASE = re.compile(r"(?<![A-Za-z])(?:" + "|".join(PHRASES) + r")[ \t]*[:=]?[ \t]*", re.IGNORECASE)
 _LABEL_TOKEN = r"(?:(?i:option|choice|answer|选项|옵션)\s*)?(?:[(\[]([A-Z])[)\]]|(?<![A-Za-z0-9])([A-Z])\)|(?<![A-Za-z0-9'’])([A-Z])(?![A-Za-z0-9'’]))"
-_LABEL_FIRST = re.compile(_LABEL_TOKEN + r"[ \t]*(?i:" + "|".join(LABEL_FIRST_TAILS) + r")")
+# "(B) would be correct only if …", "C would be right if …": a condition, not a verdict
+_LABEL_FIRST = re.compile(_LABEL_TOKEN + r"[ \t]*(?i:" + "|".join(LABEL_FIRST_TAILS) + r")"
+                          r"(?![ \t,]*(?i:only[ \t]+)?(?i:if|when|unless|provided|had|were)\b)")
 # "- **B) brain hemorrhage** — ✅ Correct.": one option marked correct while going through them
 _MARKED_CORRECT = re.compile(
     r"^[ \t>*\-•]*" + _LABEL_TOKEN + r"[^\n]*?\s[—–:\-]+\s*(?:✅|✔️?|☑️?)?\s*(?i:correct|right|richtig|korrekt|正确)\b"
     r"(?!\s+(?i:if|only|but))",
     re.MULTILINE,
 )
-_JOINED_VERDICT = re.compile(
+_JOINED_VERDICT = re.compile(  # at most 26 options: a bounded repetition keeps "A, A, A, …" linear
     r"((?:[(\[][A-Z][)\]]|(?<![A-Za-z0-9])[A-Z](?![A-Za-z0-9]))(?:\s*(?:,|、|，|\band\b|\bund\b|和|及)\s*"
-    r"(?:[(\[][A-Z][)\]]|(?<![A-Za-z0-9])[A-Z](?![A-Za-z0-9])))+)[ \t]*(?i:" + "|".join(JOINED_VERDICT_TAILS) + r")"
+    r"(?:[(\[][A-Z][)\]]|(?<![A-Za-z0-9])[A-Z](?![A-Za-z0-9]))){1,25})[ \t]*(?i:" + "|".join(JOINED_VERDICT_TAILS) + r")"
 )
 _FILLER_ONLY = re.compile(r"^\W*(?:" + FILLERS + r"\W*)*$", re.IGNORECASE)
 _SEPARATOR = re.compile(r"^[\s\-–—_*=~#.:|]*$")
-# "it's (C)" / "that's C" too: the contraction is what a model that corrects itself writes ("Wait, actually it's B.")
+# "it's (C)" / "that's C" too: the contraction is what a model that corrects itself writes ("Wait, actually it's B.");
+# "is the (B) Small Shrimp": an article before a bracketed label
 _COPULA = re.compile(
     r"(?:(?<![A-Za-z])" + COPULAS + r"|(?:(?<=\b[Ii]t)|(?<=\b[Tt]hat))['’]s)[ \t]*[:：]?(?:[ \t]*\n){0,2}[ \t]*"
-    r"(?=((?:(?i:option|choice)\s+)?(?:[(\[][A-Z][)\]]|[A-Z](?:[).:](?=\s|$)|(?=[ \t]*(?:[,;。!]|\.(?!\w)|$))))[^\n]*))",
+    r"(?:the[ \t]+(?=[(\[][A-Z][)\]]))?"
+    r"(?=((?:(?i:option|choice)\s+)?(?:[(\[][A-Z][)\]]|[A-Z](?:[).:](?=\s|$)|(?=[ \t]*(?:[,;。!]|\.(?!\w)|$))))))",
     re.MULTILINE,
 )
+# In geometry a bare capital names a point: "the center of the circle is D, …" is no answer.
+_POINT_SUBJECT = re.compile(r"\b(?:cent(?:er|re)|midpoint|mid-point|vertex|vertices|point|intersection|foot|origin|"
+                            r"endpoint|tangent point)\b[^.!?;\n]*$", re.IGNORECASE)
 _NOT_ANSWER_SUBJECT = re.compile(NOT_ANSWER_SUBJECTS, re.IGNORECASE)
 _CLAUSE_START = re.compile(r"[.!?;\n。！？；][^.!?;\n。！？；]*$")
 _DENIAL = re.compile(DENIALS, re.IGNORECASE)
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
+_TAG_OPEN, _TAG_CLOSE = re.compile(r"<answer>", re.IGNORECASE), re.compile(r"</answer>", re.IGNORECASE)
 _ANSWER_TAG_MARKUP = re.compile(r"</?answer>", re.IGNORECASE)
 _FIELD_PREFIX = re.compile(r"^\s*(?:" + _KEYS + r")s?\s*[:=]\s*", re.IGNORECASE)
-_ANSWER_KEYS = ("answer", "final_answer", "final answer", "correct_answer")
+# JSON answer keys as harnesses name them: "answer", "final_answer", "answer_choice", "correct_option", "answerLetter"
+_ANSWER_KEY = re.compile(r"^(?:(?:final|correct|chosen|selected|best|predicted|my)[ _-]?)?(?:answer|choice|option)"
+                         r"(?:[ _-]?(?:choice|option|letter|label|key))?$", re.IGNORECASE)
+_JSON_OBJECT = re.compile(r"\{\s*\"")
+_MAX_JSON_OBJECTS = 64     # the last objects of a reply are decoded (its answer object comes last)
+_MAX_COMMITMENTS = 256     # the last commitments of a reply are read (a reply repeating a marker is read from its end)
+_WINDOW, _OVERLAP = 16384, 256  # search windows from a line's end; markers are far shorter than the overlap
 _LIST_ITEM = re.compile(r"^[ \t]*(?:\d+[.)]|[-*•])[ \t]+(.+)$", re.MULTILINE)
 _LINE_LABEL = re.compile(r"^[ \t*]*[(\[]?([A-Z])[)\].:][ \t]", re.MULTILINE)
 _LONE_LABEL_ITEM = re.compile(r"^[\s*_]*[(\[]?[A-Z][)\].:]?[\s*_]*$")
+_NON_SPACE = re.compile(r"\S")
+# A tag whose body is a number (with units or math) names no option: it is a computed value, not a withdrawal.
+_VALUE_BODY = re.compile(r"^[\s\d.,+\-−/×·*^√π°%()=:<>a-zA-Z]*\d[\s\d.,+\-−/×·*^√π°%()=a-zA-Z]*$")
+_WORD = re.compile(r"[A-Za-z]{4,}")
 _BULLET = re.compile(r"^[ \t]*(?:[-*•+]|\d+[.)])[ \t]")
 
 # rules reading the same place: the more explicit one (higher here) is taken as the later and names the path
@@ -134,84 +164,117 @@ class _Scan:
     single_line: bool = False
 
 
-def _next_line(text: str, end: int) -> tuple[int, str]:
-    """The first non-empty line after `end` (a value written under its marker)."""
-    rest = text[end:]
-    stripped = rest.lstrip("\n \t")
-    line = stripped.split("\n", 1)[0]
-    return end + len(rest) - len(stripped), line
+class _Lines:
+    """Line ends of a text, to slice a value to the end of its line without scanning the rest of the text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.ends = [m.start() for m in re.finditer("\n", text)] + [len(text)]
+
+    def rest(self, start: int) -> str:
+        """From `start` to the end of its line (at most :data:`_VALUE_CAP` characters)."""
+        end = self.ends[bisect.bisect_left(self.ends, start)]
+        return self.text[start: min(end, start + _VALUE_CAP)]
+
+    def next_line(self, end: int) -> tuple[int, str]:
+        """The first non-empty line after `end` (a value written under its marker)."""
+        found = _NON_SPACE.search(self.text, end)
+        if found is None:
+            return len(self.text), ""
+        return found.start(), self.rest(found.start())
 
 
-def _value(text: str, match: re.Match[str], group: int = 1) -> tuple[int, str]:
+def _value(lines: _Lines, start: int) -> tuple[int, str]:
     """The words after a marker, or the next line when the marker ends its line ("is:", "ist also:")."""
-    value = _ANSWER_TAG_MARKUP.sub(" ", match.group(group))  # "Answer: (C)</answer>" inside \boxed{}
+    value = _ANSWER_TAG_MARKUP.sub(" ", lines.rest(start))  # "Answer: (C)</answer>" inside \boxed{}
     if clean_candidate(value) and not _FILLER_ONLY.match(value):
-        return match.start(group), value
-    return _next_line(text, match.start(group) + len(value))
+        return start, value
+    return lines.next_line(start + len(value))
 
 
 def _at_line_start(text: str, position: int) -> bool:
-    line_start = text.rfind("\n", 0, position) + 1
-    return re.fullmatch(r"[ \t>#*_\-•\d.)]*", text[line_start:position]) is not None
+    line_start = text.rfind("\n", max(0, position - 200), position) + 1
+    return re.fullmatch(r"[ \t>#*_\-•\d.)]*", text[max(line_start, position - 200):position]) is not None
 
 
-def _json_answers(text: str) -> list[_Commitment]:
+def _json_answers(text: str) -> tuple[list[_Commitment], list[tuple[int, int]]]:
+    """The answer keys of the JSON objects in `text`, and where those objects are."""
     decoder = json.JSONDecoder()
     found: list[_Commitment] = []
-    position = text.find("{")
-    while position != -1:
+    objects: list[tuple[int, int]] = []
+    end = -1
+    for start in [m.start() for m in _JSON_OBJECT.finditer(text)][-_MAX_JSON_OBJECTS:]:
+        if start < end:
+            continue  # inside an object already read
         try:
-            value, end = decoder.raw_decode(text, position)
+            value, end = decoder.raw_decode(text, start)
         except json.JSONDecodeError:
-            position = text.find("{", position + 1)
             continue
         if isinstance(value, dict):
+            objects.append((start, end))
             for key, item in value.items():
-                if str(key).strip().lower() in _ANSWER_KEYS:
+                if _ANSWER_KEY.match(str(key).strip()):
                     if isinstance(item, list) and len(item) == 1:
                         item = item[0]
                     candidate = item if isinstance(item, str) else json.dumps(item)
-                    found.append(_Commitment(position, "json_answer", candidate, withdraws=True))
-        position = text.find("{", end)
-    return found
+                    found.append(_Commitment(start, "json_answer", candidate[:_VALUE_CAP], withdraws=True))
+    return found, objects
 
 
-def _hot_lines(text: str) -> list[tuple[int, int]]:
-    """(start, end) of the lines that contain a marker stem (str.find per stem: far cheaper than a regex)."""
-    low = text.lower()
-    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+def _hot_lines(low: str, starts: list[int], stems: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(start, end) of the lines of the lower-cased text `low` (lines starting at `starts`) that contain one of
+    `stems` (str.find per stem: far cheaper than a regex)."""
     hot: set[int] = set()
-    for stem in STEMS:
+    for stem in stems:
         position = low.find(stem)
         while position != -1:
             line = bisect.bisect_right(starts, position) - 1
             hot.add(line)
             position = low.find(stem, starts[line + 1] if line + 1 < len(starts) else len(low))
-    ends = [start - 1 for start in starts[1:]] + [len(text)]
+    ends = [start - 1 for start in starts[1:]] + [len(low)]
     return [(starts[line], ends[line]) for line in sorted(hot)]
 
 
 def _in_spans(pattern: re.Pattern[str], text: str, spans: list[tuple[int, int]]) -> list[re.Match[str]]:
-    """The matches of `pattern` that start on the lines in `spans` (each searched on its own)."""
-    return [m for start, end in spans for m in pattern.finditer(text, start, end)]
+    """The last :data:`_MAX_COMMITMENTS` matches of `pattern` that start on the lines in `spans`, in text order.
+
+    Only a reply's last commitments are read, so the lines are searched from the end, a window at a time, and
+    the search stops once enough matches are found: a line repeating a marker costs a window, not the line.
+    """
+    found: dict[int, re.Match[str]] = {}
+    for start, end in reversed(spans):
+        window_end = end
+        while window_end > start and len(found) < _MAX_COMMITMENTS:
+            window_start = max(start, window_end - _WINDOW)
+            # a match may cross the window's start: search a little before it, keep what starts in the window
+            for match in pattern.finditer(text, max(start, window_start - _OVERLAP), window_end):
+                if match.start() >= window_start or window_start == start:
+                    found.setdefault(match.start(), match)
+            window_end = window_start
+        if len(found) >= _MAX_COMMITMENTS:
+            break
+    return [found[position] for position in sorted(found)][-_MAX_COMMITMENTS:]
 
 
-def _fields(text: str, spans: list[tuple[int, int]]) -> list[_Commitment]:
+def _fields(lines: _Lines, spans: list[tuple[int, int]]) -> list[_Commitment]:
+    text = lines.text
     found = []
     for match in _in_spans(_FIELD, text, spans):
-        position, value = _value(text, match)
+        position, value = _value(lines, match.end())
         found.append(_Commitment(position, "answer_field", value, withdraws=_at_line_start(text, match.start())))
     for match in _in_spans(_HEADING, text, spans):
-        position, value = _next_line(text, match.end())
+        position, value = lines.next_line(match.end())
         found.append(_Commitment(position, "answer_field", value, withdraws=True))
     return found
 
 
 def _tags(text: str) -> list[_Commitment]:
     found = []
-    for match in _ANSWER_TAG.finditer(text):
-        body = _FIELD_PREFIX.sub("", match.group(1))  # \boxed{\text{Answer: (J)}}
-        found.append(_Commitment(match.start(1), "answer_tag", body, withdraws=True))
+    for _, body_start, body_end, _ in tag_pairs(text, _TAG_OPEN, _TAG_CLOSE)[-_MAX_COMMITMENTS:]:
+        body = _FIELD_PREFIX.sub("", text[body_start: min(body_end, body_start + _VALUE_CAP)])  # \boxed{\text{Answer: (J)}}
+        # a computed value (\boxed{110^\circ}) that is no option does not take back the answer before it
+        value = _VALUE_BODY.match(body) is not None and not _WORD.search(body)
+        found.append(_Commitment(body_start, "answer_tag", body, withdraws=not value))
     return found
 
 
@@ -222,17 +285,19 @@ def _denied(text: str, start: int) -> bool:
     return bool(_DENIAL.search(before[boundary.start() + 1:] if boundary else before))
 
 
-def _phrases(text: str, spans: list[tuple[int, int]]) -> list[_Commitment]:
+def _phrases(lines: _Lines, spans: list[tuple[int, int]]) -> list[_Commitment]:
+    text = lines.text
     found = []
     for match in _in_spans(_PHRASE, text, spans):
         if _denied(text, match.start()):
             continue
-        position, value = _value(text, match)
+        position, value = _value(lines, match.end())
         found.append(_Commitment(position, "final_phrase", value))
     return found
 
 
 def _labels_first(text: str, spans: list[tuple[int, int]]) -> list[_Commitment]:
+    """Verdicts of the form "C is correct": `spans` are the lines holding a verdict word."""
     found = []
     for match in (*_in_spans(_LABEL_FIRST, text, spans), *_in_spans(_MARKED_CORRECT, text, spans)):
         if _denied(text, match.start()):
@@ -246,13 +311,17 @@ def _joined_verdicts(text: str, spans: list[tuple[int, int]]) -> list[_Commitmen
     return [_Commitment(m.start(1), "label_first", m.group(1)) for m in _in_spans(_JOINED_VERDICT, text, spans)]
 
 
-def _copulas(text: str) -> list[_Commitment]:
+def _copulas(lines: _Lines) -> list[_Commitment]:
+    text = lines.text
     found = []
-    for match in _COPULA.finditer(text):
+    for match in _in_spans(_COPULA, text, [(0, len(text))]):
         before = text[max(0, match.start() - 40): match.start()]
         if _NOT_ANSWER_SUBJECT.search(before) or _denied(text, match.start()):
             continue
-        found.append(_Commitment(match.start(1), "copula", match.group(1)))
+        label = match.group(1)
+        if "(" not in label and "[" not in label and _POINT_SUBJECT.search(text[max(0, match.start() - 80): match.start()]):
+            continue  # "the center of the circle is D, …": a point, not an answer
+        found.append(_Commitment(match.start(1), "copula", lines.rest(match.start(1))))
     return found
 
 
@@ -261,7 +330,7 @@ def _last_line(lines: list[str], other_line_labels: frozenset[str]) -> list[_Com
     if len(lines) < 2 or other_line_labels or _BULLET.match(lines[-1][1]):
         return []  # "*   **A)" is a list cut off, not an answer
     last = clean_candidate(lines[-1][1])
-    if re.fullmatch(r"(?:(?i:option|choice)\s*)?[(\[]?[A-Z][)\]]?[.。]?", last):
+    if re.fullmatch(r"(?:(?i:option|choice|选项|選項)\s*)?[(\[]?[A-Z][)\]]?[.。]?", last):
         return [_Commitment(lines[-1][0], "last_line", last)]
     return []
 
@@ -274,12 +343,21 @@ def _scan(output: str, markers: ReasoningMarkers) -> _Scan:
         return _Scan(empty=True)
     lines = [(m.start(), m.group()) for m in re.finditer(r"[^\n]+", text) if not _SEPARATOR.match(m.group())]
     other_labels = frozenset(m.group(1) for m in _LINE_LABEL.finditer("\n".join(line for _, line in lines[1:])))
-    hot = _hot_lines(text)
-    commitments = (_json_answers(text) + _fields(text, hot) + _tags(text) + _phrases(text, hot)
-                   + _labels_first(text, hot) + _joined_verdicts(text, hot) + _copulas(text)
+    low = text.lower() if len(text.lower()) == len(text) else text  # a few letters lengthen when lower-cased
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    hot = _hot_lines(low, starts, STEMS)
+    verdict_lines = _hot_lines(low, starts, VERDICT_STEMS)
+    indexed = _Lines(text)
+    json_found, objects = _json_answers(text)
+    # inside a JSON object the decoder has read the answer key: the field pattern would read it again
+    fields = [c for c in _fields(indexed, hot) if not any(start < c.position < end for start, end in objects)]
+    commitments = (json_found + fields + _tags(text) + _phrases(indexed, hot)
+                   + _labels_first(text, verdict_lines) + _joined_verdicts(text, verdict_lines) + _copulas(indexed)
                    + _last_line(lines, other_labels)
-                   + [_Commitment(m.start(1), "retraction", m.group(1)) for m in _RETRACTION.finditer(text)])
+                   + [_Commitment(m.start(1), "retraction", m.group(1))
+                      for m in _in_spans(_RETRACTION, text, [(0, len(text))])])
     commitments.sort(key=lambda c: (c.position, _EXPLICITNESS[c.rule]))
+    commitments = commitments[-_MAX_COMMITMENTS:]
     first = lines[0][1] if lines and not _LIST_ITEM.match(lines[0][1]) else None
     return _Scan(
         empty=False,
@@ -313,7 +391,13 @@ def _reviews(readings: list[tuple[_Commitment, Resolution]]) -> set[str]:
 
 def _committed(scan: _Scan, options: tuple[str, ...]) -> ClosedParse | None:
     """The last commitment that names something (after the last withdrawal), or None."""
-    readings = [(c, _read(c, options)) for c in scan.commitments]
+    cache: dict[tuple[str, bool], Resolution] = {}  # a reply that repeats itself repeats its candidates
+    readings = []
+    for c in scan.commitments:
+        key = (c.candidate, c.rule in _FIELD_RULES)
+        if key not in cache:
+            cache[key] = _read(c, options)
+        readings.append((c, cache[key]))
     reviews = _reviews(readings)
     readings = [(c, r) for c, r in readings if c.rule not in reviews]
     if reviews and not any(r.names_something for _, r in readings):
@@ -334,7 +418,33 @@ def _committed(scan: _Scan, options: tuple[str, ...]) -> ClosedParse | None:
     if not standing:
         return _finish(withdrawn[0].rule, withdrawn[1]) if withdrawn else None
     commitment, reading = standing[-1]
-    return _finish(commitment.rule, reading)
+    conflict = _letter_value_conflict(scan.text, options, readings, commitment, reading)
+    return _finish(commitment.rule, Resolution(None, conflict) if conflict else reading)
+
+
+_BY_LETTER = ("label", "label_with_text", "label_in_words")
+
+
+def _letter_value_conflict(text: str, options: tuple[str, ...], readings: list[tuple[_Commitment, Resolution]],
+                           commitment: _Commitment, reading: Resolution) -> str | None:
+    """Why a reply that states a letter and concludes on another option's value has no answer, or None.
+
+    "The answer is (A). … so ∠A is 27°." with 27° option C's value, "The correct option letter is C. The area
+    is 3." with 3 option A's, "Answer: B … therefore the answer is 30°." with 30° option A's: the letter and
+    the value disagree, and a careful reader takes neither.
+    """
+    label = reading.label
+    if reading.form == "option_text":
+        lettered = {r.label for c, r in readings if c.position < commitment.position and r.form in _BY_LETTER
+                    and r.label is not None}
+        return "letter_value_conflict" if lettered - {label} else None
+    if reading.form not in _BY_LETTER:
+        return None
+    first = min(c.position for c, r in readings if r.label == label)
+    stated = last_stated_value(text, options, first)
+    if stated is not None and option_labels(len(options))[stated[1]] != label:
+        return "letter_value_conflict"
+    return None
 
 
 def _whole_response(scan: _Scan, options: tuple[str, ...]) -> Resolution | None:
@@ -387,7 +497,9 @@ def parse_closed_answer(output: str | None, options: Sequence[str],
     if committed is not None:
         return committed
     readers = (("response", _whole_response), ("response", lambda s, o: first_sentence(s.text, o)),
-               ("stated_text", lambda s, o: stated_text(s.text, o)), ("ordered_list", _ordered_list))
+               ("response", lambda s, o: first_clause(s.text, o)),
+               ("stated_text", lambda s, o: stated_text(s.text, o)), ("ordered_list", _ordered_list),
+               ("stated_text", lambda s, o: single_mention(s.text, o)))
     retracted = {c.candidate for c in scan.commitments if c.rule == "retraction"}
     for rule, reader in readers:
         resolution = reader(scan, options)

@@ -57,10 +57,12 @@ _CONNECTOR = re.compile(
 )
 # A second label joined to the first: "B or C", "(B) and (C)", "B, C", "B/C", "B 和 C".
 _WORD_LETTERS = ("A", "I")  # English words as well as labels
+# "B > A > C": an ordering of the options names several of them too.
 _JOINED_LABEL = re.compile(
-    r"^\s*(?:[,;/&+、，和或]|\b(?i:and|or|und|oder|et|ou|y|o)\b)\s*(?:(?i:option|choice)\s+)?[(\[]?([A-Z])"
+    r"^\s*(?:[,;/&+、，和或>＞<＜→≥≫]|\b(?i:and|or|und|oder|et|ou|y|o|then)\b)\s*(?:(?i:option|choice)\s+)?[(\[]?([A-Z])"
     r"(?![A-Za-z])(?!\s+[a-z])"
 )
+_LOWER_WITH_TEXT = re.compile(r"^([a-z])\s*[.:]\s*(.+)$", re.DOTALL)
 _LONE_LABEL = re.compile(r"^\s*[(\[]?([A-Z])[)\]]?\s*[.。]?\s*$")
 # After an option's label and text, a verdict against it: the reply is going through the options.
 _VERDICT_AGAINST = re.compile(
@@ -80,8 +82,16 @@ _INNER_LABEL = re.compile(
 _INNER_BARE_END = re.compile(r"(?:^|\s)(?:probably|likely|most likely|definitely|clearly)\s+([A-Z])[.!]?$", re.IGNORECASE)
 
 
+# End-of-answer tokens some templates make models write: "A <eoa>", "B</s>", "C<|im_end|>".
+_END_TOKENS = re.compile(r"(?:\s*<\|?/?[A-Za-z_]{1,20}\|?>)+\s*$")
+_QUOTED = re.compile(r"^\s*([\"'“‘])([^\"'“”‘’\n]{1,300})([\"'”’])")
+
+
+@lru_cache(maxsize=1 << 12)
 def clean_candidate(candidate: str) -> str:
-    text = _EMPHASIS.sub("", candidate).strip()
+    text = _END_TOKENS.sub("", _EMPHASIS.sub("", candidate)).strip()
+    if quoted := _QUOTED.match(text):  # "answer_choice": "A"}  /  Answer: "B. Monocyte" is my choice
+        text = quoted.group(2)
     return _DECORATION.sub("", text.strip(_QUOTES).strip()).strip(_QUOTES).strip()
 
 
@@ -154,6 +164,8 @@ def resolve_candidate(candidate: str, options: Sequence[str], *, field: bool = F
         return Resolution(letter, "label") if letter in labels else Resolution(None, "invalid_label")
     if (by_text := option_by_text(text, options)) is not None:
         return Resolution(by_text, "option_text")
+    if (match := _LOWER_WITH_TEXT.match(text)) and option_by_text(match.group(2), options) == match.group(1).upper():
+        return Resolution(match.group(1).upper(), "label_with_text")  # "b. promyelocyte": a letter and its own text
     if match := _LETTER_WITH_TEXT.match(text):
         letter = next(g for g in match.groups()[:3] if g).upper()
         return _with_text(letter, match.group(4), options, labels)

@@ -10,7 +10,7 @@ from __future__ import annotations
 # "答え：C". A field holds its value after ":" or "=" (or on the next line when the line ends there).
 FIELD_KEYS = (
     r"(?:final|correct|best|right|my|chosen|selected)\s+(?:answer|option|choice|response)",
-    r"answer",
+    r"answer(?:[_ ](?:choice|option|letter|label))?[\"']?",  # also a JSON key that is not valid JSON: "answer_choice": "A"
     r"conclusion",
     r"最终答案|正确答案|答案|正确选项|最终选项|答",
     r"최종\s*정답|정답|답변|답",
@@ -84,4 +84,10 @@ STEMS = (
     "korrekt", "réponse", "reponse", "choisis", "respuesta", "opción", "alternativa", "elijo", "resposta",
     "risposta", "答", "选", "選", "正确", "正確", "错误", "錯誤", "说法", "最", "相符", "匹配", "对应", "정답", "답",
     "옵션", "선택", "正解", "解答", "回答", "✅", "✔", "☑",
+)
+# The stems of the verdict words ("C is correct", "(A) und (B) sind korrekt", "B) … — ✅ Correct"): the verdict
+# patterns search only the lines that hold one.
+VERDICT_STEMS = (
+    "correct", "right", "true", "best", "most", "appropriate", "richtig", "korrekt", "bonne", "正确", "正確", "最佳", "最合适",
+    "✅", "✔", "☑",
 )

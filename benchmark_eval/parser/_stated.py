@@ -1,10 +1,22 @@
 """Answers given by an option's text alone, in a sentence ("The cell type pictured is a monocyte.").
 
-Read only when the reply names no option anywhere else: exactly one option's text occurs in the
-whole reply, and it occurs as what something *is* ("… is a monocyte.", "… ist 114.64 mm.",
-"… is "Chanel No. 5 perfume"."), or as the reply's first sentence ("True. The painting is …").
-A reply that names two options' texts, negates ("is not a monocyte") or qualifies the text
-("monocyte-like") is not read. Texts shorter than three characters are never searched for.
+Read only when the reply names no option anywhere else, by one of four readers:
+
+* ``stated_text``   exactly one option's text occurs in the whole reply, and it occurs as what something *is*
+  ("… is a monocyte.", "… ist 114.64 mm.", "… is equal to 70°.", "… is "Chanel No. 5 perfume".");
+* ``first_sentence`` the reply's first sentence is exactly one option's text ("True. The painting is …");
+* ``first_clause``   the reply's first clause is exactly one option's text ("No, Magenta is not greater …",
+  "Yes, there are fewer …"), unless the sentence goes on to refuse or to speak of the model itself;
+* ``single_mention`` a short reply (two sentences at most) names exactly one option's text, not negated
+  ("A decrease in sunlight would directly affect the grasshopper, as …").
+
+An option's text counts as named where it is not merely part of a longer option's text named at the same place
+("6" inside "6*√3"). LaTeX and plain math are one text (`$30^{\\circ}$` is 30°, `\\frac{4}{3}` is 4/3, see
+`plain_math`). A reply that names two options' texts, negates ("is not a monocyte") or qualifies the text
+("monocyte-like") is not read. Texts shorter than three characters are searched for only when they are numbers.
+
+:func:`last_stated_value` serves the strict side: the option whose value a reply states last, so that a letter
+contradicted by the value the reply concludes on is not taken (see `_closed`).
 """
 from __future__ import annotations
 
@@ -13,33 +25,77 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from ._labels import Resolution, option_by_text, option_labels
+from ._text import plain_math
 
 _MIN_TEXT = 3
-_COPULA = r"(?<![A-Za-z])(?:is|was|are|be|ist|sind|est|es|是|为|為)\s+(?:(?:a|an|the|indeed|likely|probably)\s+)*"
+_COPULA = (r"(?<![A-Za-z])(?:(?:is|was|are|be|ist|sind|est|es|是|为|為)\s+(?:equal\s+to\s+)?|equals\s+)"
+           r"(?:(?:a|an|the|indeed|likely|probably|approximately|about)\s+)*")
 _OPEN_QUOTE = r"[\"'“‘«]?"
 _END = r"[\"'”’»]?(?=\s*(?:[.,;:!?)。，；]|$|(?:which|that|because|since|with|as|and it)\b))"
 _FIRST_SENTENCE = re.compile(r"^\s*([^.!?。\n]{1,80}?)[.!?。](?:\s|$)")
+_FIRST_CLAUSE = re.compile(r"^\s*([^,.;:!?。，；\n]{1,40}?)\s*[,，;:—-]\s*([^.!?。\n]*)")
+# what a reply that does not answer says in its first sentence ("No, I cannot tell from this image")
+_NOT_AN_ANSWER = re.compile(r"^(?:i|i'm|i am|i'd|we|you|let|let's|here|sure|as an|thank|sorry|please)\b|"
+                            r"\b(?:cannot|can't|can not|unable|not possible|impossible|not sure|unclear|sorry|"
+                            r"not enough|insufficient|depends)\b", re.IGNORECASE)
+_NEGATED = re.compile(r"\b(?:not|n't|no|never|neither|nor|rather than|instead of|unlike|except|without|other than)\b"
+                      r"[^.!?;,\n]*$", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?。](?:\s|$)")
+_SHORT_REPLY = 300
+_FIRST_PERSON = re.compile(r"(?<![\w(])I(?:'m|'d|'ll|’m)?\s")  # "Yes, I can help with that." speaks of itself
+_AGAINST = re.compile(r"^[\s:,\-–—]*(?:is\s+|seems\s+|would\s+be\s+)?(?:not|unlikely|incorrect|wrong|false|excluded|"
+                      r"ruled\s+out|less\s+likely)\b", re.IGNORECASE)
+# a program the model wrote instead of answering ("if a < b:\n    return 'Yes'") names option texts as strings
+_CODE = re.compile(r"^\s*(?:def|import|from|return|print|if|elif|else|for|while|class)\b|\bprint\(|==|\w\s*=\s*\S",
+                   re.MULTILINE)
+_TOKEN = re.compile(r"\d+|[^\W\d_]+|√")  # √ is not punctuation: √3 is not 3
 
 
 @lru_cache(maxsize=1 << 14)  # option texts repeat across samples in any order
 def _text_pattern(text: str) -> re.Pattern[str] | None:
     """An option's text as a pattern (words joined by any punctuation or none), or None if too short."""
-    words = re.findall(r"\d+|[^\W\d_]+", text)  # "114.64mm" → 114, 64, mm: matches "114.64 mm" too
-    if len("".join(words)) < _MIN_TEXT:
+    words = _TOKEN.findall(plain_math(text))  # "114.64mm" → 114, 64, mm: matches "114.64 mm" too
+    joined = "".join(words)
+    if len(joined) < _MIN_TEXT and not joined.isdigit():
         return None
-    return re.compile(r"(?<!\w)" + r"[\W_]*".join(re.escape(w) for w in words) + r"(?!\w)", re.IGNORECASE)
+    # a number is not the start or end of a longer one: "15" is not stated by "15.5" nor by "2.15"
+    return re.compile(r"(?<!\w)(?<!\d[.,])" + r"[\W_]*".join(re.escape(w) for w in words) + r"(?!\w|[.,]\d)",
+                      re.IGNORECASE)
 
 
 @lru_cache(maxsize=1 << 14)
 def _stated_pattern(text: str) -> re.Pattern[str]:
     """The option's text as what something is: "… is a monocyte.", "… ist 114.64 mm."."""
-    body = _text_pattern(text).pattern.removeprefix(r"(?<!\w)").removesuffix(r"(?!\w)")
-    return re.compile(_COPULA + _OPEN_QUOTE + body + _END, re.IGNORECASE)
+    return re.compile(_COPULA + _OPEN_QUOTE + _body(text) + _END, re.IGNORECASE)
+
+
+def _body(text: str) -> str:
+    """The option's text pattern without its word boundaries, then a unit sign it may carry ("27°", "30 %")."""
+    pattern = _text_pattern(text).pattern.removeprefix(r"(?<!\w)(?<!\d[.,])").removesuffix(r"(?!\w|[.,]\d)")
+    return pattern + r"(?![.,]\d)(?:\s?[°%‰′″]|\s+degrees?\b)?"
+
+
+def _named(text: str, options: Sequence[str]) -> list[int]:
+    """The options whose text occurs in `text`, not only inside a longer option's text named at the same place."""
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for index, option in enumerate(options):
+        pattern = _text_pattern(option)
+        if pattern is not None:
+            found = [m.span() for m in pattern.finditer(text)]
+            if found:
+                spans[index] = found
+    named = []
+    for index, found in spans.items():
+        inside = {(start, end) for other, theirs in spans.items() if other != index
+                  for start, end in found for s, e in theirs if s <= start and end <= e and (s, e) != (start, end)}
+        if any(span not in inside for span in found):
+            named.append(index)
+    return named
 
 
 def stated_text(text: str, options: Sequence[str]) -> Resolution | None:
     """The option whose text the reply states as its answer (see the module docstring), or None."""
-    named = [i for i, option in enumerate(options) if (p := _text_pattern(option)) is not None and p.search(text)]
+    named = _named(text, options)
     if len(named) != 1:
         return None
     if _stated_pattern(options[named[0]]).search(text):
@@ -55,3 +111,54 @@ def first_sentence(text: str, options: Sequence[str]) -> Resolution | None:
         return None
     label = option_by_text(match.group(1), options)
     return Resolution(label, "first_sentence") if label is not None else None
+
+
+def first_clause(text: str, options: Sequence[str]) -> Resolution | None:
+    """The reply's first clause when it is exactly one option's text ("No, Magenta is not greater …")."""
+    match = _FIRST_CLAUSE.match(text)
+    if not match or _NOT_AN_ANSWER.search(match.group(2)):
+        return None
+    label = option_by_text(match.group(1), options)
+    return Resolution(label, "first_clause") if label is not None else None
+
+
+def single_mention(text: str, options: Sequence[str]) -> Resolution | None:
+    """In a short reply, the one option whose text it names, not negated (see the module docstring)."""
+    if len(text) > _SHORT_REPLY or len(_SENTENCE_END.findall(text.strip())) > 2 or "?" in text:
+        return None
+    if _NOT_AN_ANSWER.search(text) or _CODE.search(text) or _FIRST_PERSON.search(text):
+        return None
+    named = _named(text, options)
+    if len(named) != 1 or _LABEL_IN_CLAUSE.search(text):
+        return None  # a reply that names letters is read by its letters, or not at all
+    body = _body(options[named[0]])
+    # the text as a whole word group ("monocyte-like", "HER2-" are other things), not negated before or after
+    mention = re.search(r"(?<![\w+\-])" + body + _END, text, re.IGNORECASE)
+    if mention is None or _NEGATED.search(text[max(0, mention.start() - 80):mention.start()]):
+        return None
+    if _AGAINST.match(text[mention.end():]):
+        return None
+    return Resolution(option_labels(len(options))[named[0]], "single_mention")
+
+
+def last_stated_value(text: str, options: Sequence[str], after: int) -> tuple[int, int] | None:
+    """(position, option index) of the last option value the reply states after position `after`, or None.
+
+    A value is stated as what something is ("… is 27°", "… equals 3"); a statement whose clause names an
+    option by its letter ("(A) 30° is wrong", "option B is 40") speaks of that option, not of the answer.
+    """
+    last: tuple[int, int] | None = None
+    for index, option in enumerate(options):
+        if _text_pattern(option) is None:
+            continue
+        for match in _stated_pattern(option).finditer(text, after):
+            clause = text[max(after, match.start() - 80):match.start()]
+            clause = re.split(r"[.!?;\n。；]", clause)[-1]
+            if _LABEL_IN_CLAUSE.search(clause) or _NEGATED.search(clause + " "):
+                continue
+            if last is None or match.start() > last[0]:
+                last = (match.start(), index)
+    return last
+
+
+_LABEL_IN_CLAUSE = re.compile(r"[(\[][A-Z][)\]]|\b(?:option|choice|answer)\s+[A-Z]\b|(?<![\w'])[A-Z]\)", re.IGNORECASE)

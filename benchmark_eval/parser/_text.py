@@ -7,6 +7,7 @@ characters or with zero-width spaces. None of that is the answer itself.
 """
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -57,7 +58,8 @@ def strip_reasoning(text: str, markers: ReasoningMarkers = DEFAULT_REASONING, *,
     one, or a prefilled template) keeps only what follows it; an opening marker that never closes
     means the model never reached an answer, so everything from it on is dropped. With
     ``prefilled`` markers and no close marker at all the whole reply is unfinished reasoning.
-    Unicode is NFKC-normalised, which maps full-width ``Ｂ`` to ``B``.
+    Unicode is NFKC-normalised, which maps full-width ``Ｂ`` to ``B``. Linear in the reply's length,
+    however many markers it repeats.
     """
     text = text if isinstance(text, str) else ""
     if not text.isascii():
@@ -66,8 +68,8 @@ def strip_reasoning(text: str, markers: ReasoningMarkers = DEFAULT_REASONING, *,
     if markers.prefilled and not any(close.search(text) for _, close, _ in patterns):
         return ""
     if any(first in text for first in _first_characters(markers)):  # most replies hold no marker at all
-        for block, close, opening in patterns:
-            text = block.sub(" ", text)
+        for _, close, opening in patterns:
+            text = _without_blocks(text, opening, close)
             closes = list(close.finditer(text))
             if closes:
                 text = text[closes[-1].end():]
@@ -77,6 +79,37 @@ def strip_reasoning(text: str, markers: ReasoningMarkers = DEFAULT_REASONING, *,
     if unwrap_fences and "```" in text:
         text = unwrap_code_fences(text)
     return text.strip()
+
+
+def _without_blocks(text: str, opening: re.Pattern[str], close: re.Pattern[str]) -> str:
+    """`text` with each opening marker, and what follows it up to the first close marker, replaced by a space."""
+    parts, position = [], 0
+    for open_start, _, _, close_end in tag_pairs(text, opening, close):
+        parts += [text[position:open_start], " "]
+        position = close_end
+    return "".join(parts) + text[position:] if parts else text
+
+
+def tag_pairs(text: str, opening: re.Pattern[str], close: re.Pattern[str]) -> list[tuple[int, int, int, int]]:
+    """(open start, open end, close start, close end) of each block, left to right, as ``open.*?close`` finds them.
+
+    In one pass over the marker positions: the regex tries every opening marker against the rest of the
+    text, which is quadratic when a reply repeats a marker that never closes.
+    """
+    closes = [(m.start(), m.end()) for m in close.finditer(text)]
+    if not closes:
+        return []
+    starts = [start for start, _ in closes]
+    pairs, position = [], 0
+    for match in opening.finditer(text):
+        if match.start() < position:
+            continue
+        after = bisect.bisect_left(starts, match.end())
+        if after == len(closes):
+            break  # no close marker after this one, nor after any later one
+        pairs.append((match.start(), match.end(), *closes[after]))
+        position = closes[after][1]
+    return pairs
 
 
 def unwrap_code_fences(text: str) -> str:
@@ -106,21 +139,47 @@ def plain_markup(text: str) -> str:
     """`text` with LaTeX and Markdown wrappers removed around what they wrap.
 
     ``\\boxed{…}`` and GLM's box tokens become ``<answer>…</answer>`` (they mark a final answer);
-    ``\\text{}``-like commands, math delimiters and emphasis markers go, their content stays.
+    ``\\text{}``-like commands, math delimiters and emphasis markers go, their content stays; math
+    is written plainly (:func:`plain_math`).
     """
     if "<|" in text:
         text = _BOX_TOKENS.sub(r"<answer>\1</answer>", text)
     if "\\" in text:  # LaTeX
         text = _BOXED.sub(r"<answer>\1</answer>", text)
-        previous = None
-        while previous != text:
-            previous, text = text, _TEX_COMMAND.sub(r"\1", text)
-        text = _TEX_SPACE.sub(" ", text)
-    if "$" in text or "\\" in text:
-        text = _TEX_DELIMITER.sub(" ", text)
+    text = plain_math(text)
     if "*" in text or "_" in text or "`" in text:
         text = _SINGLE_STAR.sub(r"\1", _STRONG.sub("", text))
     return text
+
+
+# Math written in LaTeX and written plainly are the same answer: `$30^{\circ}$` is 30°, `\frac{4}{3}` is 4/3.
+_SQRT = (re.compile(r"\\sqrt\s*\{\s*([^{}]*?)\s*\}|√\s*\{\s*([^{}]*?)\s*\}"), r"√\1\2")
+_FRAC = (re.compile(r"\\[dt]?frac\s*\{\s*([^{}]*?)\s*\}\s*\{\s*([^{}]*?)\s*\}"), r"\1/\2")
+_MATH = tuple((re.compile(pattern), replacement) for pattern, replacement in (
+    (r"\\(?:left|right)\b", ""),
+    (r"\^\s*\{?\s*\\circ\s*\}?|\\circ\b|\\degree\b", "°"),
+    (r"\\sqrt\s*(?=\w)", "√"),
+    (r"\\pi\b", "π"), (r"\\times\b", "×"), (r"\\cdot\b", "·"), (r"\\%", "%"),
+))
+_MATH_TRIGGERS = ("\\", "√", "$")
+_MAX_NESTING = 8  # a bound, so a reply of a million nested braces costs a few passes, not a million
+
+
+def plain_math(text: str) -> str:
+    """LaTeX commands unwrapped (``\\mathrm{kg}`` → kg), math delimiters dropped and math written plainly:
+    ``^{\\circ}`` → °, ``\\frac{a}{b}`` → a/b, ``\\sqrt{3}`` and ``√{3}`` → √3, ``\\pi`` → π, ``\\times`` → ×."""
+    if not any(trigger in text for trigger in _MATH_TRIGGERS):
+        return text
+    if "\\" in text or "√" in text:
+        for _ in range(_MAX_NESTING):  # innermost first: \frac{\sqrt{3}}{3}
+            previous = text
+            text = _FRAC[0].sub(_FRAC[1], _SQRT[0].sub(_SQRT[1], _TEX_COMMAND.sub(r"\1", text)))
+            if text == previous:
+                break
+        for pattern, replacement in _MATH:
+            text = pattern.sub(replacement, text)
+        text = _TEX_SPACE.sub(" ", text)
+    return _TEX_DELIMITER.sub(" ", text)
 
 
 @lru_cache(maxsize=1 << 16)  # option texts and gold labels repeat across thousands of records
@@ -133,5 +192,5 @@ def normalise_label_text(text: str) -> str:
     Two answers are "the same text" when their normalised forms are equal; this is the
     deterministic part of label matching (no stemming, no synonyms).
     """
-    text = unicodedata.normalize("NFKC", str(text)).casefold().replace("\u2212", "-")  # the minus sign
-    return " ".join(_LABEL_WORD.findall(text))
+    text = plain_math(unicodedata.normalize("NFKC", str(text))).casefold().replace("\u2212", "-")  # the minus sign
+    return " ".join(_LABEL_WORD.findall(text.replace("√", " sqrt ")))  # √3 is not 3

@@ -75,6 +75,22 @@ def ci_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
+def strict_assisted_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataFrame:
+    """Closed configurations: the strict F1 (the paper's protocol) beside the assisted F1, and the unparseable share."""
+    rows = []
+    for s in report.scores:
+        if s["form"] != "closed":
+            continue
+        assisted = "—" if s.get("assisted_f1") is None else (
+            f"{_f(s['assisted_f1'])} [{_f(s['assisted_ci_low'])}, {_f(s['assisted_ci_high'])}]")
+        rows.append({"Model": display(s["model"]), "Task": TASK_TITLES.get(s["task"], s["task"]),
+                     "Template": TEMPLATE_TITLES.get(s["template"], s["template"]), "n": s["n"],
+                     "Strict F1": f"{_f(s['f1'])} [{_f(s['ci_low'])}, {_f(s['ci_high'])}]", "Assisted F1": assisted,
+                     "Unparseable": f"{s['parse_failures']} ({_f(s.get('unparseable_share'), 3)})",
+                     "Read by the extractor": s.get("extracted", 0) if s.get("assisted_f1") is not None else "—"})
+    return pd.DataFrame(rows)
+
+
 def diagnostics_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataFrame:
     rows = []
     for d in report.diagnostics:
@@ -113,7 +129,16 @@ def markdown_report(report: ScoreReport, display: Callable[[str], str], plots: d
                   _markdown(results_table(report, template, display)), ""]
     for title, file_name in plots.items():
         parts += [f"## {title}", "", f"![{title}]({file_name})", ""]
-    parts += ["## Scores with 95% bootstrap intervals", "", _markdown(ci_table(report, display)), "",
+    parts += ["## Scores with 95% bootstrap intervals", "", _markdown(ci_table(report, display)), ""]
+    strict_assisted = strict_assisted_table(report, display)
+    if len(strict_assisted):
+        parts += ["## Closed answers: strict and assisted F1", "",
+                  "Strict F1 is the paper's protocol: a reply the parser cannot read is wrong. Assisted F1 reads those "
+                  "replies with the judge model's extraction prompt (`mmbu eval judge --extract-closed`; one option or "
+                  "none) and is never mixed into the strict score; — means no extraction was run. The unparseable "
+                  "share separates \"cannot follow the answer format\" from \"does not see\".", "",
+                  _markdown(strict_assisted), ""]
+    parts += [
               "## Parse failures and judge errors", "",
               "Parse failures are scored as wrong. Judge errors (no verdict: the judge failed or has not run) "
               "and run errors (no model answer) are left out of F1.", "",

@@ -3,7 +3,9 @@
 One row per record, joined to the release's gold answers and metadata. What is scored:
 
 * ``status == "error"`` (the model never answered) — excluded from F1 and counted as a run error;
-* closed — parsed by the strict parser; unparseable is wrong: (0, 1, 1);
+* closed — parsed by the strict parser; unparseable is wrong: (0, 1, 1). Beside it, the *assisted* counts: a
+  reply the strict parser cannot read, read by the run's extractor (``mmbu eval judge --extract-closed``);
+  never mixed into the strict counts;
 * open classification — the pre-check, else the cached verdict of the run's judge
   (``judge.json``); no verdict yet, or a judge error, is excluded from F1 and counted in
   ``judge_errors`` (never counted as wrong);
@@ -30,6 +32,7 @@ from PIL import Image
 from mmbu.core.release import Task
 
 from ..judge.cache import JUDGEMENTS_FILE, VerdictCache, verdict_key
+from ..judge.extraction_cache import assisted_label, extractions_of
 from ..judge.precheck import final_answer_text, precheck_equivalent
 from ..models.box_format import BoxFormat
 from ..parser import (
@@ -59,6 +62,12 @@ class Outcome(NamedTuple):
     judge_state: str  # open classification: "precheck", "pending", "error" or the judge's method; else "n/a"
     random_p: float  # chance of being right under the random baseline
     n_gold: int  # gold items (options: 1; detection: the gold boxes)
+    # the assisted score (closed answers the strict parser cannot read, as the extractor reads them); for any
+    # other record the strict counts (None here, filled in by `score_records`)
+    tp_assisted: int | None = None
+    fp_assisted: int | None = None
+    fn_assisted: int | None = None
+    extraction: str = "n/a"  # closed: strict | extracted | none | pending | off (no extractor for the run)
 
 
 OUTCOME_COLUMNS = Outcome._fields
@@ -124,6 +133,7 @@ class _RecordScorer:
 
     def __init__(self, run: RunDir, judge: JudgeSelection | None, cache: VerdictCache | None, seed: int) -> None:
         self.run, self.judge, self.cache, self.seed = run, judge, cache, seed
+        self.extractions = extractions_of(run.path)
         self._closed: dict[tuple[str, tuple[str, ...], str], Outcome] = {}
         self._open: dict[tuple, Outcome] = {}
         self._declared: object = None
@@ -144,7 +154,11 @@ class _RecordScorer:
             return Outcome(False, 0, 0, 0, False, "gold_not_in_options", "n/a", 0.0, 1)
         result = parse_closed_answer(output, options, self.run.reasoning)
         tp = int(result.label == gold)
-        return Outcome(True, tp, 1 - tp, 1 - tp, result.label is not None, result.path, "n/a", 1.0 / len(options), 1)
+        reply = final_answer_text(output, self.run.reasoning) if result.label is None else ""
+        assisted, how = assisted_label(result.label, reply, options, self.extractions)
+        tp_assisted = int(assisted == gold)
+        return Outcome(True, tp, 1 - tp, 1 - tp, result.label is not None, result.path, "n/a", 1.0 / len(options), 1,
+                       tp_assisted, 1 - tp_assisted, 1 - tp_assisted, how)
 
     def open_classification(self, output: str | None, answer: str, aliases, odds: float) -> Outcome:
         key = (output, answer, tuple(aliases) if aliases is not None else (), odds)
@@ -230,6 +244,8 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
             else:
                 rows.append(scorer.open_classification(output, open_answer, aliases, label_odds.get(dataset, 0.0)))
         outcome = pd.DataFrame(rows, columns=list(OUTCOME_COLUMNS), index=records.index)
+        for column in ("tp", "fp", "fn"):  # the assisted counts of a record the extractor has no part in: the strict ones
+            outcome[f"{column}_assisted"] = outcome[f"{column}_assisted"].fillna(outcome[column])
         inconsistent = records.loc[outcome["parse_path"] == "gold_not_in_options", "sample_id"]
         if len(inconsistent):
             warn(f"{run.release_dir}: {len(inconsistent)} {task} closed records have a gold answer that is not "
@@ -238,7 +254,7 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
     if not frames:
         raise RunInputError(f"{run.path}: no record matches a task and sample of the release {run.release_dir}")
     result = pd.concat(frames, ignore_index=True)
-    for column in ("tp", "fp", "fn", "n_gold"):
+    for column in ("tp", "fp", "fn", "n_gold", "tp_assisted", "fp_assisted", "fn_assisted"):
         result[column] = result[column].astype(np.int64)
     return attach_metadata(result, gold) if with_metadata else result
 

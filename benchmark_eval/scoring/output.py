@@ -33,7 +33,7 @@ def write_json(path: str | Path, payload: Any) -> Path:
 
 
 RECORD_OUTCOME_COLUMNS = ("model", "task", "form", "template", "sample_id", "prompt_version", "status", "scored",
-                          "tp", "fp", "fn", "parse_ok", "parse_path", "judge_state")
+                          "tp", "fp", "fn", "parse_ok", "parse_path", "judge_state", "tp_assisted", "extraction")
 
 
 def write_record_outcomes(path: str | Path, outcomes: pd.DataFrame) -> Path:

@@ -3,10 +3,14 @@
 ``scores.json`` is a list of records of two kinds (``kind`` tells them apart):
 
 * ``{"kind": "score", "model", "task", "form", "template", "n", "f1", "ci_low", "ci_high",
-  "random_baseline", "parse_failures", "judge_errors"}`` — ``n`` counts the scored records;
+  "random_baseline", "parse_failures", "judge_errors", "unparseable_share", "assisted_f1", "assisted_ci_low",
+  "assisted_ci_high", "extracted"}`` — ``n`` counts the scored records;
   ``parse_failures`` the scored records whose answer could not be read (counted wrong);
   ``judge_errors`` the open records left out of F1 because no verdict exists (judge failed, or
   ``mmbu eval judge`` has not run for them). Records whose model call failed are in neither.
+  ``f1`` is the strict score (the paper's protocol). ``assisted_f1`` (closed forms of a run judged with
+  ``--extract-closed``, else null) reads the replies the strict parser cannot read with the run's extractor;
+  ``extracted`` counts them, ``unparseable_share`` is the strict parse-failure share of the scored records.
   ``expected`` / ``missing``: records the run's selection (run.json) calls for from the release, and how
   many of them the run file lacks (or has only for an older prompt version than the configuration's newest); a configuration with missing records has no ``f1`` or CI (it would
   be the score of a smaller benchmark), and one with no record at all is still listed.
@@ -103,6 +107,10 @@ def slim_outcomes(outcomes: pd.DataFrame, options: ScoreOptions) -> pd.DataFrame
     columns = [*CONFIG, "sample_id", "status", "scored", "parse_ok", "judge_state", "tp", "fp", "fn",
                "random_p", "n_gold"]
     frame = outcomes[columns].copy()
+    # outcome tables written without an extractor (or by hand) have no assisted counts: the strict ones stand
+    for column in ("tp", "fp", "fn"):
+        frame[f"{column}_assisted"] = outcomes.get(f"{column}_assisted", outcomes[column])
+    frame["extraction"] = outcomes.get("extraction", "off")
     if options.cluster_by_image:
         codes = pd.factorize(outcomes[CLUSTER_COLUMN])[0]
         missing = codes < 0  # a record without an image hash is its own cluster
@@ -139,6 +147,8 @@ def config_scores(frame: pd.DataFrame, options: ScoreOptions) -> list[dict]:
     parse_failed = scored & ~frame["parse_ok"].to_numpy(bool)
     judge_errors = frame["judge_state"].isin(["error", "pending"]).to_numpy()
     random_p, n_gold = frame["random_p"].to_numpy(float), frame["n_gold"].to_numpy(float)
+    assisted_counts, _ = _arrays(frame, "_assisted")
+    extraction = frame["extraction"].to_numpy(object)
     records = []
     for (model, task, form, template), rows in groups(frame, CONFIG):
         kept = rows[scored[rows]]
@@ -147,12 +157,22 @@ def config_scores(frame: pd.DataFrame, options: ScoreOptions) -> list[dict]:
                                 rng=config_rng(options.seed, model, task, form, template))
         if not len(kept):  # nothing scored yet (e.g. every open answer awaits the judge): no F1, not F1 = 0
             interval = Interval(float("nan"), float("nan"), float("nan"))
+        # the assisted score exists for closed configurations whose run has an extractor; never mixed into f1
+        assisted = Interval(float("nan"), float("nan"), float("nan"))
+        if form == "closed" and len(kept) and (extraction[kept] != "off").any():
+            assisted = bootstrap_f1(assisted_counts[kept], resamples=options.resamples,
+                                    clusters=clusters[kept] if options.cluster_by_image else None,
+                                    rng=config_rng(options.seed, model, task, form, template, "assisted"))
         records.append({
             "kind": "score", "model": model, "task": task, "form": form, "template": template,
             "n": int(len(kept)), "f1": _rounded(interval.estimate), "ci_low": _rounded(interval.low),
             "ci_high": _rounded(interval.high),
             "random_baseline": _rounded(expected_f1(random_p[kept], n_gold[kept])),
             "parse_failures": int(parse_failed[rows].sum()), "judge_errors": int(judge_errors[rows].sum()),
+            "unparseable_share": _rounded(parse_failed[kept].sum() / len(kept)) if form == "closed" and len(kept) else None,
+            "assisted_f1": _rounded(assisted.estimate), "assisted_ci_low": _rounded(assisted.low),
+            "assisted_ci_high": _rounded(assisted.high),
+            "extracted": int((extraction[kept] == "extracted").sum()),
         })
     return _order(pd.DataFrame(records)).to_dict("records") if records else []
 
@@ -279,10 +299,11 @@ def with_coverage(scores: list[dict], coverage: list[dict]) -> list[dict]:
     for row in coverage:
         item = by_config.pop(tuple(row[k] for k in CONFIG), None) or {
             "kind": "score", **{k: row[k] for k in CONFIG}, "n": 0, "f1": None, "ci_low": None, "ci_high": None,
-            "random_baseline": None, "parse_failures": 0, "judge_errors": 0}
+            "random_baseline": None, "parse_failures": 0, "judge_errors": 0, "unparseable_share": None,
+            "assisted_f1": None, "assisted_ci_low": None, "assisted_ci_high": None, "extracted": 0}
         item = {**item, "expected": row["expected"], "missing": row["missing"]}
         if row["missing"]:  # scored as if whole, it would be the score of another, smaller benchmark
-            item.update(f1=None, ci_low=None, ci_high=None)
+            item.update(f1=None, ci_low=None, ci_high=None, assisted_f1=None, assisted_ci_low=None, assisted_ci_high=None)
         merged.append(item)
     merged += by_config.values()  # configurations outside the run's selection (records of an earlier run)
     return _order(pd.DataFrame(merged)).to_dict("records")

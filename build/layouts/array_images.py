@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from mmbu.build.layouts.array_files import ArrayFileError, open_array
-from mmbu.build.layouts.arrays import item_regions, open_ref, pick_depth
+from mmbu.build.layouts.arrays import filled_path, item_regions, open_ref, pick_depth
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import image_size
 from mmbu.build.layouts.splits import keep_splits
@@ -66,7 +66,7 @@ def _read_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, parts: dict
     elif not regions:
         ctx.exclude(where, "no annotated object with a known label is left in this image")
     else:  # a picture: the file is the sample; the mask made from the array goes to the layout cache
-        mask_file = ctx.path(PathTemplate(layout.masks.file).fill(parts))
+        mask_file = filled_path(ctx, layout.masks.file, parts)
         ctx.add(path, regions=regions, mask_path=ctx.store_mask(path, ids, [mask_file]), size=size, grounded=True,
                 provenance=notes)
 

@@ -7,6 +7,8 @@ filling their templates with the same named parts.
 """
 from __future__ import annotations
 
+import glob
+import re
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -16,6 +18,7 @@ import numpy as np
 
 from mmbu.build.layouts.array_files import ArrayFileError, ItemArray, npz_members, open_array
 from mmbu.build.layouts.context import LayoutContext
+from mmbu.build.layouts.files import glob_files
 from mmbu.build.layouts.instances import InstanceCanvas
 from mmbu.build.layouts.masks import MaskRules, regions_from_mask
 from mmbu.build.layouts.sample import Region
@@ -77,9 +80,23 @@ def _image_groups(ref: ArrayRef, ctx: LayoutContext) -> Iterator[_Group]:
             ctx.exclude(ctx.rel(path), f"no array in it matches key {ref.key!r}{did_you_mean(ref.key, members)}")
 
 
+def filled_path(ctx: LayoutContext, template: str, parts: dict[str, str]) -> Path:
+    """The file `template` names with `parts` filled in. A glob the template keeps outside its parts (a leading
+    `**/` or `*/` for an archive's unknown top folder) is looked up among the fetched files: one match is the file,
+    several are ambiguous (ArrayFileError), none leaves the path as written, which the caller reports missing."""
+    if not re.search(r"[*?[]", re.sub(r"\{[^}]*\}", "", template)):
+        return ctx.path(PathTemplate(template).fill(parts))
+    pattern = PathTemplate(template).fill({name: glob.escape(value) for name, value in parts.items()})
+    found = glob_files(ctx.raw_dir, pattern)
+    if len(found) > 1:
+        raise ArrayFileError(f"{pattern!r} matches {len(found)} files ({', '.join(ctx.rel(p) for p in found[:3])}); "
+                             "which one belongs to this item is ambiguous")
+    return found[0] if found else ctx.path(PathTemplate(template).fill(parts))
+
+
 def open_ref(ctx: LayoutContext, ref: ArrayRef, parts: dict[str, str], stack: ExitStack
              ) -> tuple[ItemArray, str]:
-    path = ctx.path(PathTemplate(ref.file).fill(parts))
+    path = filled_path(ctx, ref.file, parts)
     key = PathTemplate(ref.key).fill(parts) if ref.key else None
     where = ctx.rel(path) + (f":{key}" if key else "")
     if not path.is_file():

@@ -3,6 +3,7 @@ keeps only the rows whose columns hold the listed values."""
 from __future__ import annotations
 
 import csv
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -10,7 +11,7 @@ import pandas as pd
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.single_label import one_hot_label, one_label, split_labels
 from mmbu.curation.manifest.hints import did_you_mean
-from mmbu.curation.manifest.layout import LabelTableLayout
+from mmbu.curation.manifest.layout import EXCEL_SUFFIXES, LabelTableLayout
 
 
 def sniff_delimiter(sample: str, given: str | None) -> str:
@@ -23,9 +24,12 @@ def sniff_delimiter(sample: str, given: str | None) -> str:
         return ","
 
 
-def read_table(ctx: LayoutContext, name: str, delimiter: str | None = None) -> pd.DataFrame | None:
-    """A CSV/TSV of text cells (nothing parsed as numbers or NaN), or None with an exclusion."""
+def read_table(ctx: LayoutContext, name: str, delimiter: str | None = None, sheet: str | None = None
+               ) -> pd.DataFrame | None:
+    """A CSV/TSV or Excel sheet of text cells (nothing parsed as numbers or NaN), or None with an exclusion."""
     path = ctx.path(name)
+    if name.lower().endswith(EXCEL_SUFFIXES):
+        return _read_sheet(ctx, name, path, sheet)
     try:
         head = path.read_text(encoding="utf-8-sig")[:8192]
         return pd.read_csv(path, sep=sniff_delimiter(head, delimiter), dtype=str, keep_default_na=False,
@@ -33,6 +37,23 @@ def read_table(ctx: LayoutContext, name: str, delimiter: str | None = None) -> p
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         ctx.exclude(name, f"the table cannot be read ({exc})")
         return None
+
+
+def _read_sheet(ctx: LayoutContext, name: str, path: Path, sheet: str | None) -> pd.DataFrame | None:
+    """One sheet of a workbook, every cell as text: openpyxl gives whole numbers as ints, so a label 1 reads '1'."""
+    try:
+        with pd.ExcelFile(path, engine="openpyxl") as workbook:
+            if sheet is not None and sheet not in workbook.sheet_names:
+                ctx.exclude(name, f"the workbook has no sheet {sheet!r}{did_you_mean(sheet, workbook.sheet_names)} "
+                                  f"(its sheets: {', '.join(map(repr, workbook.sheet_names))})")
+                return None
+            table = pd.read_excel(workbook, sheet_name=sheet if sheet is not None else 0, dtype=str,
+                                  keep_default_na=False, na_filter=False)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        ctx.exclude(name, f"the workbook cannot be read ({exc})")
+        return None
+    table.columns = [str(column) for column in table.columns]  # a header cell may be a number
+    return table
 
 
 def missing_columns(ctx: LayoutContext, name: str, table: pd.DataFrame, wanted: list[str]) -> bool:
@@ -67,7 +88,7 @@ class ImageFinder:
 
 
 def read(layout: LabelTableLayout, ctx: LayoutContext) -> None:
-    table = read_table(ctx, layout.table, layout.delimiter)
+    table = read_table(ctx, layout.table, layout.delimiter, layout.sheet)
     if table is None:
         return
     label_columns = layout.label_columns or [layout.label_column]

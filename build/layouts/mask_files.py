@@ -15,7 +15,7 @@ import numpy as np
 from PIL import Image
 
 from mmbu.build.layouts.channel_files import ImageFiles, compose, frame_of, image_files
-from mmbu.build.layouts.colour_masks import read_rgb
+from mmbu.build.layouts.colour_masks import colour_objects, read_rgb
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import image_size, is_volume
 from mmbu.build.layouts.instances import InstanceCanvas
@@ -115,6 +115,8 @@ def read_mask_file(path: Path) -> tuple[np.ndarray, bool]:
 
 def _binary(layout: MaskFilesLayout, label: str | None) -> bool:
     """Whether a mask file is read as foreground and background (one object, or connected pieces of one class)."""
+    if layout.object_colors:  # the colours tell the objects apart: read as values, one per colour
+        return False
     return layout.objects == "file" or (layout.objects == "components" and label is not None)
 
 
@@ -166,7 +168,12 @@ def _read_flat(layout: MaskFilesLayout, ctx: LayoutContext, item: ImageFiles,
     for mask_path, mask_parts in masks:
         label = _label(layout, item.parts, mask_parts)
         try:
-            if _binary(layout, label):
+            if layout.object_colors:
+                rgb, lossy = read_rgb(mask_path)
+                values, note = colour_objects(rgb, parse_colour(layout.background_color), lossy=lossy,
+                                              name=mask_path.name)
+                lossy = False
+            elif _binary(layout, label):
                 values, note = object_pixels(layout, mask_path)
                 lossy = False
             elif layout.mask_colors:  # the colours become values: nothing lossy is left to snap

@@ -24,6 +24,9 @@ from mmbu.curation.manifest.layout_tables import ParquetLayout
 from mmbu.curation.manifest.layout_volumes import VolumeTableLayout
 
 
+EXCEL_SUFFIXES = (".xlsx", ".xlsm")  # what openpyxl reads; the legacy binary .xls needs another engine
+
+
 class FolderPerClassLayout(LayoutBase):
     """<root>/<label>/<file>: the name of a class folder is the raw label.
 
@@ -66,7 +69,9 @@ class LabelTableLayout(TableLabels, RowFilter):
     every row it leaves out is an exclusion naming the filter."""
 
     kind: Literal["label_table"]
-    table: DatasetPath
+    table: DatasetPath = Field(description="The table: CSV/TSV, or an Excel workbook (.xlsx, .xlsm) read with openpyxl.")
+    sheet: str | None = Field(None, description="For an Excel workbook: the sheet holding the table (its first sheet "
+                                                "when omitted).")
     image_column: str
     image_root: DatasetPath = Field(".", description="Folder of the images; may hold a glob (`images_*/images`) when the "
                                              "images are spread over several folders, then found by file name.")
@@ -78,6 +83,15 @@ class LabelTableLayout(TableLabels, RowFilter):
     frame_column: str | None = Field(
         None, description="For videos: the column naming the 0-based frame each row labels; every row is then one "
                           "sample (the video's path plus the frame), so one video gives as many samples as rows.")
+
+    @model_validator(mode="after")
+    def _sheet_and_delimiter_fit_the_table(self) -> "LabelTableLayout":
+        excel = self.table.lower().endswith(EXCEL_SUFFIXES)
+        if self.sheet is not None and not excel:
+            raise ValueError(f"sheet names a sheet of an Excel workbook, and {self.table!r} is not one (.xlsx, .xlsm)")
+        if self.delimiter is not None and excel:
+            raise ValueError(f"{self.table!r} is an Excel workbook: its cells need no delimiter (name the sheet instead)")
+        return self
 
 
 class CocoLayout(LayoutBase):
@@ -246,6 +260,10 @@ class MaskFilesLayout(ColourMasks):
     channels: ChannelFiles | None = Field(
         None, description="One sample from several image files, one per channel, that differ in one named part of "
                           "`image` (CELLULAR's `_w1`, `_w2`, `_w3`).")
+    object_colors: bool = Field(False, description="RGB mask files whose colours only tell the objects of one file "
+                                                   "apart (Arvidsson's nuclei: one colour per nucleus): each connected "
+                                                   "piece of one colour is an object of `label`; needs objects: "
+                                                   "components.")
 
     @field_validator("image")
     @classmethod
@@ -294,6 +312,10 @@ class MaskFilesLayout(ColourMasks):
         if not by_file and not (self.mask_values or self.mask_colors or self.label_part or binary_components):
             raise ValueError(f"objects: {self.objects} needs mask_values (mask value -> raw label), mask_colors "
                              "or label_part")
+        if self.object_colors and (self.objects != "components" or not self.label or self.mask_colors
+                                   or self.mask_values or self.label_part):
+            raise ValueError("object_colors separates the objects of a file by colour: it needs objects: components "
+                             "and label, without mask_colors, mask_values or label_part")
         if by_file and self.mask_colors:
             raise ValueError(f"mask_colors names the classes of a label mask; objects: {self.objects} reads a file "
                              "as one object or as instance ids (use objects: values or components)")

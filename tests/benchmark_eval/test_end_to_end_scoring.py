@@ -12,6 +12,7 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).parent))
 
 from support.eval_release import write_release  # noqa: E402
+from support.judge_stub import fenced_pair  # noqa: E402
 from support.openai_server import OpenAIServer  # noqa: E402
 
 from mmbu.cli import cli
@@ -24,11 +25,10 @@ MODELS = {
     "OpenGVLab/InternVL3_5-8B": ("internvl", "internvl"),
     "google/gemma-3-4b-it": ("gemma", "gemini"),
 }
-_PAIR = re.compile(r"Gold answer: (.*)\nModel answer: (.*)", re.S)
 
 
 def judge_reply(call) -> str:
-    gold, answer = _PAIR.search(call.prompt).groups()
+    gold, answer = fenced_pair(call.prompt)
     same = gold == "nucleus" and "nuclei" in answer
     return f"Comparing the two.\nVERDICT: {'EQUIVALENT' if same else 'NOT_EQUIVALENT'}"
 

@@ -23,7 +23,8 @@ from mmbu.benchmark_eval.scoring.scores import ScoreOptions, score_runs
 
 UNG, DET = "ungrounded_classification", "object_detection"
 SCORE_KEYS = {"kind", "model", "task", "form", "template", "n", "f1", "ci_low", "ci_high", "random_baseline",
-              "parse_failures", "judge_errors", "expected", "missing"}
+              "parse_failures", "judge_errors", "expected", "missing", "unparseable_share", "assisted_f1",
+              "assisted_ci_low", "assisted_ci_high", "extracted"}
 DELTA_KEYS = {"kind", "model", "task", "template", "delta", "ci_low", "ci_high"}
 QWEN25 = {"scale": "pixel", "order": "xyxy",
           "resize": {"kind": "qwen25_smart_resize", "min_pixels": 3136, "max_pixels": 1003520, "factor": 28}}

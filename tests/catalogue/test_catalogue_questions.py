@@ -247,9 +247,8 @@ def test_full_context_descriptions_do_not_call_a_cell_part_the_specimen_region(d
 
 
 # classification datasets whose closed question is still "their one label or None of the above" (always the label):
-# no distractor has been curated for them yet (cytodark0's brain cells are every cell of its sections; usgra_seg's
-# one label is itself two things)
-UNCURATED_SINGLE_LABEL = {"cytodark0", "usgra_seg"}
+# no distractor has been curated for them yet (usgra_seg's one label is itself two things)
+UNCURATED_SINGLE_LABEL = {"usgra_seg"}
 
 
 @pytest.mark.parametrize("dataset_id", sorted(MANIFESTS))

@@ -53,6 +53,17 @@ def test_tables_arrays_and_parquet(tmp_path):
     assert Image.open(__import__("io").BytesIO(table[0]["image"]["bytes"])).size == (8, 6)
 
 
+def test_an_excel_workbook_keeps_its_sheets_in_order_and_numbers_as_numbers(tmp_path):
+    from openpyxl import load_workbook
+
+    write_file(tmp_path, {"path": "c.xlsx", "xlsx": {"sheets": {"Notes": [["read me"]],
+                                                                "OD": [["ID", "Diagnosis"], ["RET002OD", 1]]}}})
+    workbook = load_workbook(tmp_path / "c.xlsx")
+    assert workbook.sheetnames == ["Notes", "OD"]
+    assert [[cell.value for cell in row] for row in workbook["OD"].iter_rows()] == [["ID", "Diagnosis"], ["RET002OD", 1]]
+    assert workbook["OD"]["B2"].data_type == "n"
+
+
 def test_a_spec_builds_a_tree_the_layout_reads(tmp_path):
     spec = yaml.safe_load("""
         files:

@@ -25,6 +25,7 @@ File kinds (one key besides `path`):
         a region with `color: [r, g, b]` instead of `value` makes an RGB colour-coded mask
   text: a literal string          json: any YAML value, dumped as JSON
   csv: {rows: [[...], ...], delimiter: ","}
+  xlsx: {sheets: {name: [[...], ...]}}           an Excel workbook written by openpyxl, sheets in the order given
   arrays: {key: {shape: [...], dtype: uint8, values: [...]}}   .npz (`values` flat, else a ramp); .npy: key `array`;
           .h5 (h5py; keys are dataset paths such as volumes/raw);
           a mask stack: {shape: [N, H, W], regions: [{index: 0, value: 1, box: [x0, y0, x1, y1]}]} (zeros elsewhere;
@@ -47,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SPEC_DIR = ROOT / "tests" / "catalogue" / "replicas"
 DATASETS = ROOT / "manifests" / "datasets"
 TRAILS = ROOT / "manifests" / "reviews" / "catalogue"
-FILE_KINDS = ("image", "mask", "text", "json", "csv", "arrays", "parquet", "video")
+FILE_KINDS = ("image", "mask", "text", "json", "csv", "xlsx", "arrays", "parquet", "video")
 
 
 def is_demo(manifest: Any) -> bool:
@@ -214,6 +215,19 @@ def write_arrays(path: Path, arrays: dict[str, Any]) -> None:
         np.savez(path, **built)
 
 
+def write_workbook(path: Path, sheets: dict[str, list[list[Any]]]) -> None:
+    """An .xlsx workbook as openpyxl writes it: numbers stay numbers (a label 1 is a numeric cell, not text)."""
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    workbook.remove(workbook.active)
+    for name, rows in sheets.items():
+        sheet = workbook.create_sheet(name)
+        for row in rows:
+            sheet.append(row)
+    workbook.save(path)
+
+
 def write_file(root: Path, entry: dict[str, Any]) -> Path:
     """Write one spec entry under `root` with the writer its kind and suffix call for."""
     path = root / entry["path"]
@@ -237,6 +251,8 @@ def write_file(root: Path, entry: dict[str, Any]) -> Path:
         delimiter = spec.get("delimiter", ",")
         path.write_text("".join(delimiter.join(str(cell) for cell in row) + "\n" for row in spec["rows"]),
                         encoding="utf-8")
+    elif kind == "xlsx":
+        write_workbook(path, spec["sheets"])
     elif kind == "arrays":
         write_arrays(path, spec)
     elif kind == "video":

@@ -150,3 +150,30 @@ def test_a_stack_of_2d_images_in_hdf5_reads_item_by_item(tmp_path):
     samples, exclusions = read_samples(manifest, raw_dir, tmp_path / "cache")
     assert not exclusions and [s.label for s in samples] == ["a", "b", "a"]
     np.testing.assert_array_equal(np.asarray(Image.open(samples[1].image_path)), images[1])
+
+
+def test_a_leading_any_folder_glob_reads_the_labels_beside_the_image_with_or_without_a_top_folder(tmp_path):
+    # the masks template keeps `**/` after its parts are filled: it is looked up among the fetched files
+    raw_dir = tmp_path / "raw"
+    platynereis_like(raw_dir / "nuclei" / "train_data_nuclei_01.h5")
+    platynereis_like(raw_dir / "archive-top" / "nuclei" / "train_data_nuclei_02.h5")
+    layout = {**LAYOUT, "images": {"file": "**/nuclei/train_data_nuclei_{n:d}.h5", "key": RAW_KEY},
+              "masks": {"file": "**/nuclei/train_data_nuclei_{n:d}.h5", "key": NUCLEI_KEY}}
+    samples, exclusions = _read(raw_dir, tmp_path, layout=layout)
+
+    assert exclusions == []
+    assert sorted(s.provenance["masks"].split(":")[0] for s in samples) == [
+        "archive-top/nuclei/train_data_nuclei_02.h5", "nuclei/train_data_nuclei_01.h5"]
+
+
+def test_two_files_a_glob_template_could_mean_are_one_sentence_not_a_guess(tmp_path):
+    raw_dir = tmp_path / "raw"
+    platynereis_like(raw_dir / "nuclei" / "train_data_nuclei_01.h5")
+    platynereis_like(raw_dir / "copy" / "labels" / "train_data_nuclei_01.h5")
+    platynereis_like(raw_dir / "other" / "labels" / "train_data_nuclei_01.h5")
+    layout = {**LAYOUT, "masks": {"file": "**/labels/train_data_nuclei_{n:d}.h5", "key": NUCLEI_KEY}}
+    samples, exclusions = _read(raw_dir, tmp_path, layout=layout)
+
+    assert samples == []
+    (exclusion,) = exclusions
+    assert "matches 2 files" in exclusion.reason and "ambiguous" in exclusion.reason

@@ -214,3 +214,70 @@ def test_a_where_column_missing_from_the_table_excludes_the_table_with_the_close
 def test_a_where_without_values_is_refused_by_the_model():
     with pytest.raises(ValidationError, match="where lists no value for 'image_type'"):
         make_manifest(bundle_layout(where={"image_type": []}), labels=BUNDLE_LABELS)
+
+
+def papila_like_workbook(raw):
+    """An Excel label table as PAPILA-style clinical sheets are shipped: a title row would break the header, so the
+    table sits on its own sheet after a notes sheet; the diagnosis is a numeric cell (0, 1, 2), as openpyxl writes it."""
+    from openpyxl import Workbook
+
+    for name, value in (("RET002OD", 10), ("RET002OS", 20), ("RET004OD", 30)):
+        write_image(raw / "FundusImages" / f"{name}.jpg", value)
+    workbook = Workbook()
+    workbook.active.title = "Notes"
+    workbook.active.append(["Diagnosis: 0 healthy, 1 glaucoma, 2 suspect"])
+    sheet = workbook.create_sheet("Patients")
+    for row in (["ID", "Age", "Diagnosis"], ["RET002OD", 57, 0], ["RET002OS", 57, 2], ["RET004OD", 71, 1],
+                ["RET009OD", 66, 1]):
+        sheet.append(row)
+    workbook.save(raw / "ClinicalData.xlsx")
+
+
+XLSX_LABELS = {"0": "healthy", "1": "glaucoma", "2": "suspect"}
+
+
+def _xlsx_layout(**extra):
+    return {"kind": "label_table", "table": "ClinicalData.xlsx", "sheet": "Patients", "image_column": "ID",
+            "image_root": "FundusImages", "image_suffix": ".jpg", "label_column": "Diagnosis", **extra}
+
+
+def test_an_excel_sheet_is_read_by_name_with_numeric_cells_as_their_text(tmp_path):
+    raw = tmp_path / "raw"
+    papila_like_workbook(raw)
+    manifest = make_manifest(_xlsx_layout(), labels=XLSX_LABELS)
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert {s.source_path: s.label for s in samples} == {"FundusImages/RET002OD.jpg": "0", "FundusImages/RET002OS.jpg": "2",
+                                                         "FundusImages/RET004OD.jpg": "1"}
+    (missing,) = exclusions  # RET009OD has a row but no image
+    assert "RET009OD" in missing.item or "RET009OD" in missing.reason
+
+
+def test_a_missing_sheet_is_one_sentence_naming_the_sheets_there(tmp_path):
+    raw = tmp_path / "raw"
+    papila_like_workbook(raw)
+    manifest = make_manifest(_xlsx_layout(sheet="patients"), labels=XLSX_LABELS)
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert samples == []
+    (exclusion,) = exclusions
+    assert exclusion.item == "ClinicalData.xlsx"
+    assert "no sheet 'patients'" in exclusion.reason and "'Notes', 'Patients'" in exclusion.reason
+
+
+def test_a_workbook_that_is_not_one_is_an_exclusion_not_a_crash(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "ClinicalData.xlsx").write_text("ID,Diagnosis\n", encoding="utf-8")
+    samples, exclusions = read_samples(make_manifest(_xlsx_layout(), labels=XLSX_LABELS), raw)
+
+    assert samples == [] and "the workbook cannot be read" in exclusions[0].reason
+
+
+@pytest.mark.parametrize("layout, message", [
+    (_xlsx_layout(table="ClinicalData.csv"), r"is not one \(\.xlsx, \.xlsm\)"),
+    (_xlsx_layout(delimiter=";"), "its cells need no delimiter"),
+])
+def test_sheet_and_delimiter_must_fit_the_kind_of_table(layout, message):
+    with pytest.raises(ValidationError, match=message):
+        make_manifest(layout, labels=XLSX_LABELS)

@@ -132,3 +132,37 @@ def test_rank_pairing_fields_are_checked(change, message):
     with pytest.raises(ValidationError, match=message):
         make_manifest({**RANK_LAYOUT, **change, **({"image": "images/*.png"} if change.get("pair_by") else {})},
                       labels={"nucleus": "cell nucleus"}, tasks=TASKS)
+
+
+def test_colours_that_only_tell_the_objects_of_a_file_apart_keep_touching_nuclei_apart(tmp_path):
+    """Arvidsson's annotations are 24-bit RGB PNGs, one colour per nucleus on black (NFDI4BIOIMAGE's copy of the
+    Zenodo record: "Annotations: 24-bit .png format (RGB)"; torch-em reads each colour as an object): two nuclei that
+    touch stay two objects, and a colour used twice apart makes two objects."""
+    raw = tmp_path / "raw"
+    save(raw / "test_nuclei" / "images" / "img1.png", np.full((H, W), 40, np.uint8))
+    rgb = np.zeros((H, W, 3), np.uint8)
+    rgb[2:6, 2:6] = (200, 30, 30)      # touches the next one along x = 6
+    rgb[2:6, 6:10] = (30, 200, 30)
+    rgb[10:14, 12:16] = (200, 30, 30)  # the first colour again, apart
+    save(raw / "test_nuclei" / "annotations" / "a_1.png", rgb)
+    layout = {**RANK_LAYOUT, "object_colors": True}
+    samples, exclusions = read_samples(make_manifest(layout, labels={"nucleus": "cell nucleus"}, tasks=TASKS), raw,
+                                       tmp_path / "cache")
+
+    assert exclusions == []
+    (sample,) = samples
+    assert sorted(r.box for r in sample.regions) == [(2.0, 2.0, 6.0, 6.0), (6.0, 2.0, 10.0, 6.0),
+                                                       (12.0, 10.0, 16.0, 14.0)]
+    assert {r.label for r in sample.regions} == {"nucleus"}
+    without = read_samples(make_manifest(RANK_LAYOUT, labels={"nucleus": "cell nucleus"}, tasks=TASKS), raw)[0]
+    assert len(without[0].regions) == 2  # read as one class, the touching pair merges into one component
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"objects": "file"}, "object_colors separates the objects of a file by colour"),
+    ({"label": None, "mask_values": {1: "nucleus"}}, "object_colors separates the objects of a file by colour"),
+])
+def test_object_colors_needs_components_of_one_label(extra, message):
+    with pytest.raises(ValidationError, match=message):
+        make_manifest({**RANK_LAYOUT, "object_colors": True, **extra}, labels={"nucleus": "cell nucleus"},
+                      tasks=TASKS)

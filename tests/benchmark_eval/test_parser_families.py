@@ -1,0 +1,128 @@
+"""Families of closed replies (issue 29): what the parser reads, and what must stay unparseable.
+
+Each family is a category: written variants (they show the rule and fail without it) and the real instances
+of the development corpus that belong to it (data/closed_replies, by id: they show the family exists). The
+locked corpus part is not used here; it is only scored (test_parser_corpus.py).
+"""
+import json
+from pathlib import Path
+
+import pytest
+
+from mmbu.benchmark_eval.parser import parse_closed_answer
+
+CORPUS = Path(__file__).parent / "data" / "closed_replies" / "replies.jsonl"
+CASES = {case["id"]: case for case in map(json.loads, CORPUS.read_text(encoding="utf-8").splitlines())}
+CELLS = ["Monocyte", "Promyelocyte", "Proerythroblast", "Band neutrophil", "None of the above"]
+ANGLES = ["30°", "45°", r"\frac{4}{3}", "60°"]
+YES_NO = ["Yes", "No"]
+
+
+def real(*ids: str) -> list:
+    """Corpus cases by id prefix, as (reply, options, label) parameters; development cases only."""
+    found = []
+    for prefix in ids:
+        case = CASES.get(prefix) or next(c for key, c in CASES.items() if key.startswith(prefix))
+        assert case["split"] == "development", prefix
+        found.append(pytest.param(case["reply"], case["options"], case["label"], id=prefix))
+    return found
+
+
+READ = {
+    "answer_field_other_convention": [
+        ("【答案】A<eoa>", CELLS, "A"),
+        ("【解析】…所以答案为B。<eoe>\n【答案】: B <eoa>", CELLS, "B"),
+        ("【正确答案】D", CELLS, "D"),
+        ("[Answer] C", CELLS, "C"),
+        ('… the evidence supports it.\\n\\nanswer_choice": "A"}', CELLS, "A"),  # a JSON object left unfinished
+        ('{"step_by_step_thinking": "…", "answer_choice": "E"}', CELLS, "E"),
+        *real("gaokao/gpt-4-0314/Biology-111", "gaokao/gpt-4-0314/Math_I-115",
+              "mirage/Llama-3.2-3B-Instruct/bioasq-rag_32-5c89461675a4a5d219000013"),
+    ],
+    "answer_as_sentence": [
+        ("OPTION C IS CORRECT", CELLS, "C"),
+        ("Option (B) is the correct one.", CELLS, "B"),
+        ("I believe option D is right.", CELLS, "D"),
+        *real("mathvista/claude/55@", "mathvista/chatgpt/858@"),
+    ],
+    "answer_first_then_rejected_options": [
+        ("The correct answer is (C).\n\nChoice (A) is incorrect because it is too small.\n"
+         "Choice (B) would be correct only if the nucleus were round.\nOption D is wrong.", CELLS, "C"),
+        ("Answer: B. A is wrong since the nucleus is round, C would be correct if it were larger, D is not.", CELLS, "B"),
+        *real("mathvista/bard/293@", "mathvista/idefics/446@", "mathvista/bard/566@"),
+    ],
+    "option_text_in_a_sentence": [
+        ("So the angle is $30^{\\circ}$.", ANGLES, "A"),
+        ("so the angle equals 45 degrees.", ANGLES, "B"),
+        ("The ratio therefore is 4/3.", ANGLES, "C"),
+        ("A decrease in sunlight would directly affect the band neutrophil, as it …", CELLS, "D"),
+        *real("mathvista/llava/255@", "mathvista/llava/504@", "mathvista/llava/698@", "mathvista/mplugowl/819@",
+              "mathvista/llavar/291@", "mathvista/llama_adapter_v2/279@"),
+    ],
+    "boxed_option_text": [
+        (r"x = \boxed{\frac{4}{3}}", ANGLES, "C"),
+        (r"\boxed{30^\circ}", ANGLES, "A"),
+        (r"\boxed{4/3}", ANGLES, "C"),
+        (r"The correct answer is **(C).** … so the angle is $\boxed{110^\circ}$.", ANGLES, "C"),  # a value, no option
+    ],
+    "lower_case_letter_with_text": [
+        ("answer: b. promyelocyte", CELLS, "B"),
+        ("(b) promyelocyte", CELLS, "B"),
+        ("c) proerythroblast", CELLS, "C"),
+    ],
+    "yes_no_option_text": [
+        ("No.", YES_NO, "B"),
+        ("The answer is no.", YES_NO, "B"),
+        ("Yes, because the bar is taller.", YES_NO, "A"),
+        *real("mathvista/llama_adapter_v2/994@", "mathvista/mplugowl/12@", "mathvista/llama_adapter_v2/344@"),
+    ],
+}
+
+
+@pytest.mark.parametrize(("reply", "options", "label"),
+                         [pytest.param(*case, id=f"{family}-{i}") if not hasattr(case, "values") else case
+                          for family, cases in READ.items() for i, case in enumerate(cases)])
+def test_families_the_parser_reads(reply, options, label):
+    assert parse_closed_answer(reply, options).label == label
+
+
+UNPARSEABLE = {
+    "several_letters_in_one_answer": [
+        (r"\boxed{A, C}", CELLS), (r"\boxed{AC}", CELLS), ("【答案】AC <eoa>", CELLS), ("【答案】A、B、C、D <eoa>", CELLS),
+        ("The answer is (A) and (B).", CELLS), ("Answer: B, D", CELLS), ("The answer is A or C.", CELLS),
+        *[pytest.param(p.values[0], p.values[1], id=p.id) for p in real("gaokao/gpt-4-0314/Physics-3",
+                                                                           "gaokao/gpt-4-0314/History-38")],
+    ],
+    "ordering_of_options": [
+        ("B > A > C > D", CELLS), ("Ranking: C, A, D, B", CELLS), ("1. C\n2. A\n3. B\n4. D", CELLS),
+        ("The order from most to least likely is C, A, B, D.", CELLS), ("Most likely to least likely: C > A > B", CELLS),
+    ],
+    "letter_with_another_options_text": [
+        ("Answer: B) Monocyte", CELLS), ("The answer is (B) 30°", ANGLES), ("The answer is B (monocyte).", CELLS),
+    ],
+    "letter_then_another_options_value": [
+        ("The answer is (A). Since both halves are equal, the angle is 45°.", ANGLES),
+        ("Answer: B\nTherefore the answer is 30°.", ANGLES),
+        ("The correct option letter is C. The area is 60°.", ANGLES),
+        *[pytest.param(p.values[0], p.values[1], id=p.id) for p in real("mathvista/bard/94@",
+                                                                           "mathvista/mplugowl/256@")],
+    ],
+    "refusal_that_starts_with_an_option_text": [
+        ("No, I cannot tell from the image.", YES_NO), ("Yes, I can help with that.", YES_NO),
+    ],
+}
+
+
+@pytest.mark.parametrize(("reply", "options"),
+                         [pytest.param(*case, id=f"{family}-{i}") if not hasattr(case, "values") else case
+                          for family, cases in UNPARSEABLE.items() for i, case in enumerate(cases)])
+def test_families_that_stay_unparseable(reply, options):
+    parsed = parse_closed_answer(reply, options)
+    assert parsed.label is None, parsed.path
+
+
+def test_the_real_instances_are_labelled_as_the_tests_expect():
+    """The corpus labels agree with the families they are quoted for (no test rests on a mislabelled case)."""
+    for prefix in ("mathvista/bard/94@", "mathvista/mplugowl/256@", "gaokao/gpt-4-0314/Physics-3",
+                   "gaokao/gpt-4-0314/History-38"):
+        assert (CASES.get(prefix) or next(c for k, c in CASES.items() if k.startswith(prefix)))["label"] is None
