@@ -43,11 +43,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ._labels import Resolution, bare_answer, clean_candidate, option_labels, resolve_candidate
-from ._stated import first_clause, first_sentence, last_stated_value, single_mention, stated_text
-from ._markers import (COPULAS, DENIALS, FIELD_KEYS, FILLERS, JOINED_VERDICT_TAILS, LABEL_FIRST_TAILS,
-                       NOT_ANSWER_SUBJECTS, PHRASES, STEMS, VERDICT_STEMS)
-from ._text import DEFAULT_REASONING, ReasoningMarkers, plain_markup, strip_reasoning, tag_pairs
+from mmbu.benchmark_eval.parser._labels import (Resolution, bare_answer, clean_candidate, option_labels,
+                                                resolve_candidate)
+from mmbu.benchmark_eval.parser._markers import (COPULAS, DENIALS, FIELD_KEYS, FILLERS, JOINED_VERDICT_TAILS,
+                                                 LABEL_FIRST_TAILS, NOT_ANSWER_SUBJECTS, PHRASES, STEMS, VERDICT_STEMS)
+from mmbu.benchmark_eval.parser._stated import (first_clause, first_sentence, last_stated_value, single_mention,
+                                                stated_text)
+from mmbu.benchmark_eval.parser._text import (DEFAULT_REASONING, ReasoningMarkers, plain_markup, strip_reasoning,
+                                              tag_pairs)
 
 UNPARSEABLE = "unparseable"
 

@@ -29,23 +29,17 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from mmbu.benchmark_eval.judge.cache import JUDGEMENTS_FILE, VerdictCache, verdict_key
+from mmbu.benchmark_eval.judge.extraction_cache import assisted_label, extractions_of
+from mmbu.benchmark_eval.judge.precheck import final_answer_text, precheck_equivalent
+from mmbu.benchmark_eval.models.box_format import BoxFormat
+from mmbu.benchmark_eval.parser import (extract_boxes, option_labels, parse_box_string, parse_closed_answer,
+                                        to_original_pixels)
+from mmbu.benchmark_eval.release import iter_images
+from mmbu.benchmark_eval.scoring.baselines import open_label_odds, random_box_hit_odds
+from mmbu.benchmark_eval.scoring.metrics import detection_counts
+from mmbu.benchmark_eval.scoring.rundir import OPEN_ANSWER, RunDir, RunInputError
 from mmbu.core.release import Task
-
-from ..judge.cache import JUDGEMENTS_FILE, VerdictCache, verdict_key
-from ..judge.extraction_cache import assisted_label, extractions_of
-from ..judge.precheck import final_answer_text, precheck_equivalent
-from ..models.box_format import BoxFormat
-from ..parser import (
-    extract_boxes,
-    option_labels,
-    parse_box_string,
-    parse_closed_answer,
-    to_original_pixels,
-)
-from ..release import iter_images
-from .baselines import open_label_odds, random_box_hit_odds
-from .metrics import detection_counts
-from .rundir import OPEN_ANSWER, RunDir, RunInputError
 
 DETECTION = Task.DETECTION.value
 
