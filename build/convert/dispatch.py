@@ -4,13 +4,12 @@ Readers are imported lazily from `base.READERS`, so converting a PNG never loads
 """
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from mmbu.build.convert.base import READERS, ConversionError, Converted, ConvertOptions
+from mmbu.build.convert.base import READERS, ConversionError, Converted, ConvertOptions, load_function
 from mmbu.build.convert.display import resize_longest_side
 from mmbu.build.convert.sniff import Identified, identify
 
@@ -20,10 +19,9 @@ Reader = Callable[[Path, ConvertOptions], Converted]
 def load_reader(format_name: str) -> Reader:
     """The `read(path, options)` function registered for `format_name` in `base.READERS`."""
     try:
-        module_name, function_name = READERS[format_name].split(":")
+        return load_function(READERS[format_name])
     except KeyError:
         raise ConversionError(f"no reader is registered for the format {format_name!r}") from None
-    return getattr(importlib.import_module(module_name), function_name)
 
 
 def read_image(path: str | Path, options: ConvertOptions | None = None) -> Converted:
