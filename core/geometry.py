@@ -13,7 +13,7 @@ the same anatomy in the PNG:
 Every step names its input and output size, and the chain must join up (each step starts where the last
 one ended), so a step a converter forgets to record shows up as a mismatch with the pixels it returns
 (`mmbu.build.convert.dispatch.check_converted`), not as boxes in the wrong place. Sizes are
-`(width, height)`, as everywhere in the conversion report. In a report line (DESIGN §3.2) the geometry
+`(width, height)`, as everywhere in the conversion report. In a report line (docs/architecture.md §3.2) the geometry
 is `params["geometry"]`, written by `to_json` and read back by `from_json`.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The parser returns one of *this sample's* option labels (``A`` … up to the number of options)
 or "unparseable". It never asks a judge, never guesses and never picks the nearest option: an
-answer it cannot read is a wrong answer (DESIGN §4 "Scoring").
+answer it cannot read is a wrong answer (docs/architecture.md §4 "Scoring").
 
 Reasoning blocks (per model family) are stripped first, then LaTeX and Markdown wrappers around
 what they wrap. The reply's *commitments* are then collected, each read by one rule:

@@ -21,8 +21,8 @@ from mmbu.core.geometry import ConversionGeometry, Size
 
 
 def geometry_of(record: Mapping[str, Any]) -> ConversionGeometry:
-    """The geometry of one conversion-report line (DESIGN §3.2): `params["geometry"]`, which the converter
-    records on every line it writes with `status: ok` (`convert.batch`)."""
+    """The geometry of one conversion-report line (docs/architecture.md §3.2): `params["geometry"]`, which the
+    converter records on every line it writes with `status: ok` (`convert.batch`)."""
     return ConversionGeometry.from_json(record["params"]["geometry"])
 
 

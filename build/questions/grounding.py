@@ -25,7 +25,7 @@ from mmbu.core.release import Task
 
 @dataclass(frozen=True)
 class ConvertedImage:
-    """One converted sample: the PNG, its report line (DESIGN §3.2) and, for volumes, the converted
+    """One converted sample: the PNG, its report line (docs/architecture.md §3.2) and, for volumes, the converted
     label-mask PNG (already in the output frame, same transform as the image)."""
 
     png: Path

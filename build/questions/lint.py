@@ -1,4 +1,4 @@
-"""The wording lint: questions speak only of what is visible (DESIGN §4 "Questions").
+"""The wording lint: questions speak only of what is visible (docs/architecture.md §4 "Questions").
 
 It rejects disease names, clinical outcomes, words implying malignancy and abbreviations, from the
 maintained lists in `lint_words.yaml` plus every abbreviation in the taxonomy and any all-capitals

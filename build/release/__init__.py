@@ -1,4 +1,4 @@
-"""The release on disk (DESIGN §3.4): Parquet shards per task config with embedded PNGs, dataset card,
+"""The release on disk (docs/architecture.md §3.4): Parquet shards per task config with embedded PNGs, dataset card,
 croissant.json, SHA256SUMS, build_info.json, exclusions.csv and statistics.
 
 Public face:

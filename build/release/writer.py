@@ -1,4 +1,4 @@
-"""Write a whole release directory atomically (DESIGN §3.4).
+"""Write a whole release directory atomically (docs/architecture.md §3.4).
 
 Everything is written into a hidden sibling directory first; only a complete release is renamed
 into place, so a reader never sees a half-written one and a killed build leaves the old one intact.
