@@ -5,10 +5,10 @@ dataset's quota (`DatasetRule.quota`: the profile's cap, raised to `min_rows_per
 over the labels by water-filling: every label keeps all its rows while they fit under an equal share, the labels with
 more rows share what is left, and one row each of the remainder goes to labels in the seed's hash order. Inside a
 label, rows are taken in a fixed order: the dataset's own test split first (`DatasetRule.test_splits`, words of the
-source path or frame), then by round (an image gives `objects_per_image` objects of one label per round), then by a
-hash of (seed, image id), then by a hash of (seed, row id). Only hashes of ids order anything, never the order the
-layout listed samples in or a random generator's state, so the same samples and seed give the same rows on any
-machine, executor and number of jobs.
+source path or of the sample's part: an array key, a table row), then by round (an image gives `objects_per_image`
+objects of one label per round), then by a hash of (seed, image id), then by a hash of (seed, row id). Only hashes of ids order
+anything, never the order the layout listed samples in or a random generator's state, so the same samples and seed
+give the same rows on any machine, executor and number of jobs.
 
 A volume's objects are known only once its slice is chosen (`with_converted_mask`): until then each of its labels
 counts as one row of each grounded task (a placeholder), and after conversion the rows step keeps, for each chosen
@@ -70,9 +70,9 @@ def water_fill(available: Mapping[str, int], quota: int, seed: int) -> dict[str,
 
 
 def in_test_split(sample: Sample, words: Iterable[str]) -> bool:
-    """Whether a word of the sample's source path or frame (`test` in `CellData/OCT/test/CNV/x.jpeg`, in the array key
+    """Whether a word of the sample's source path or part (`test` in `CellData/OCT/test/CNV/x.jpeg`, in the array key
     `test_images`, in `ISIC2018_Task3_Test_Input/`) names a test split."""
-    text = f"{sample.source_path} {sample.frame or ''}".lower()
+    text = f"{sample.source_path} {sample.part or ''}".lower()
     return not set(words).isdisjoint(_WORD.split(text))
 
 

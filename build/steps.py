@@ -63,7 +63,7 @@ ROWS_PER_GROUP = 8192  # rows.parquet row groups (~13 MB of rows in pandas)
 # rows.parquet) changes shape: the package version alone does not change between development edits,
 # and a cached file in the old shape would otherwise be trusted (and fail the dataset). Converted
 # PNGs are keyed by the package version only, so a bump re-runs the steps but reuses the images.
-STEPS_FORMAT = 6
+STEPS_FORMAT = 7
 SAMPLES_FILE, CONVERTED_FILE = "samples.jsonl", "converted.jsonl"
 # A worker holds a chunk of samples at a time, not its dataset: SAMPLES_PER_CHUNK samples are converted, and have
 # their task rows made, at a time; METADATA_PER_CHUNK have their metadata validated at a time (pandera costs

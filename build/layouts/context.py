@@ -103,9 +103,9 @@ class LayoutContext:
         self.exclusions.append(Exclusion(dataset_id=self.dataset_id, sample_id=sample_id, item=item,
                                          stage="layout", reason=reason))
 
-    def frame_for(self, path: Path, dicom: bool | None = None) -> str | None:
-        """The frame/slice policy the converter applies to this file (part of its sample id); `dicom` is
-        `is_dicom(path)` when known."""
+    def part_for(self, path: Path, dicom: bool | None = None) -> str | None:
+        """Which part of this file the converter takes, by the manifest's frame or slice policy (part of the sample's
+        id); `dicom` is `is_dicom(path)` when known."""
         spec = self.manifest.convert
         if is_nifti(path):
             return f"slice={spec.slice};axis={spec.axis}"
@@ -126,7 +126,7 @@ class LayoutContext:
     def add(self, image: Path, *, label: str | None = None, regions: Iterable[Region] = (),
             mask_path: Path | None = None, row_metadata: dict[str, str] | None = None,
             size: tuple[int, int] | None = None, grounded: bool = False,
-            provenance: dict[str, str] | None = None, source: str | None = None, frame: str | None = None,
+            provenance: dict[str, str] | None = None, source: str | None = None, part: str | None = None,
             companions: tuple[Path, ...] = (), video_frame: int | None = None) -> Sample | None:
         """Record one sample; returns None (with an exclusion) when it cannot be used.
 
@@ -134,7 +134,7 @@ class LayoutContext:
         manifest's `convert:`); `video_frame` is the one frame a label table's row names.
 
         `grounded` says the sample exists for its regions, so losing all of them drops it. `source` and
-        `frame` name a sample that is one file of a larger whole (a DICOM series' chosen slice: the series
+        `part` name a sample that is one file of a larger whole (a DICOM series' chosen slice: the series
         folder and the slice policy make its id), `companions` the whole's other files. An instance
         of a DICOM whole-slide series (or the folder holding one series) also returns None: the series
         becomes one sample in `finish()`, once the layout has listed all of its files.
@@ -159,13 +159,13 @@ class LayoutContext:
             self.exclude(where, f"the labels point to the folder {where}, and a folder is one sample only when "
                                  "it holds the instances of exactly one DICOM whole-slide series")
             return None
-        return self._add_file(image, draft, source=source or where, frame=frame, video_frame=video_frame, facts=facts)
+        return self._add_file(image, draft, source=source or where, part=part, video_frame=video_frame, facts=facts)
 
-    def add_derived(self, source: Path, frame: str, image: Callable[[], np.ndarray | bytes], *,
+    def add_derived(self, source: Path, part: str, image: Callable[[], np.ndarray | bytes], *,
                     label: str | None = None, regions: Iterable[Region] = (), mask: np.ndarray | None = None,
                     row_metadata: dict[str, str] | None = None, grounded: bool = False,
                     provenance: dict[str, str] | None = None, sources: Iterable[Path] = ()) -> Sample | None:
-        """Record a sample that is a part of `source` (an array slice, a table cell): `frame` says which
+        """Record a sample that is a part of `source` (an array slice, a table cell): `part` says which
         part (`key=train_images;index=12`) and with the source's path makes the stable sample id. `sources` are
         further files it is made from (the other channel files of a composed image): a change to any of them
         writes it again.
@@ -175,13 +175,13 @@ class LayoutContext:
         beside it. Returns None (with an exclusion) when the sample cannot be used.
         """
         source_path = self.rel(source)
-        sample_id = make_sample_id(self.dataset_id, source_path, frame)
+        sample_id = make_sample_id(self.dataset_id, source_path, part)
         draft = SampleDraft(label=label, regions=tuple(regions), row_metadata=row_metadata or {}, grounded=grounded,
                             provenance=provenance or {})
-        kept = self._admit(draft, sample_id, f"{source_path}#{frame}", source_path, frame, listed="item")
+        kept = self._admit(draft, sample_id, f"{source_path}#{part}", source_path, part, listed="item")
         if kept is None:
             return None
-        identity = source_identity(source, frame=frame)
+        identity = source_identity(source, part=part)
         if sources:
             identity["with"] = [source_identity(path) for path in sources]
         try:
@@ -192,13 +192,13 @@ class LayoutContext:
                 mask_path, _ = (self.derived.cached("masks", sample_id, identity)
                                 or self.derived.write("masks", sample_id, identity, mask, is_mask=True))
         except DerivedImageError as exc:
-            self.exclude(f"{source_path}#{frame}", str(exc), sample_id)
+            self.exclude(f"{source_path}#{part}", str(exc), sample_id)
             return None
         height, width = (mask.shape[:2] if mask is not None else (None, None))
         size = (int(width), int(height)) if mask is not None else image_size(image_path)
         sample = Sample(
             sample_id=sample_id, dataset_id=self.dataset_id, source_path=source_path, image_path=image_path,
-            frame=frame, label=label, regions=kept, mask_path=mask_path, image_size=size,
+            part=part, label=label, regions=kept, mask_path=mask_path, image_size=size,
             row_metadata=draft.row_metadata, provenance={**draft.provenance, **notes},
         )
         self.samples.append(sample)
@@ -209,7 +209,7 @@ class LayoutContext:
         """Write the label mask assembled for the dataset file `image` (from per-object files, polygons,
         thresholded JPEG) into the layout cache, keyed by the sample id `add(image)` gives and by the
         identity of the annotation files it was made from; returns the path to pass as `mask_path`."""
-        sample_id = make_sample_id(self.dataset_id, self.rel(image), self.frame_for(image))
+        sample_id = make_sample_id(self.dataset_id, self.rel(image), self.part_for(image))
         identity = {"sources": [source_identity(p) for p in sources], "shape": list(mask.shape)}
         found = self.derived.cached("masks", sample_id, identity)
         return (found or self.derived.write("masks", sample_id, identity, mask, is_mask=True))[0]
@@ -231,7 +231,7 @@ class LayoutContext:
                                 companions=slide.companions)
             self._add_file(slide.base.path, draft, source=self.rel(slide.base.path))
 
-    def _admit(self, draft: SampleDraft, sample_id: str, where: str, source_path: str, frame: str | None, *,
+    def _admit(self, draft: SampleDraft, sample_id: str, where: str, source_path: str, part: str | None, *,
                listed: str, missing: bool = False) -> tuple[Region, ...] | None:
         """The check every sample passes before it is kept: its id not seen before, its file present (`missing`
         says it is not), its label and its regions' labels in the manifest's vocabulary, and a grounded sample
@@ -253,13 +253,13 @@ class LayoutContext:
             else:
                 self.exclude(f"{source_path}#{region.instance}",
                              f"object label {region.label!r} is not in the manifest's label vocabulary",
-                             make_sample_id(self.dataset_id, source_path, frame, region.instance))
+                             make_sample_id(self.dataset_id, source_path, part, region.instance))
         if draft.grounded and not kept:
             self.exclude(where, "no annotated object with a known label is left in this image", sample_id)
             return None
         return tuple(kept)
 
-    def _add_file(self, image: Path, draft: SampleDraft, *, source: str, frame: str | None = None,
+    def _add_file(self, image: Path, draft: SampleDraft, *, source: str, part: str | None = None,
                   video_frame: int | None = None, facts: FileFacts | None = None) -> Sample | None:
         """One sample per view of the dataset file `image` (`source` names it in ids and reports; `facts` is
         `FileFacts.of(image)` when the caller has it)."""
@@ -271,21 +271,21 @@ class LayoutContext:
             self.exclude(source, problem)
             return None
         try:
-            views = (views_for(image, self.manifest.convert, video_frame) if facts.is_file and frame is None
+            views = (views_for(image, self.manifest.convert, video_frame) if facts.is_file and part is None
                      else [View(None)])
         except ViewError as exc:
             self.exclude(source, str(exc))
             return None
         added = None
         for view in views:
-            view_frame = frame or (view.key if view.key is not None else self.frame_for(image, facts.dicom))
-            sample_id = make_sample_id(self.dataset_id, source, view_frame)
-            kept = self._admit(draft, sample_id, source, source, view_frame, listed="image", missing=not facts.is_file)
+            view_part = part or (view.key if view.key is not None else self.part_for(image, facts.dicom))
+            sample_id = make_sample_id(self.dataset_id, source, view_part)
+            kept = self._admit(draft, sample_id, source, source, view_part, listed="image", missing=not facts.is_file)
             if kept is None:
                 continue
             sample = Sample(
                 sample_id=sample_id, dataset_id=self.dataset_id, source_path=source, image_path=image,
-                frame=view_frame, label=draft.label, regions=kept, mask_path=draft.mask_path,
+                part=view_part, label=draft.label, regions=kept, mask_path=draft.mask_path,
                 image_size=draft.size or image_size(image, facts.dicom),
                 file_metadata=header_metadata(image, facts.dicom), row_metadata=draft.row_metadata,
                 companion_paths=draft.companions, provenance=draft.provenance, view=view.options,

@@ -32,15 +32,15 @@ def is_video(path: Path) -> bool:
     return bool(formats_named(path, frozenset({"video"})))
 
 
-def views_for(path: Path, spec: ConvertSpec, frame: int | None = None) -> list[View]:
-    """The samples one file gives (by the kind of its format, `base.SOURCE_FORMATS`, as its name says). `frame` is
-    a video frame named by a label table's row."""
+def views_for(path: Path, spec: ConvertSpec, video_frame: int | None = None) -> list[View]:
+    """The samples one file gives (by the kind of its format, `base.SOURCE_FORMATS`, as its name says).
+    `video_frame` is a video frame named by a label table's row."""
     named = formats_named(path, frozenset({"video", "series", "volume"}))
     source = SOURCE_FORMATS[named[0]] if named else None
     if source is None:
         return [View(None)]
     if source.kind == "video":
-        return _video_views(path, spec, frame)
+        return _video_views(path, spec, video_frame)
     if source.kind == "series":
         return _series_views(path, spec, named[0])
     if source.view_key == "axis":
@@ -50,9 +50,9 @@ def views_for(path: Path, spec: ConvertSpec, frame: int | None = None) -> list[V
     return [View(None)]
 
 
-def _video_views(path: Path, spec: ConvertSpec, frame: int | None) -> list[View]:
-    if frame is not None:
-        return [View(f"video_frame={frame}", {"frame": frame})]
+def _video_views(path: Path, spec: ConvertSpec, video_frame: int | None) -> list[View]:
+    if video_frame is not None:
+        return [View(f"video_frame={video_frame}", {"frame": video_frame})]
     video = spec.video
     if video is None:
         return [View(f"frame={spec.frame}")]

@@ -32,7 +32,7 @@ def task_items(samples: Iterable[Sample], manifest: DatasetManifest) -> list[Tas
     for sample in samples:
         def qualified(kind: str, key: str, sample: Sample = sample) -> str:
             # the kind keeps a box row and a mask row about the same region apart
-            return make_sample_id(sample.dataset_id, sample.source_path, sample.frame, f"{kind}:{key}")
+            return make_sample_id(sample.dataset_id, sample.source_path, sample.part, f"{kind}:{key}")
 
         if Task.UNGROUNDED in tasks and sample.label is not None:
             items.append(TaskItem(sample, Task.UNGROUNDED, sample.sample_id, sample.label))

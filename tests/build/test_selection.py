@@ -87,12 +87,12 @@ def test_the_dataset_s_own_test_split_comes_first(tmp_path):
     assert selection.summary["ungrounded_classification"].test_split == 7
 
 
-@pytest.mark.parametrize("path, frame, expected", [
+@pytest.mark.parametrize("path, part, expected", [
     ("CellData/OCT/test/CNV/x.jpeg", None, True), ("pathmnist_224.npz", "key=test_images;index=3", True),
     ("ISIC2018_Task3_Test_Input/ISIC_1.jpg", None, True), ("data/test-00000-of-00001.parquet", "row=2", True),
     ("contest/latest/x.png", None, False), ("train/a/1.png", None, False), ("val_images/1.png", None, False)])
-def test_a_test_split_is_a_word_of_the_path_or_frame(path, frame, expected):
-    sample = Sample(sample_id="ds-1", dataset_id="ds", source_path=path, image_path=Path(path), frame=frame)
+def test_a_test_split_is_a_word_of_the_path_or_part(path, part, expected):
+    sample = Sample(sample_id="ds-1", dataset_id="ds", source_path=path, image_path=Path(path), part=part)
     assert in_test_split(sample, ("test",)) is expected
 
 
