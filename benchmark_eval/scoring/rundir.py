@@ -16,12 +16,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from mmbu.benchmark_eval.parser import DEFAULT_REASONING, ReasoningMarkers
+from mmbu.benchmark_eval.records import Form, RecordsError, RunRecord, Status, Template, read_records
+from mmbu.benchmark_eval.release import ReleaseError, list_tasks, load_samples
+from mmbu.benchmark_eval.scoring.reasoning import run_markers
 from mmbu.core.release import Task
-
-from ..parser import DEFAULT_REASONING, ReasoningMarkers
-from ..records import Form, RecordsError, RunRecord, Status, Template, read_records
-from ..release import ReleaseError, list_tasks, load_samples
-from .reasoning import run_markers
 
 PREDICTIONS_FILE = "predictions.jsonl"
 RUN_FILE = "run.json"
