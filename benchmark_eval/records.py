@@ -1,4 +1,4 @@
-"""Run records (DESIGN §3.5): one JSON line per (sample, task, form, template, model, prompt version).
+"""Run records (docs/architecture.md §3.5): one JSON line per (sample, task, form, template, model, prompt version).
 
 ``predictions.jsonl`` is append-only: a record is written once, flushed and fsynced; a re-run
 appends newer records and readers take the newest per key (:func:`latest_by_key`). A run killed

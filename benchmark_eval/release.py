@@ -1,4 +1,4 @@
-"""Read a built MMBU release directory (DESIGN §3.4) without the build stack.
+"""Read a built MMBU release directory (docs/architecture.md §3.4) without the build stack.
 
 Layout: ``<release>/data/<config>/*.parquet``, one config per task; the columns are the contract of
 :mod:`mmbu.core.release`, the table the release writer writes from. Sample tables are read with
@@ -26,7 +26,8 @@ class ReleaseError(Exception):
 class MissingColumnError(ReleaseError):
     def __init__(self, path: Path, column: str) -> None:
         self.path, self.column = path, column
-        super().__init__(f"{path}: column '{column}' is missing (required by the release contract, DESIGN §3.4)")
+        super().__init__(f"{path}: column '{column}' is missing (required by the release contract, "
+                         "docs/architecture.md §3.4)")
 
 
 @dataclass(frozen=True)

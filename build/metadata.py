@@ -32,9 +32,6 @@ HEADER_FIELDS = {
     "dicom.BodyPartExamined": "specimen_subregion",
     "dicom.InstitutionName": "institution",
 }
-# slide header key -> extra column
-SLIDE_FIELDS = {"slide.vendor": "scanner_vendor", "slide.objective_power": "objective_power",
-                "slide.mpp_x": "microns_per_pixel"}
 FAILURE_COLUMNS = ("dataset_id", "sample_id", "field", "check", "value", "reason")
 
 

@@ -291,7 +291,6 @@ def _dataset_exclusions(report: BuildReport) -> pd.DataFrame:
 
 # Part of the release's input hash. Bump it when the release writer writes other files for the same rows
 # (the package version does not change between development edits, and an unchanged hash keeps the old release).
-# 2: croissant.json list columns as arrays, one source node per dataset
 RELEASE_FORMAT = 2
 
 

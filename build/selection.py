@@ -5,10 +5,10 @@ dataset's quota (`DatasetRule.quota`: the profile's cap, raised to `min_rows_per
 over the labels by water-filling: every label keeps all its rows while they fit under an equal share, the labels with
 more rows share what is left, and one row each of the remainder goes to labels in the seed's hash order. Inside a
 label, rows are taken in a fixed order: the dataset's own test split first (`DatasetRule.test_splits`, words of the
-source path or frame), then by round (an image gives `objects_per_image` objects of one label per round), then by a
-hash of (seed, image id), then by a hash of (seed, row id). Only hashes of ids order anything, never the order the
-layout listed samples in or a random generator's state, so the same samples and seed give the same rows on any
-machine, executor and number of jobs.
+source path or of the sample's part: an array key, a table row), then by round (an image gives `objects_per_image`
+objects of one label per round), then by a hash of (seed, image id), then by a hash of (seed, row id). Only hashes of ids order
+anything, never the order the layout listed samples in or a random generator's state, so the same samples and seed
+give the same rows on any machine, executor and number of jobs.
 
 A volume's objects are known only once its slice is chosen (`with_converted_mask`): until then each of its labels
 counts as one row of each grounded task (a placeholder), and after conversion the rows step keeps, for each chosen
@@ -27,19 +27,19 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel, Field
 
 from mmbu.build.json_lines import LinesWriter, chunked, read_lines
 from mmbu.build.layouts import Sample
 from mmbu.build.questions.items import task_items
+from mmbu.build.questions.rows import TaskItem
 from mmbu.core.files import write_json_atomic
-from mmbu.core.release import TASKS
+from mmbu.core.release import TASKS, Task
 from mmbu.curation.composition import DatasetRule
 from mmbu.curation.manifest import DatasetManifest
 
 SELECTED_FILE, SELECTION_FILE = "selected.jsonl", "selection.json"
-GROUNDED_TASKS = ("box_grounded_classification", "mask_grounded_classification", "object_detection")
+GROUNDED_TASKS = (Task.BOX_GROUNDED, Task.MASK_GROUNDED, Task.DETECTION)
 SAMPLES_PER_CHUNK = 2048
 _WORD = re.compile(r"[^0-9a-z]+")
 
@@ -70,9 +70,9 @@ def water_fill(available: Mapping[str, int], quota: int, seed: int) -> dict[str,
 
 
 def in_test_split(sample: Sample, words: Iterable[str]) -> bool:
-    """Whether a word of the sample's source path or frame (`test` in `CellData/OCT/test/CNV/x.jpeg`, in the array key
+    """Whether a word of the sample's source path or part (`test` in `CellData/OCT/test/CNV/x.jpeg`, in the array key
     `test_images`, in `ISIC2018_Task3_Test_Input/`) names a test split."""
-    text = f"{sample.source_path} {sample.frame or ''}".lower()
+    text = f"{sample.source_path} {sample.part or ''}".lower()
     return not set(words).isdisjoint(_WORD.split(text))
 
 
@@ -99,16 +99,14 @@ def _candidates(samples: list[Sample], manifest: DatasetManifest, words: tuple[s
     (a volume)."""
     tests = [in_test_split(sample, words) for sample in samples]
     index = {sample.sample_id: k for k, sample in enumerate(samples)}
-    items = task_items(samples, manifest)
-    for task, row_id, image_id, label in zip(items["task"], items["sample_id"], items["image_sample_id"],
-                                             items["label"]):
-        k = index[image_id]
-        yield k, task, row_id, image_id, str(label), tests[k]
-    tasks = set(manifest.tasks) & set(GROUNDED_TASKS)
+    for item in task_items(samples, manifest):
+        k = index[item.sample.sample_id]
+        yield k, item.task.value, item.sample_id, item.sample.sample_id, item.label, tests[k]
+    tasks = {task for task in manifest.tasks if task in GROUNDED_TASKS}
     for k, sample in enumerate(samples):
         boxless = [r for r in sample.regions if r.box is None]
         for task in sorted(tasks):
-            eligible = [r for r in boxless if task != "mask_grounded_classification" or r.mask_value is not None]
+            eligible = [r for r in boxless if task != Task.MASK_GROUNDED or r.mask_value is not None]
             for label in sorted({r.label for r in eligible}):
                 yield k, task, None, sample.sample_id, label, tests[k]
 
@@ -240,20 +238,18 @@ class RowFilter:
     def read(cls, path: Path, seed: int) -> RowFilter:
         return cls(Selection.model_validate_json(path.read_text(encoding="utf-8")), seed)
 
-    def __call__(self, items: pd.DataFrame) -> pd.DataFrame:
-        if items.empty:
-            return items
-        keep = np.zeros(len(items), bool)
+    def __call__(self, items: list[TaskItem]) -> list[TaskItem]:
+        keep = [False] * len(items)
         placeholders: dict[tuple[str, str, str], tuple[int, int]] = {}  # group -> (hash, position) of its first row
-        for position, (task, row_id, image_id, label) in enumerate(
-                zip(items["task"], items["sample_id"], items["image_sample_id"], items["label"])):
+        for position, item in enumerate(items):
+            task, row_id, image_id, label = item.task.value, item.sample_id, item.sample.sample_id, item.label
             if task in self.every or row_id in self.rows.get(task, ()):
                 keep[position] = True
-            elif (image_id, str(label)) in self.deferred.get(task, ()):
+            elif (image_id, label) in self.deferred.get(task, ()):
                 rank = stable_hash(self.seed, row_id)
-                group = (task, image_id, str(label))
+                group = (task, image_id, label)
                 if group not in placeholders or rank < placeholders[group][0]:
                     placeholders[group] = (rank, position)
         for _, position in placeholders.values():
             keep[position] = True
-        return items[keep].reset_index(drop=True)
+        return [item for item, kept in zip(items, keep) if kept]

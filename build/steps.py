@@ -42,11 +42,10 @@ from mmbu.build.fetch import COMPLETION_RECORD
 from mmbu.build.json_lines import LinesWriter, chunked, is_complete, parse_record, read_lines
 from mmbu.build.layouts import Sample, read_samples_into
 from mmbu.build.layouts.files import is_volume
-from mmbu.build.layouts.grounding import ConvertedImage, place_items
 from mmbu.build.layouts.volumes import with_converted_mask
 from mmbu.build.metadata import MetadataChecks
-from mmbu.build.questions import (attach_metadata, format_lint_report, instantiate_questions, lint_questions,
-                                  load_prototypes, task_items)
+from mmbu.build.questions import (ConvertedImage, TaskItem, attach_metadata, format_lint_report, instantiate_questions,
+                                  lint_questions, load_prototypes, place_items, rows_frame, task_items)
 from mmbu.build.questions.lint import drop_lint_failures
 from mmbu.build.selection import SELECTED_FILE, SELECTION_FILE, RowFilter, select_samples
 from mmbu.build.sorted_runs import SortedRuns, write_row_groups
@@ -59,15 +58,12 @@ from mmbu.curation.composition import DatasetRule
 from mmbu.curation.manifest import DatasetManifest, load_manifest
 from mmbu.taxonomy import Taxonomy, load_taxonomy
 
+ROWS_PER_GROUP = 8192  # rows.parquet row groups (~13 MB of rows in pandas)
 # Part of every step's input hash. Bump it when what a step writes (samples.jsonl, converted.jsonl,
 # rows.parquet) changes shape: the package version alone does not change between development edits,
 # and a cached file in the old shape would otherwise be trusted (and fail the dataset). Converted
 # PNGs are keyed by the package version only, so a bump re-runs the steps but reuses the images.
-ROWS_PER_GROUP = 8192  # rows.parquet row groups (~13 MB of rows in pandas)
-# 3: a DICOM whole-slide series is one sample (with its companion files); 4: Sample.provenance;
-# 5: samples.jsonl and converted.jsonl, a line per sample, written and read a chunk at a time; 6: the data folder
-# in the layout key
-STEPS_FORMAT = 6
+STEPS_FORMAT = 7
 SAMPLES_FILE, CONVERTED_FILE = "samples.jsonl", "converted.jsonl"
 # A worker holds a chunk of samples at a time, not its dataset: SAMPLES_PER_CHUNK samples are converted, and have
 # their task rows made, at a time; METADATA_PER_CHUNK have their metadata validated at a time (pandera costs
@@ -462,14 +458,14 @@ def _convert_exclusion(sample: Sample, item: str, reason: str) -> Exclusion:
 
 def build_rows(converted: Iterable[tuple[Sample, ConvertedImage]], manifest: DatasetManifest, taxonomy: Taxonomy,
                work: Path, seed: int, rows: SortedRuns,
-               keep: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> tuple[list[Exclusion], str]:
+               keep: Callable[[list[TaskItem]], list[TaskItem]] | None = None) -> tuple[list[Exclusion], str]:
     """Release rows (image/mask as PNG paths) for one dataset, added to `rows` a chunk at a time (sorted and kept on
     disk there, so they never pile up in memory), with what was dropped and the lint report.
 
     `converted` is read once, a chunk at a time (a `ConvertedFile`, or a list of pairs; `repeated_ids()` is asked
     for when it has one). Metadata is validated METADATA_PER_CHUNK samples at a time (`MetadataChecks`: the outcome
     of one call over the whole table); items are made, placed, asked and linted SAMPLES_PER_CHUNK samples at a time:
-    the per-row dicts of those stages cost several times the finished rows (600 MB for 74K rows of 8,600 image/mask
+    the typed rows of those stages cost several times the finished rows (600 MB for 74K rows of 8,600 image/mask
     pairs), so only one chunk of them is alive. Every stage works row by row (options are seeded per sample), so
     the rows are those of one pass; exclusions keep their stage order. `keep` (the select step's `RowFilter`) keeps
     the task rows the composition chose; the others are not made (they are not exclusions: nothing was wrong).
@@ -485,16 +481,15 @@ def build_rows(converted: Iterable[tuple[Sample, ConvertedImage]], manifest: Dat
             items = task_items([sample for sample, _ in part], manifest)
             items, dropped = attach_metadata(keep(items) if keep is not None else items, valid)
             lost["attach"] += dropped
-            items, dropped = place_items(items, {s.sample_id: s for s, _ in part},
-                                         {s.sample_id: c for s, c in part}, work / "roi")
+            placed, dropped = place_items(items, {s.sample_id: c for s, c in part}, work / "roi")
             lost["place"] += dropped
-            questions, dropped = instantiate_questions(items, manifest, taxonomy, seed)
+            questions, dropped = instantiate_questions(placed, manifest, taxonomy, seed)
             lost["questions"] += dropped
-            del items
+            del items, placed
             lint = lint_questions(questions, taxonomy)
             questions, dropped = drop_lint_failures(questions, lint)
             lost["lint"] += dropped
-            rows.add(questions)
+            rows.add(rows_frame(questions))  # the one table the typed rows become
             del questions
             lints.append(lint)
         del block, valid

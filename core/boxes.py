@@ -2,7 +2,7 @@
 
 x2/y2 are exclusive: a one-pixel object at (3, 4) is (3, 4, 4, 5), and a box's area is `(x2-x1)·(y2-y1)`.
 The release writes a box as the text `[x1, y1, x2, y2]` in whole pixels (`box_text`), in a detection row's
-`answer` and `options` (DESIGN §3.4).
+`answer` and `options` (docs/architecture.md §3.4).
 """
 from __future__ import annotations
 

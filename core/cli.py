@@ -1,4 +1,4 @@
-"""What every stage's command line shares: the exit codes (DESIGN §3.1), the exit-2 exception and a
+"""What every stage's command line shares: the exit codes (docs/architecture.md §3.1), the exit-2 exception and a
 command group that imports its sub-commands only when one is used."""
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ class InvalidInput(click.ClickException):
     exit_code = ExitCode.INVALID_INPUT
 
 
-# Faults of the machine, not of the toolkit (DESIGN §3.1: exit 2, one sentence naming the path). Atomic writes
-# leave nothing half-written that a re-run would trust, so the same command resumes once they are fixed.
+# Faults of the machine, not of the toolkit (docs/architecture.md §3.1: exit 2, one sentence naming the path). Atomic
+# writes leave nothing half-written that a re-run would trust, so the same command resumes once they are fixed.
 _FULL = "free some space and run the command again: it resumes where it stopped"
 _NOT_WRITABLE = "choose a writable folder or fix its permissions"
 _IN_THE_WAY = "point the command at a folder, or move the file away"

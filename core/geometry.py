@@ -13,7 +13,7 @@ the same anatomy in the PNG:
 Every step names its input and output size, and the chain must join up (each step starts where the last
 one ended), so a step a converter forgets to record shows up as a mismatch with the pixels it returns
 (`mmbu.build.convert.dispatch.check_converted`), not as boxes in the wrong place. Sizes are
-`(width, height)`, as everywhere in the conversion report. In a report line (DESIGN §3.2) the geometry
+`(width, height)`, as everywhere in the conversion report. In a report line (docs/architecture.md §3.2) the geometry
 is `params["geometry"]`, written by `to_json` and read back by `from_json`.
 """
 from __future__ import annotations
@@ -144,18 +144,3 @@ class ConversionGeometry:
         steps = tuple(Transform(t["kind"], t["from_size"], t["to_size"], t.get("how"))
                       for t in document.get("transforms") or ())
         return cls(document["stored_size"], document["output_size"], steps)
-
-
-# params keys (in order of trust) naming the stored frame as [width, height], written by readers before
-# they returned a ConversionGeometry (transition: read until every reader returns one)
-LEGACY_SOURCE_SIZE_KEYS = ("source_size", "level0_dimensions", "resized_from")
-
-
-def legacy_geometry(params: Mapping[str, Any], output_size: Size, stored_size: Size | None = None
-                    ) -> ConversionGeometry:
-    """The geometry that the legacy `params` keys describe: one resize from the first of
-    `LEGACY_SOURCE_SIZE_KEYS` recorded (else `stored_size`, else nothing done) to `output_size`."""
-    recorded = next((params[k] for k in LEGACY_SOURCE_SIZE_KEYS
-                     if params.get(k) and all(int(v) > 0 for v in params[k])), None)
-    stored = tuple(int(v) for v in recorded) if recorded else stored_size
-    return ConversionGeometry.scaled(stored or output_size, output_size)

@@ -1,5 +1,5 @@
-"""The release contract (DESIGN §3.4) as one typed table: the task configs, the templates, every column with
-its type, whether the contract names it, and what it holds. The release writer (`mmbu.build.release`) writes
+"""The release contract (docs/architecture.md §3.4) as one typed table: the task configs, the templates, every column
+with its type, whether the contract names it, and what it holds. The release writer (`mmbu.build.release`) writes
 it, the evaluation's reader (`mmbu.benchmark_eval.release`) reads it, and the dataset card and Croissant
 record describe it from here, so the two sides cannot drift.
 
@@ -60,7 +60,7 @@ texts; the rest are scalars (null allowed)."""
 class Column:
     name: str
     type: ColumnType
-    contract: bool  # named in DESIGN §3.4: users and acceptance checks rely on it
+    contract: bool  # named in docs/architecture.md §3.4: users and acceptance checks rely on it
     note: str | None = None  # what the dataset card says about it (None: a contract column it need not explain)
 
 

@@ -1,6 +1,6 @@
 """Keeping credentials out of everything the toolkit writes or prints.
 
-Keys reach the toolkit only from the environment (DESIGN §3.3). They could still leak through text
+Keys reach the toolkit only from the environment (docs/architecture.md §3.3). They could still leak through text
 that other parties write: a proxy that echoes the `Authorization` header in its error page, a base URL
 given as `https://user:key@host/v1`, a signed download URL in an error message. Every error, record
 and report that quotes such text passes it through `redact_secrets`, and every URL through `redact_url`.

@@ -1,5 +1,5 @@
-"""The house rules of DESIGN §2, as import-linter contracts (`.importlinter`): imports only point down, relative
-imports included; benchmark_eval needs no build stack; the bare name `build` is never imported.
+"""The house rules of docs/architecture.md §2, as import-linter contracts (`.importlinter`): imports only point down,
+relative imports included; benchmark_eval needs no build stack; the bare name `build` is never imported.
 
 The stages are separate top-level folders that setup.py maps into one `mmbu` package, and import-linter (grimp)
 finds a package's modules by walking its folder. So each test lays the folders out as the wheel installs them

@@ -13,8 +13,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..models.registry import ModelEntry
-from .base import BackendError, BatchBackend, ChatResult, ModelRequest, answer_in_halves
+from mmbu.benchmark_eval.backends.base import BackendError, BatchBackend, ChatResult, ModelRequest, answer_in_halves
+from mmbu.benchmark_eval.models.registry import ModelEntry
 
 
 def processor_messages(request: ModelRequest, entry: ModelEntry) -> list[dict[str, Any]]:
@@ -59,7 +59,7 @@ class TransformersBackend(BatchBackend):
                 from transformers import AutoModelForImageTextToText, AutoProcessor
             except ImportError as exc:
                 raise BackendError("backend_error", "transformers is not installed; install the extra: pip install 'mmbu[hf]'") from exc
-            remote = self.entry.family == "internvl"
+            remote = self.entry.family_facts.trust_remote_code
             self._processor = AutoProcessor.from_pretrained(self.entry.hf_id, revision=self.entry.revision,
                                                             trust_remote_code=remote)
             if getattr(self._processor, "tokenizer", None) is not None:

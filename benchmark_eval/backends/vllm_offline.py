@@ -14,9 +14,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..models.box_format import SmartResize
-from ..models.registry import ModelEntry
-from .base import BackendError, BatchBackend, ChatResult, ModelRequest, answer_in_halves, chat_messages
+from mmbu.benchmark_eval.backends.base import (BackendError, BatchBackend, ChatResult, ModelRequest, answer_in_halves,
+                                               chat_messages)
+from mmbu.benchmark_eval.models.box_format import SmartResize
+from mmbu.benchmark_eval.models.registry import ModelEntry
 
 _TOO_LONG = re.compile(r"longer than the maximum model length|max_model_len|too long|exceeds", re.I)
 
@@ -27,7 +28,7 @@ def engine_kwargs(entry: ModelEntry, *, tensor_parallel_size: int = 1, gpu_memor
     kwargs: dict[str, Any] = {
         "model": entry.hf_id, "revision": entry.revision, "tensor_parallel_size": tensor_parallel_size,
         "gpu_memory_utilization": gpu_memory_utilization, "limit_mm_per_prompt": {"image": 1}, "seed": seed,
-        "trust_remote_code": entry.family == "internvl",
+        "trust_remote_code": entry.family_facts.trust_remote_code,
     }
     if max_model_len:
         kwargs["max_model_len"] = max_model_len
@@ -35,7 +36,7 @@ def engine_kwargs(entry: ModelEntry, *, tensor_parallel_size: int = 1, gpu_memor
     if isinstance(resize, SmartResize):
         # The image is sent already smart-resized; these limits keep the processor's resize the identity.
         kwargs["mm_processor_kwargs"] = {"min_pixels": resize.min_pixels, "max_pixels": resize.max_pixels}
-    elif entry.image.max_pixels and entry.family.startswith("qwen"):
+    elif entry.image.max_pixels and entry.family_facts.processor_max_pixels:
         kwargs["mm_processor_kwargs"] = {"max_pixels": entry.image.max_pixels}
     return {k: v for k, v in kwargs.items() if v is not None}
 

@@ -9,7 +9,7 @@ import warnings
 
 from sklearn.metrics import cohen_kappa_score
 
-from .cache import Judgement, VerdictCache
+from mmbu.benchmark_eval.judge.cache import Judgement, VerdictCache
 
 
 def _llm_verdicts(entries: list[Judgement], judge_model: str, prompt_version: str) -> dict[tuple[str, str], str]:

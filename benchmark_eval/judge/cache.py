@@ -17,7 +17,7 @@ from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..records import repair_truncated_tail
+from mmbu.benchmark_eval.records import repair_truncated_tail
 
 JUDGEMENTS_FILE = "judgements.jsonl"
 Verdict = Literal["equivalent", "not_equivalent", "error"]

@@ -21,16 +21,16 @@ from typing import Any
 
 import pandas as pd
 
-from ..backends.base import BackendError
-from ..parser import option_labels, parse_closed_answer
-from ..scoring.output import write_json
-from ..scoring.rundir import RunDir
-from .cache import now
-from .extraction_cache import (EXTRACT_PROMPT_VERSION, EXTRACTIONS_FILE, EXTRACTOR_FILE, Extraction, ExtractionCache,
-                               extraction_key)
-from .precheck import final_answer_text
-from .prompt import last_line, neutralise, prompt_sha256
-from .run import ChatFunction, ask_each
+from mmbu.benchmark_eval.backends.base import BackendError
+from mmbu.benchmark_eval.judge.cache import now
+from mmbu.benchmark_eval.judge.extraction_cache import (EXTRACT_PROMPT_VERSION, EXTRACTIONS_FILE, EXTRACTOR_FILE,
+                                                        Extraction, ExtractionCache, extraction_key)
+from mmbu.benchmark_eval.judge.precheck import final_answer_text
+from mmbu.benchmark_eval.judge.prompt import last_line, neutralise, prompt_sha256
+from mmbu.benchmark_eval.judge.run import ChatFunction, ask_each
+from mmbu.benchmark_eval.parser import option_labels, parse_closed_answer
+from mmbu.benchmark_eval.scoring.output import write_json
+from mmbu.benchmark_eval.scoring.rundir import RunDir
 
 DEFAULT_EXTRACTION_ATTEMPTS = 3
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from .cache import AppendOnlyCache
+from mmbu.benchmark_eval.judge.cache import AppendOnlyCache
 
 EXTRACT_PROMPT_VERSION = "mmbu-extract-v1"
 EXTRACTIONS_FILE = "extractions.jsonl"

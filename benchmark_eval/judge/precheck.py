@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..parser import DEFAULT_REASONING, ReasoningMarkers, normalise_label_text, strip_reasoning
+from mmbu.benchmark_eval.parser import DEFAULT_REASONING, ReasoningMarkers, normalise_label_text, strip_reasoning
 
 _ANSWER_LINE = re.compile(r"^[ \t>#*_-]*(?:final[ \t]+answer|answer)[ \t*_]*[:=][ \t]*(.+)$", re.I | re.M)
 _ARTICLE = re.compile(r"^(?:a|an|the)\s+")

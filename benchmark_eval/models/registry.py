@@ -3,7 +3,9 @@
 Each entry says where the model lives (HF repo id or API model name), which backends can serve
 it, the box convention it answers in (:class:`BoxFormat`), the image-size limits the runner must
 respect before sending, and chat quirks (system role, thinking tags, sampling parameters the API
-refuses).
+refuses). What holds for every model of a family (how its weights load, what its processor takes) is
+stated once, under ``families:`` (:class:`FamilyFacts`), and reaches each entry as ``entry.family_facts``:
+backends read facts, never family names.
 """
 from __future__ import annotations
 
@@ -85,6 +87,19 @@ class Sources(BaseModel):
     reasoning: str
 
 
+class FamilyFacts(BaseModel):
+    """What holds for every model of a family, where the backends that load weights need to know it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # the HF repository ships its own model code, which transformers and vLLM run only when told to trust it
+    trust_remote_code: bool = False
+    # the image processor takes `max_pixels` (vLLM `mm_processor_kwargs`): the server's resize is bounded by the
+    # entry's `image.max_pixels`
+    processor_max_pixels: bool = False
+    source: str | None = None  # where the facts were read
+
+
 class ModelEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -94,6 +109,7 @@ class ModelEntry(BaseModel):
     api_model: str | None = None               # the provider's model name for hosted APIs
     revision: str | None = None                # pinned HF revision, when known
     family: str
+    family_facts: FamilyFacts = Field(default_factory=FamilyFacts)  # from the registry's `families:`
     backends: tuple[BackendName, ...] = ("openai", "vllm", "hf")
     default_base_url: str | None = None        # hosted APIs only
     box_format: BoxFormat
@@ -136,7 +152,28 @@ class Registry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     version: int
+    families: dict[str, FamilyFacts] = Field(default_factory=dict)
     models: list[ModelEntry]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _family_facts(cls, data: object) -> object:
+        """Give each entry its family's facts. When `families:` is written, every entry's family must be in it (a
+        misspelt family would otherwise load with no facts); an entry never states them itself."""
+        if not isinstance(data, dict) or not isinstance(data.get("models"), list):
+            return data
+        families = data.get("families") or {}
+        models = []
+        for entry in data["models"]:
+            if isinstance(entry, dict):
+                if "family_facts" in entry:
+                    raise ValueError(f"model {entry.get('name')!r} states family_facts: facts belong under families:")
+                if families and entry.get("family") not in families:
+                    raise ValueError(f"model {entry.get('name')!r} has family {entry.get('family')!r}, which is not "
+                                     f"under families: ({', '.join(sorted(families))})")
+                entry = {**entry, "family_facts": families.get(entry.get("family")) or {}}
+            models.append(entry)
+        return {**data, "models": models}
 
     @model_validator(mode="after")
     def _unique(self) -> Registry:

@@ -21,7 +21,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from ._text import DEFAULT_REASONING, ReasoningMarkers, code_blocks, strip_reasoning, unwrap_code_fences
+from mmbu.benchmark_eval.parser._text import (DEFAULT_REASONING, ReasoningMarkers, code_blocks, strip_reasoning,
+                                              unwrap_code_fences)
 
 RawBox = tuple[float, float, float, float]
 BOX_KEYS = ("bbox_2d", "bbox", "box_2d", "box")

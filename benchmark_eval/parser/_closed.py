@@ -2,7 +2,7 @@
 
 The parser returns one of *this sample's* option labels (``A`` … up to the number of options)
 or "unparseable". It never asks a judge, never guesses and never picks the nearest option: an
-answer it cannot read is a wrong answer (DESIGN §4 "Scoring").
+answer it cannot read is a wrong answer (docs/architecture.md §4 "Scoring").
 
 Reasoning blocks (per model family) are stripped first, then LaTeX and Markdown wrappers around
 what they wrap. The reply's *commitments* are then collected, each read by one rule:
@@ -43,11 +43,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ._labels import Resolution, bare_answer, clean_candidate, option_labels, resolve_candidate
-from ._stated import first_clause, first_sentence, last_stated_value, single_mention, stated_text
-from ._markers import (COPULAS, DENIALS, FIELD_KEYS, FILLERS, JOINED_VERDICT_TAILS, LABEL_FIRST_TAILS,
-                       NOT_ANSWER_SUBJECTS, PHRASES, STEMS, VERDICT_STEMS)
-from ._text import DEFAULT_REASONING, ReasoningMarkers, plain_markup, strip_reasoning, tag_pairs
+from mmbu.benchmark_eval.parser._labels import (Resolution, bare_answer, clean_candidate, option_labels,
+                                                resolve_candidate)
+from mmbu.benchmark_eval.parser._markers import (COPULAS, DENIALS, FIELD_KEYS, FILLERS, JOINED_VERDICT_TAILS,
+                                                 LABEL_FIRST_TAILS, NOT_ANSWER_SUBJECTS, PHRASES, STEMS, VERDICT_STEMS)
+from mmbu.benchmark_eval.parser._stated import (first_clause, first_sentence, last_stated_value, single_mention,
+                                                stated_text)
+from mmbu.benchmark_eval.parser._text import (DEFAULT_REASONING, ReasoningMarkers, plain_markup, strip_reasoning,
+                                              tag_pairs)
 
 UNPARSEABLE = "unparseable"
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
-from ..models.box_format import BoxFormat, from_model_convention
-from ._boxes import RawBox
+from mmbu.benchmark_eval.models.box_format import BoxFormat, from_model_convention
+from mmbu.benchmark_eval.parser._boxes import RawBox
 
 Box = tuple[float, float, float, float]
 Size = tuple[int, int]  # (width, height)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ._text import normalise_label_text
+from mmbu.benchmark_eval.parser._text import normalise_label_text
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 

@@ -74,8 +74,6 @@ COPULAS = r"(?:is|would\s+be|should\s+be|will\s+be|ist|wäre|lautet|est|serait|e
 # Subjects whose copula introduces something other than an answer ("the options are A) …").
 NOT_ANSWER_SUBJECTS = r"(?:options?|choices?|following|list|question)\s*$"
 
-NEGATIONS = r"(?:not|n't|nicht|pas|no|不|没有|아닌)\s*$"
-
 # Word stems (lower case) at least one of which every marker above contains: lines without any are
 # not searched (most lines of a chain of thought), which keeps the parser fast on long replies.
 STEMS = (

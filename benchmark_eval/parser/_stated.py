@@ -24,8 +24,8 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from ._labels import Resolution, option_by_text, option_labels
-from ._text import plain_math
+from mmbu.benchmark_eval.parser._labels import Resolution, option_by_text, option_labels
+from mmbu.benchmark_eval.parser._text import plain_math
 
 _MIN_TEXT = 3
 _COPULA = (r"(?<![A-Za-z])(?:(?:is|was|are|be|ist|sind|est|es|是|为|為)\s+(?:equal\s+to\s+)?|equals\s+)"

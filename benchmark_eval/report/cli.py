@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..scoring.cli import print_incomplete, scored, scoring_options, split_fields
-from .api import ReportConfig, run_report
+from mmbu.benchmark_eval.report.api import ReportConfig, run_report
+from mmbu.benchmark_eval.scoring.cli import print_incomplete, scored, scoring_options, split_fields
 
 
 @click.command("report")

@@ -13,11 +13,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from mmbu.benchmark_eval.report.tables import TEMPLATE_TITLES, random_baselines  # noqa: E402
+from mmbu.benchmark_eval.scoring.metrics import micro_f1  # noqa: E402
 from mmbu.core.files import write_bytes_atomic  # noqa: E402
 from mmbu.core.release import TASK_TITLES, TASKS, TEMPLATES  # noqa: E402
-
-from ..scoring.metrics import micro_f1  # noqa: E402
-from .tables import TEMPLATE_TITLES, random_baselines  # noqa: E402
 
 DPI = 120
 NO_SCORE_COLOUR = "#888888"

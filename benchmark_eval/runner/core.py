@@ -24,14 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..backends.base import Backend, BackendError, ChatResult, ModelRequest
-from ..models.registry import ModelEntry
-from ..records import RecordKey, RecordWriter, RunRecord, dump_record, iter_records, repair_truncated_tail
-from ..release import SampleImages, iter_images, load_samples
-from ..tasks.image_cache import ImageCache, prepare_cached
-from ..tasks.images import Frames, ImageTooLarge, ImageUnreadable, image_size_of, plan_frames, prepare_image
-from ..tasks.prompts import PROMPT_VERSION, Prompt, PromptError, build_prompt
-from ..tasks.spec import FORMS, TASK_SPECS, TEMPLATES
+from mmbu.benchmark_eval.backends.base import Backend, BackendError, ChatResult, ModelRequest
+from mmbu.benchmark_eval.models.registry import ModelEntry
+from mmbu.benchmark_eval.records import (RecordKey, RecordWriter, RunRecord, dump_record, iter_records,
+                                         repair_truncated_tail)
+from mmbu.benchmark_eval.release import SampleImages, iter_images, load_samples
+from mmbu.benchmark_eval.tasks.image_cache import ImageCache, prepare_cached
+from mmbu.benchmark_eval.tasks.images import (Frames, ImageTooLarge, ImageUnreadable, image_size_of, plan_frames,
+                                              prepare_image)
+from mmbu.benchmark_eval.tasks.prompts import PROMPT_VERSION, Prompt, PromptError, build_prompt
+from mmbu.benchmark_eval.tasks.spec import FORMS, TASK_SPECS, TEMPLATES
 
 TASKS_ORDER = tuple(TASK_SPECS)
 

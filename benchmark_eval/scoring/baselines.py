@@ -23,9 +23,9 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from ..parser import normalise_label_text
-from .metrics import IOU_THRESHOLD, iou_matrix
-from .rundir import OPEN_ANSWER
+from mmbu.benchmark_eval.parser import normalise_label_text
+from mmbu.benchmark_eval.scoring.metrics import IOU_THRESHOLD, iou_matrix
+from mmbu.benchmark_eval.scoring.rundir import OPEN_ANSWER
 
 BOX_DRAWS = 512
 

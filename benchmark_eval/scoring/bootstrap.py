@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .metrics import micro_f1
+from mmbu.benchmark_eval.scoring.metrics import micro_f1
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_CONFIDENCE = 0.95

@@ -22,8 +22,6 @@ import numpy as np
 from mmbu.core.boxes import iou
 
 IOU_THRESHOLD = 0.5
-CORRECT = (1, 0, 0)
-WRONG = (0, 1, 1)
 
 
 def micro_f1(tp: float | np.ndarray, fp: float | np.ndarray, fn: float | np.ndarray) -> float | np.ndarray:

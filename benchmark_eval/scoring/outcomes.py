@@ -29,23 +29,17 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from mmbu.benchmark_eval.judge.cache import JUDGEMENTS_FILE, VerdictCache, verdict_key
+from mmbu.benchmark_eval.judge.extraction_cache import assisted_label, extractions_of
+from mmbu.benchmark_eval.judge.precheck import final_answer_text, precheck_equivalent
+from mmbu.benchmark_eval.models.box_format import BoxFormat
+from mmbu.benchmark_eval.parser import (extract_boxes, option_labels, parse_box_string, parse_closed_answer,
+                                        to_original_pixels)
+from mmbu.benchmark_eval.release import iter_images
+from mmbu.benchmark_eval.scoring.baselines import open_label_odds, random_box_hit_odds
+from mmbu.benchmark_eval.scoring.metrics import detection_counts
+from mmbu.benchmark_eval.scoring.rundir import OPEN_ANSWER, RunDir, RunInputError
 from mmbu.core.release import Task
-
-from ..judge.cache import JUDGEMENTS_FILE, VerdictCache, verdict_key
-from ..judge.extraction_cache import assisted_label, extractions_of
-from ..judge.precheck import final_answer_text, precheck_equivalent
-from ..models.box_format import BoxFormat
-from ..parser import (
-    extract_boxes,
-    option_labels,
-    parse_box_string,
-    parse_closed_answer,
-    to_original_pixels,
-)
-from ..release import iter_images
-from .baselines import open_label_odds, random_box_hit_odds
-from .metrics import detection_counts
-from .rundir import OPEN_ANSWER, RunDir, RunInputError
 
 DETECTION = Task.DETECTION.value
 
@@ -118,8 +112,30 @@ def release_image_sizes(release_dir: Path, task: str, sample_ids: list[str]) -> 
 ANSWER_COLUMNS = ("answer", OPEN_ANSWER, "options", "boxes", "answer_aliases")  # what is scored, not metadata
 GOLD_COLUMNS = (*ANSWER_COLUMNS, "dataset_id")
 GEOMETRY = ("image_size", "sent_size", "content_size", "content_offset", "box_format")
-SCORING_COLUMNS = ("sample_id", "form", "status", "output", "answer", OPEN_ANSWER, "options", "boxes", "answer_aliases",
-                   "dataset_id", "image_size", "sent_size", "content_size", "content_offset", "box_format")
+
+
+class RecordToScore(NamedTuple):
+    """One run record joined to its gold answer: what scoring it reads (the columns of the joined table)."""
+
+    sample_id: str
+    form: str
+    status: str
+    output: str | None
+    answer: str | None
+    open_answer: str | None  # the release's answer for the open form (column `OPEN_ANSWER`)
+    options: list[str] | None
+    boxes: list | None
+    answer_aliases: list[str] | None
+    dataset_id: str | None
+    image_size: tuple[int, int] | None  # detection: the geometry the runner recorded (`GEOMETRY`)
+    sent_size: tuple[int, int] | None
+    content_size: tuple[int, int] | None
+    content_offset: tuple[int, int] | None
+    box_format: dict | None
+
+
+# the joined table's columns, in the record's order
+SCORING_COLUMNS = tuple(OPEN_ANSWER if field == "open_answer" else field for field in RecordToScore._fields)
 _RUN_ERROR = Outcome(False, 0, 0, 0, False, "run_error", "n/a", 0.0, 1)
 
 
@@ -232,17 +248,19 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
         sizes = _detection_sizes(run, task, joined) if task == DETECTION else {}
         label_odds = open_label_odds(table)
         rows = []
-        for (sample_id, form, status, output, answer, open_answer, options, boxes, aliases, dataset, _, sent, content,
-             offset, declared) in zip(*(joined[c].tolist() for c in SCORING_COLUMNS)):
-            if status != "ok":
+        for record in map(RecordToScore._make, zip(*(joined[c].tolist() for c in SCORING_COLUMNS))):
+            if record.status != "ok":
                 rows.append(_RUN_ERROR)
-            elif form == "closed":
-                rows.append(scorer.closed(output, options, answer))
+            elif record.form == "closed":
+                rows.append(scorer.closed(record.output, record.options, record.answer))
             elif task == DETECTION:
-                rows.append(scorer.open_detection(sample_id, output, gold_boxes(boxes, answer), sizes[sample_id],
-                                                  sent, content, offset, declared, f"{sample_id}/{form}"))
+                rows.append(scorer.open_detection(
+                    record.sample_id, record.output, gold_boxes(record.boxes, record.answer), sizes[record.sample_id],
+                    record.sent_size, record.content_size, record.content_offset, record.box_format,
+                    f"{record.sample_id}/{record.form}"))
             else:
-                rows.append(scorer.open_classification(output, open_answer, aliases, label_odds.get(dataset, 0.0)))
+                rows.append(scorer.open_classification(record.output, record.open_answer, record.answer_aliases,
+                                                       label_odds.get(record.dataset_id, 0.0)))
         outcome = pd.DataFrame(rows, columns=list(OUTCOME_COLUMNS), index=records.index)
         for column in ("tp", "fp", "fn"):  # the assisted counts of a record the extractor has no part in: the strict ones
             outcome[f"{column}_assisted"] = outcome[f"{column}_assisted"].fillna(outcome[column])

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..models import ChatQuirks, default_registry
-from ..parser import THINK, ReasoningMarkers
+from mmbu.benchmark_eval.models import ChatQuirks, default_registry
+from mmbu.benchmark_eval.parser import THINK, ReasoningMarkers
 
 
 def markers_of(chat: ChatQuirks | None) -> ReasoningMarkers:

@@ -16,12 +16,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from mmbu.benchmark_eval.parser import DEFAULT_REASONING, ReasoningMarkers
+from mmbu.benchmark_eval.records import Form, RecordsError, RunRecord, Status, Template, read_records
+from mmbu.benchmark_eval.release import ReleaseError, list_tasks, load_samples
+from mmbu.benchmark_eval.scoring.reasoning import run_markers
 from mmbu.core.release import Task
-
-from ..parser import DEFAULT_REASONING, ReasoningMarkers
-from ..records import Form, RecordsError, RunRecord, Status, Template, read_records
-from ..release import ReleaseError, list_tasks, load_samples
-from .reasoning import run_markers
 
 PREDICTIONS_FILE = "predictions.jsonl"
 RUN_FILE = "run.json"
@@ -225,7 +224,7 @@ def open_answers(table: pd.DataFrame) -> pd.Series:
     """The open form's gold answer per row: the class (``label``) where the release has it, else ``answer``.
 
     They differ where the build left the class out of the options (``none_answer_rate``): the closed answer is
-    then "None of the above", which answers no open question (README: the ``label`` column keeps the true
+    then "None of the above", which answers no open question (docs/build.md: the ``label`` column keeps the true
     class for the open form).
     """
     if "label" not in table:

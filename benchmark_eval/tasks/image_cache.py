@@ -25,12 +25,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from mmbu.benchmark_eval.models import box_format
+from mmbu.benchmark_eval.models.registry import ModelEntry
+from mmbu.benchmark_eval.tasks import images
+from mmbu.benchmark_eval.tasks.images import Frames, PreparedImage
 from mmbu.core.files import TEMPORARY_PATTERN, write_bytes_atomic
-
-from ..models import box_format
-from ..models.registry import ModelEntry
-from . import images
-from .images import Frames, PreparedImage
 
 # Libraries whose output is in the bytes: Pillow (decode, resize, boxes), NumPy and SciPy (mask
 # outline), imagecodecs (libpng, zlib).

@@ -20,12 +20,10 @@ from functools import cached_property
 import numpy as np
 from PIL import Image
 
-from mmbu.core.drawing import ROI_COLOUR, ROI_COLOUR_NAME, draw_boxes, draw_mask_outline, mask_region
-
+from mmbu.benchmark_eval.models.box_format import MAX_ASPECT_RATIO, smart_resize
+from mmbu.benchmark_eval.models.registry import ImageLimits, ModelEntry, SmartResize
 from mmbu.core import budget
-
-from ..models.box_format import MAX_ASPECT_RATIO, smart_resize
-from ..models.registry import ImageLimits, ModelEntry, SmartResize
+from mmbu.core.drawing import ROI_COLOUR, ROI_COLOUR_NAME, draw_boxes, draw_mask_outline, mask_region
 
 JPEG_QUALITIES = (92, 85, 75, 60, 45)
 

@@ -24,14 +24,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..models.box_format import BoxFormat, describe_convention, model_frame_size, to_model_convention
+from mmbu.benchmark_eval.models.box_format import BoxFormat, describe_convention, model_frame_size, to_model_convention
+from mmbu.benchmark_eval.tasks.images import ROI_COLOUR_NAME, Frames
+from mmbu.benchmark_eval.tasks.spec import TASK_SPECS
 from mmbu.core.release import CLOSED_QUESTION_COLUMNS, QUESTION_COLUMNS
-from .images import ROI_COLOUR_NAME, Frames
-from .spec import TASK_SPECS
 
-# v3: ROI outlines at exact scale (no 1-px gap), masks resized by footprint, max_side fitted exactly, 16-bit grey
-# scaled, transparency composited on white, a whole-image region outlined inside its edge (tasks/images.py)
-# v4: closed detection asks the release's closed-form question (one instance), not "locate every" and then one box
+# In every prediction record and its key (a rerun skips the records of this version): bump it whenever what a model
+# is shown changes (a prompt's text, or how tasks/images.py draws and sizes the image), so that no answer given to one
+# prompt is kept as an answer to another.
 PROMPT_VERSION = "mmbu-eval-prompt-v4"
 SYSTEM_PROMPT = "You are a careful assistant who answers questions about biomedical images from what is visible in them."
 ROI_SENTENCES = {

@@ -8,6 +8,7 @@ shared by the readers (percentile window, 8-bit mapping, resize, label images) a
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -17,26 +18,70 @@ import numpy as np
 from mmbu.core.geometry import ConversionGeometry
 from mmbu.core.text import printable_path
 
-FORMATS = ("dicom", "nifti", "metaimage", "nrrd", "wsi", "ome-tiff", "tiff", "czi", "lif", "nd2", "vsi", "mrc", "video",
-           "raster")
+SourceKind = Literal["image", "volume", "slide", "series", "video"]
+"""`volume`: a 3-D volume whose slice the converter chooses (its mask is read slice by slice); `slide`: a whole-slide
+image openslide may read; `series`: a vendor microscopy file holding several series; `video`: frames over time."""
 
-# format -> "module:function" that reads it (imported lazily: openslide or gdcm load only when needed)
-READERS = {
-    "dicom": "mmbu.build.convert.dicom:read",
-    "nifti": "mmbu.build.convert.nifti:read",
-    "metaimage": "mmbu.build.convert.itk_volumes:read_metaimage",
-    "nrrd": "mmbu.build.convert.itk_volumes:read_nrrd",
-    "wsi": "mmbu.build.convert.wsi:read",
-    "ome-tiff": "mmbu.build.convert.tiff:read_ome",
-    "tiff": "mmbu.build.convert.tiff:read_tiff",
-    "czi": "mmbu.build.convert.microscopy_vendors:read_czi",
-    "lif": "mmbu.build.convert.microscopy_vendors:read_lif",
-    "nd2": "mmbu.build.convert.microscopy_vendors:read_nd2",
-    "vsi": "mmbu.build.convert.microscopy_vendors:read_vsi",
-    "mrc": "mmbu.build.convert.mrc:read",
-    "video": "mmbu.build.convert.video:read",
-    "raster": "mmbu.build.convert.raster:read",
+
+@dataclass(frozen=True)
+class SourceFormat:
+    """One format the converter reads, and what the layouts must know of a file of it before anything is read.
+
+    Functions are named `"module:function"` and imported on first use (openslide or gdcm load only when needed).
+    """
+
+    reader: str  # read(path, options) -> Converted
+    suffixes: tuple[str, ...] = ()  # lower-case names its files go by (".nii.gz" whole), for the layouts' listings
+    kind: SourceKind = "image"
+    # volumes: the stored (x, y, z, ...) size from the header, and a label volume read whole as (x, y, z)
+    volume_shape: str | None = None
+    volume_labels: str | None = None
+    # volumes: how a file's view key names the slice the converter takes ("axis": `slice=...;axis=...`;
+    # "section": an xy section, `z=...` or `slice=...`); None when the layout's frame policy names it (NIfTI)
+    view_key: Literal["axis", "section"] | None = None
+
+
+_ITK = dict(kind="volume", volume_shape="mmbu.build.convert.itk_volumes:volume_shape",
+            volume_labels="mmbu.build.convert.itk_volumes:volume_labels", view_key="axis")
+SOURCE_FORMATS: dict[str, SourceFormat] = {
+    "dicom": SourceFormat("mmbu.build.convert.dicom:read"),
+    "nifti": SourceFormat("mmbu.build.convert.nifti:read", (".nii", ".nii.gz"), "volume",
+                          "mmbu.build.convert.nifti:volume_shape", "mmbu.build.convert.nifti:volume_labels"),
+    "metaimage": SourceFormat("mmbu.build.convert.itk_volumes:read_metaimage", (".mha", ".mhd"), **_ITK),
+    "nrrd": SourceFormat("mmbu.build.convert.itk_volumes:read_nrrd", (".nrrd", ".nhdr"), **_ITK),
+    "wsi": SourceFormat("mmbu.build.convert.wsi:read", (".svs", ".ndpi", ".mrxs", ".scn", ".vms", ".vmu", ".bif",
+                                                          ".svslide", ".tif", ".tiff"), "slide"),
+    "ome-tiff": SourceFormat("mmbu.build.convert.tiff:read_ome"),
+    "tiff": SourceFormat("mmbu.build.convert.tiff:read_tiff"),
+    "czi": SourceFormat("mmbu.build.convert.microscopy_vendors:read_czi", (".czi",), "series"),
+    "lif": SourceFormat("mmbu.build.convert.microscopy_vendors:read_lif", (".lif",), "series"),
+    "nd2": SourceFormat("mmbu.build.convert.microscopy_vendors:read_nd2", (".nd2",), "series"),
+    "vsi": SourceFormat("mmbu.build.convert.microscopy_vendors:read_vsi", (".vsi",), "series"),
+    # IMOD's names: .rec reconstructions, .st tilt series, .ali aligned stacks; .mrcs image stacks
+    "mrc": SourceFormat("mmbu.build.convert.mrc:read", (".mrc", ".mrcs", ".map", ".rec", ".st", ".ali"), "volume",
+                        "mmbu.build.convert.mrc:xyz_shape", "mmbu.build.convert.mrc:labels_xyz", "section"),
+    "video": SourceFormat("mmbu.build.convert.video:read", (".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm"), "video"),
+    "raster": SourceFormat("mmbu.build.convert.raster:read"),
 }
+"""Every format `sniff.identify` may name, in its report order. A new format is a reader module, an entry here and
+its content rule in `sniff.py`."""
+FORMATS = tuple(SOURCE_FORMATS)
+READERS = {name: source.reader for name, source in SOURCE_FORMATS.items()}  # format -> "module:function"
+
+
+def load_function(named: str) -> Any:
+    """The function a `"module:function"` name gives (its module imported now)."""
+    module_name, function_name = named.split(":")
+    return getattr(importlib.import_module(module_name), function_name)
+
+
+def formats_named(path: Path, kinds: frozenset[SourceKind] | None = None) -> list[str]:
+    """The formats whose files go by `path`'s name (of `kinds` when given), by their suffixes; [] for a name that
+    says nothing (a DICOM, TIFF or PNG file is known by its content)."""
+    name = path.name.lower()
+    return [fmt for fmt, source in SOURCE_FORMATS.items()
+            if source.suffixes and name.endswith(source.suffixes) and (kinds is None or source.kind in kinds)]
+
 
 WSI_DEFAULT_MAX_SIZE = 2048
 # recorded as params["square_pixels"]["note"] when ConvertOptions.square_pixels is False
@@ -108,9 +153,8 @@ class Converted:
     """8-bit pixels ready for PNG: (H, W) grayscale or (H, W, 3) RGB; label values for masks.
 
     `geometry` says how the stored frame became these pixels (`mmbu.core.geometry`); the layouts map
-    boxes and masks with it, and `dispatch.check_converted` refuses one that does not end at the
-    pixels' size. A reader that leaves it None gets one read from the legacy `params` keys
-    (`source_size`, `level0_dimensions`) while readers move to it (transition; then it is required).
+    boxes and masks with it, and `dispatch.check_converted` refuses a reader's result without one or with
+    one that does not end at the pixels' size.
     """
 
     pixels: np.ndarray

@@ -1,6 +1,6 @@
 """Convert many sources to PNG: walk inputs, convert each in worker processes, report one JSON line each.
 
-The report follows DESIGN §3.2. One bad file never stops the batch: its line says `status: "error"`
+The report follows docs/architecture.md §3.2. One bad file never stops the batch: its line says `status: "error"`
 with one readable sentence. A worker process that dies (a decoder crash) is replaced and the file that
 killed it is reported as an error. The report is streamed into a temporary file beside the target and
 moved into place when the batch ends, so a reader never sees a half-written report.

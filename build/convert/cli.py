@@ -1,4 +1,4 @@
-"""`mmbu convert`: medical and microscopy images to PNG, one report line per source (DESIGN §3.2)."""
+"""`mmbu convert`: medical and microscopy images to PNG, one report line per source (docs/architecture.md §3.2)."""
 from __future__ import annotations
 
 import sys

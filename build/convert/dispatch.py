@@ -4,16 +4,14 @@ Readers are imported lazily from `base.READERS`, so converting a PNG never loads
 """
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from mmbu.build.convert.base import READERS, ConversionError, Converted, ConvertOptions
+from mmbu.build.convert.base import READERS, ConversionError, Converted, ConvertOptions, load_function
 from mmbu.build.convert.display import resize_longest_side
 from mmbu.build.convert.sniff import Identified, identify
-from mmbu.core.geometry import legacy_geometry
 
 Reader = Callable[[Path, ConvertOptions], Converted]
 
@@ -21,10 +19,9 @@ Reader = Callable[[Path, ConvertOptions], Converted]
 def load_reader(format_name: str) -> Reader:
     """The `read(path, options)` function registered for `format_name` in `base.READERS`."""
     try:
-        module_name, function_name = READERS[format_name].split(":")
+        return load_function(READERS[format_name])
     except KeyError:
         raise ConversionError(f"no reader is registered for the format {format_name!r}") from None
-    return getattr(importlib.import_module(module_name), function_name)
 
 
 def read_image(path: str | Path, options: ConvertOptions | None = None) -> Converted:
@@ -61,7 +58,8 @@ def check_converted(converted: Converted, source: Path, as_mask: bool = False) -
         )
     size = (converted.width, converted.height)
     if converted.geometry is None:
-        converted.geometry = legacy_geometry(converted.params, size)
+        raise ConversionError(f"the {converted.format} reader returned no geometry for {source.name}, so its boxes "
+                              "could not be placed on the PNG")
     if converted.geometry.output_size != size:
         end = converted.geometry.output_size
         raise ConversionError(

@@ -318,3 +318,30 @@ def _itk_cause(exc: BaseException) -> str:
             return line.split("Description:", 1)[1].strip().rstrip(".")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return (lines[-1] if lines else type(exc).__name__).rstrip(".")
+
+
+def _header(path: Path) -> Any:
+    import SimpleITK as sitk
+
+    reader = sitk.ImageFileReader()
+    reader.SetFileName(str(path))
+    reader.ReadImageInformation()
+    return reader
+
+
+def volume_shape(path: Path) -> tuple[int, ...]:
+    """The stored (x, y, z, ...) size of a MetaImage or NRRD volume, from its header only."""
+    return tuple(int(n) for n in _header(path).GetSize())
+
+
+def volume_labels(path: Path) -> np.ndarray:
+    """Every voxel of a MetaImage or NRRD label volume as an (x, y, z) array, read whole (within the reader budget)."""
+    import SimpleITK as sitk
+
+    reader = _header(path)
+    bits = re.search(r"(\d+)-bit", sitk.GetPixelIDValueAsString(reader.GetPixelID()))
+    voxel_bytes = reader.GetNumberOfComponents() * (int(bits.group(1)) // 8 if bits else 8)
+    budget.check_bytes(path.name, int(np.prod(reader.GetSize(), dtype=np.int64)) * voxel_bytes,
+                       f"a label volume of {'×'.join(map(str, reader.GetSize()))} voxels, read whole")
+    array = sitk.GetArrayFromImage(reader.Execute())
+    return array.transpose(tuple(reversed(range(array.ndim))))

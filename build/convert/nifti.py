@@ -423,3 +423,16 @@ def window_rgb(view: np.ndarray, center_width: tuple[float, float] | None) -> tu
         return display.grey_to_uint8(values, center_width)
     lo, hi, source = display.robust_window(values)
     return display.window_to_uint8(values, lo, hi), {"lo": lo, "hi": hi, "source": f"{source} over R, G and B together"}
+
+
+def volume_shape(path: Path) -> tuple[int, ...]:
+    """The stored (x, y, z, ...) size of a volume, from its header only."""
+    return tuple(int(n) for n in nib.load(path).shape)
+
+
+def volume_labels(path: Path) -> np.ndarray:
+    """Every voxel of a label volume as an (x, y, z) array, read whole (within the reader budget)."""
+    image = nib.load(path)
+    budget.check_bytes(path.name, int(np.prod(image.shape, dtype=np.int64)) * image.get_data_dtype().itemsize,
+                       f"a label volume of {'×'.join(map(str, image.shape))} voxels, read whole")
+    return np.asanyarray(image.dataobj)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mmbu.core import budget
-from mmbu.build.convert.base import ConversionError, regular_file_error
+from mmbu.build.convert.base import SOURCE_FORMATS, ConversionError, regular_file_error
 
 if TYPE_CHECKING:
     from pydicom import Dataset
@@ -48,8 +48,6 @@ JP2_SIGNATURE = b"\x00\x00\x00\x0cjP  \r\n\x87\n"
 IMAGE_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"mif1", b"msf1", b"avif", b"avis"})
 TAG_OLYMPUS_SIS = 33560  # private TIFF tag of Olympus/Evident cellSens .vsi files
 MRC_MAP_STAMP = b"MAP "  # MRC2014 / CCP4 map id at byte 208 (mrcfile refuses files without it)
-# names MRC files go by (IMOD: .rec reconstructions, .st tilt series, .ali aligned stacks; .mrcs image stacks)
-MRC_SUFFIXES = (".mrc", ".mrcs", ".map", ".rec", ".st", ".ali")
 TIFF_MAGIC = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")  # classic and BigTIFF, both byte orders
 
 # Things people put in data folders that are not images: magic -> what to tell them
@@ -136,7 +134,7 @@ def identify(path: str | Path) -> Identified:
             return Identified("nifti", path, nifti + " (gzip)")
         raise ConversionError(f"{path} is a gzip-compressed file that does not hold a NIfTI image")
     _refuse_non_images(path, head)
-    if path.suffix.lower() in MRC_SUFFIXES:  # no MAP stamp: mrcfile's strict validation says what is wrong
+    if path.suffix.lower() in SOURCE_FORMATS["mrc"].suffixes:  # no MAP stamp: mrcfile's validation says why
         return Identified("mrc", path, "MRC (by its name: no MAP stamp)")
     if _looks_like_dicom_without_preamble(head):
         return _identify_dicom(path)

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from mmbu.build.duplicates.hashing import HASH_VERSION, ImageHashes, hashes_from_json, hashes_to_json, image_hashes
 from mmbu.build.duplicates.resolve import IMAGE_COLUMNS
 from mmbu.build.json_lines import LinesWriter, parse_record, read_lines
+from mmbu.core.release import Task
 
 CACHE_COLUMNS = ("png_key",)
 ROWS_COLUMNS = ("sample_id", "image_sample_id", "dataset_id", "source_path", "task", "image", "answer")
@@ -87,7 +88,7 @@ def image_table(rows: pd.DataFrame | Iterable[pd.DataFrame], previous: pd.DataFr
                      else batch["sample_id"])
         frame = pd.DataFrame({"image_id": image_ids, "dataset_id": batch["dataset_id"],
                               "source_path": batch["source_path"], "task": batch["task"], "png": batch["image"],
-                              "answer": batch["answer"].where(batch["task"] == "ungrounded_classification", None)})
+                              "answer": batch["answer"].where(batch["task"] == Task.UNGROUNDED, None)})
         frame = frame.drop_duplicates(["image_id", "task"])
         first = [key not in seen for key in zip(frame["image_id"], frame["task"])]  # not in an earlier batch
         frame = frame[first]

@@ -7,7 +7,6 @@ Public face:
     regions_from_mask, region_mask, read_mask, mask_box, mask_png (masks -> regions -> ROI PNG + box)
     geometry_of(report_line), map_boxes, map_mask                 (stored frame -> PNG frame)
     with_converted_mask(sample, converted_mask_slice, manifest)   (volumes: regions from the chosen slice)
-    place_items(items, samples, converted, roi_dir) -> (DataFrame, [Exclusion])  (task items onto their PNGs; ROI PNGs)
 
 A layout that does not match the files, labels without images, masks of the wrong size and labels
 outside the manifest's vocabulary each become an `Exclusion`; nothing here raises for bad data.
@@ -22,7 +21,6 @@ from mmbu.build.layouts import (
 from mmbu.build.layouts.context import LayoutContext, SampleSink
 from mmbu.build.layouts.diagnose import check_patterns
 from mmbu.build.layouts.frames import geometry_of, map_boxes, map_mask
-from mmbu.build.layouts.grounding import ConvertedImage, place_items
 from mmbu.build.layouts.masks import MaskError, mask_box, mask_png, read_mask, region_mask, regions_from_mask
 from mmbu.build.layouts.sample import Region, Sample, make_sample_id
 from mmbu.build.layouts.volumes import with_converted_mask
@@ -90,7 +88,7 @@ def read_samples_into(manifest: DatasetManifest, raw_dir: str | Path, sink: Samp
 
 
 __all__ = [
-    "EXCLUSION_COLUMNS", "Box", "ConvertedImage", "Exclusion", "MaskError", "READERS", "Region", "Sample",
-    "geometry_of", "make_sample_id", "map_boxes", "map_mask", "mask_box", "mask_png", "place_items", "read_mask", "read_samples", "read_samples_into",
+    "EXCLUSION_COLUMNS", "Box", "Exclusion", "MaskError", "READERS", "Region", "Sample",
+    "geometry_of", "make_sample_id", "map_boxes", "map_mask", "mask_box", "mask_png", "read_mask", "read_samples", "read_samples_into",
     "region_mask", "regions_from_mask", "with_converted_mask",
 ]

@@ -61,7 +61,7 @@ def _read_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, parts: dict
     notes = {"masks": f"{mask_where} ({masks.access})"}
     if image is not None:
         images_note = where + (f" channels {layout.images.channels}" if layout.images.channels else "")
-        ctx.add_derived(path, _frame(layout.images), lambda: image, regions=regions, mask=ids, grounded=True,
+        ctx.add_derived(path, _part(layout.images), lambda: image, regions=regions, mask=ids, grounded=True,
                         provenance={"images": images_note, **notes})
     elif not regions:
         ctx.exclude(where, "no annotated object with a known label is left in this image")
@@ -96,15 +96,15 @@ def _read_volume_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, part
     ids, regions, problems = item_regions(layout, mask, None, mask_where)
     for instance, reason in problems:
         ctx.exclude(f"{where}#{instance}", reason)
-    ctx.add_derived(path, f"{_frame(layout.images)};z={depth}", lambda: image, regions=regions, mask=ids, grounded=True,
+    ctx.add_derived(path, f"{_part(layout.images)};z={depth}", lambda: image, regions=regions, mask=ids, grounded=True,
                     provenance={"images": f"{where} ({images.access})", "masks": f"{mask_where} ({masks.access})",
                                 "slice": f"z {depth} of {images.shape[0]} ({how})"})
 
 
-def _frame(ref: ArrayRef) -> str:
+def _part(ref: ArrayRef) -> str:
     """Part of the sample id: the member and the channels read make the image, so they name it."""
-    frame = f"key={ref.key}" if ref.key else "file"
-    return frame + (f";channels={','.join(map(str, ref.channels))}" if ref.channels else "")
+    part = f"key={ref.key}" if ref.key else "file"
+    return part + (f";channels={','.join(map(str, ref.channels))}" if ref.channels else "")
 
 
 def _image(layout: ArraysLayout, path: Path, parts: dict[str, str]) -> np.ndarray:

@@ -136,8 +136,8 @@ def _read_group(layout: ArraysLayout, ctx: LayoutContext, group: _Group, stack: 
         ctx.exclude(where, f"items {_ranges(sorted(set(range(len(images))) - set(covered)))} have no "
                            f"{'labels' if labels else 'mask'}: {_start_text(layout, labels, masks)}")
     for index in covered:
-        frame = f"key={group.key};index={index}" if group.key else f"index={index}"
-        item = f"{ctx.rel(group.path)}#{frame}"  # as add_derived names its exclusions
+        part = f"key={group.key};index={index}" if group.key else f"index={index}"
+        item = f"{ctx.rel(group.path)}#{part}"  # as add_derived names its exclusions
         label = None
         if labels:
             label, reason = _item_label(layout, labels[0].item(index - (_start(layout, "labels") or 0)))
@@ -156,7 +156,7 @@ def _read_group(layout: ArraysLayout, ctx: LayoutContext, group: _Group, stack: 
         row_metadata = {field: text for field, (array, _) in metadata.items()
                         if (text := _text(np.asarray(array.item(index)).reshape(-1)[0]))}
         slice_note = {"slice": f"depth index {depth} of {images.shape[1]}"} if depth is not None else {}
-        ctx.add_derived(group.path, frame, lambda i=index, d=depth: _image_item(images, axes, i, d), label=label,
+        ctx.add_derived(group.path, part, lambda i=index, d=depth: _image_item(images, axes, i, d), label=label,
                         regions=regions, mask=mask, row_metadata=row_metadata, grounded=labels is None,
                         provenance={**notes, **slice_note, "index": str(index)})
 

@@ -60,7 +60,7 @@ def image_files(ctx: LayoutContext, template: PathTemplate, channels: ChannelFil
         yield ImageFiles(tuple(found[value] for value in channels.colors), shared)
 
 
-def frame_of(channels: ChannelFiles) -> str:
+def part_of(channels: ChannelFiles) -> str:
     """The part of a composed sample's id that names its channels: `channels=w1,w2,w3`."""
     return "channels=" + ",".join(channels.colors)
 

@@ -25,6 +25,24 @@ class SampleSink(Protocol):
     def append(self, sample: Sample) -> None: ...
 
 
+@dataclass(frozen=True)
+class SampleDraft:
+    """What a layout says about one sample before `LayoutContext` admits it (the same for every view of a file).
+
+    `grounded` says the sample exists for its regions, so losing all of them drops it; `size` is the stored
+    frame's (width, height) when the reader knows it; `companions` are the other files of a whole the image is one
+    file of (every instance of a DICOM whole-slide series); `provenance` says how a derived image was made."""
+
+    label: str | None = None
+    regions: tuple[Region, ...] = ()
+    mask_path: Path | None = None
+    row_metadata: dict[str, str] = field(default_factory=dict)
+    size: tuple[int, int] | None = None
+    grounded: bool = False
+    provenance: dict[str, str] = field(default_factory=dict)
+    companions: tuple[Path, ...] = ()
+
+
 @dataclass
 class LayoutContext:
     """Collects samples and exclusions while a layout walks a dataset; readers only describe what they saw."""
@@ -85,9 +103,9 @@ class LayoutContext:
         self.exclusions.append(Exclusion(dataset_id=self.dataset_id, sample_id=sample_id, item=item,
                                          stage="layout", reason=reason))
 
-    def frame_for(self, path: Path, dicom: bool | None = None) -> str | None:
-        """The frame/slice policy the converter applies to this file (part of its sample id); `dicom` is
-        `is_dicom(path)` when known."""
+    def part_for(self, path: Path, dicom: bool | None = None) -> str | None:
+        """Which part of this file the converter takes, by the manifest's frame or slice policy (part of the sample's
+        id); `dicom` is `is_dicom(path)` when known."""
         spec = self.manifest.convert
         if is_nifti(path):
             return f"slice={spec.slice};axis={spec.axis}"
@@ -108,7 +126,7 @@ class LayoutContext:
     def add(self, image: Path, *, label: str | None = None, regions: Iterable[Region] = (),
             mask_path: Path | None = None, row_metadata: dict[str, str] | None = None,
             size: tuple[int, int] | None = None, grounded: bool = False,
-            provenance: dict[str, str] | None = None, source: str | None = None, frame: str | None = None,
+            provenance: dict[str, str] | None = None, source: str | None = None, part: str | None = None,
             companions: tuple[Path, ...] = (), video_frame: int | None = None) -> Sample | None:
         """Record one sample; returns None (with an exclusion) when it cannot be used.
 
@@ -116,11 +134,13 @@ class LayoutContext:
         manifest's `convert:`); `video_frame` is the one frame a label table's row names.
 
         `grounded` says the sample exists for its regions, so losing all of them drops it. `source` and
-        `frame` name a sample that is one file of a larger whole (a DICOM series' chosen slice: the series
+        `part` name a sample that is one file of a larger whole (a DICOM series' chosen slice: the series
         folder and the slice policy make its id), `companions` the whole's other files. An instance
         of a DICOM whole-slide series (or the folder holding one series) also returns None: the series
         becomes one sample in `finish()`, once the layout has listed all of its files.
         """
+        draft = SampleDraft(label=label, regions=tuple(regions), mask_path=mask_path, row_metadata=row_metadata or {},
+                            size=size, grounded=grounded, provenance=provenance or {}, companions=companions)
         where = self.rel(image)
         if not self._raw.inside(image):
             # ids are built from the path inside the dataset; a path outside it is neither stable nor safe
@@ -131,24 +151,21 @@ class LayoutContext:
             self.exclude(where, "its mask points outside the dataset's folder")
             return None
         facts = self.facts(image)
-        listing = SlideListing(image, label, tuple(regions), mask_path, row_metadata or {}, grounded)
         # only a folder or a DICOM file can be a whole-slide instance or series: the others skip the header read
-        if (facts.is_dir or facts.dicom) and self._slides.claim(listing):
+        if (facts.is_dir or facts.dicom) and self._slides.claim(SlideListing(
+                image, draft.label, draft.regions, draft.mask_path, draft.row_metadata, draft.grounded)):
             return None
         if facts.is_dir:
             self.exclude(where, f"the labels point to the folder {where}, and a folder is one sample only when "
                                  "it holds the instances of exactly one DICOM whole-slide series")
             return None
-        return self._add_file(image, label=listing.label, regions=listing.regions, mask_path=mask_path,
-                              row_metadata=listing.row_metadata, size=size, grounded=grounded,
-                              provenance=provenance or {}, source=source, frame=frame, companions=companions,
-                              video_frame=video_frame, where=where, facts=facts)
+        return self._add_file(image, draft, source=source or where, part=part, video_frame=video_frame, facts=facts)
 
-    def add_derived(self, source: Path, frame: str, image: Callable[[], np.ndarray | bytes], *,
+    def add_derived(self, source: Path, part: str, image: Callable[[], np.ndarray | bytes], *,
                     label: str | None = None, regions: Iterable[Region] = (), mask: np.ndarray | None = None,
                     row_metadata: dict[str, str] | None = None, grounded: bool = False,
                     provenance: dict[str, str] | None = None, sources: Iterable[Path] = ()) -> Sample | None:
-        """Record a sample that is a part of `source` (an array slice, a table cell): `frame` says which
+        """Record a sample that is a part of `source` (an array slice, a table cell): `part` says which
         part (`key=train_images;index=12`) and with the source's path makes the stable sample id. `sources` are
         further files it is made from (the other channel files of a composed image): a change to any of them
         writes it again.
@@ -158,21 +175,13 @@ class LayoutContext:
         beside it. Returns None (with an exclusion) when the sample cannot be used.
         """
         source_path = self.rel(source)
-        sample_id = make_sample_id(self.dataset_id, source_path, frame)
-        if sample_id in self._seen:
-            self.exclude(f"{source_path}#{frame}", "the item is listed more than once; the first listing is kept",
-                         sample_id)
+        sample_id = make_sample_id(self.dataset_id, source_path, part)
+        draft = SampleDraft(label=label, regions=tuple(regions), row_metadata=row_metadata or {}, grounded=grounded,
+                            provenance=provenance or {})
+        kept = self._admit(draft, sample_id, f"{source_path}#{part}", source_path, part, listed="item")
+        if kept is None:
             return None
-        if label is not None and not self.known_label(label):
-            self.exclude(f"{source_path}#{frame}", f"label {label!r} is not in the manifest's label vocabulary",
-                         sample_id)
-            return None
-        kept = self._known_regions(regions, source_path, frame)
-        if grounded and not kept:
-            self.exclude(f"{source_path}#{frame}", "no annotated object with a known label is left in this image",
-                         sample_id)
-            return None
-        identity = source_identity(source, frame=frame)
+        identity = source_identity(source, part=part)
         if sources:
             identity["with"] = [source_identity(path) for path in sources]
         try:
@@ -183,14 +192,14 @@ class LayoutContext:
                 mask_path, _ = (self.derived.cached("masks", sample_id, identity)
                                 or self.derived.write("masks", sample_id, identity, mask, is_mask=True))
         except DerivedImageError as exc:
-            self.exclude(f"{source_path}#{frame}", str(exc), sample_id)
+            self.exclude(f"{source_path}#{part}", str(exc), sample_id)
             return None
         height, width = (mask.shape[:2] if mask is not None else (None, None))
         size = (int(width), int(height)) if mask is not None else image_size(image_path)
         sample = Sample(
             sample_id=sample_id, dataset_id=self.dataset_id, source_path=source_path, image_path=image_path,
-            frame=frame, label=label, regions=tuple(kept), mask_path=mask_path, image_size=size,
-            row_metadata=row_metadata or {}, provenance={**(provenance or {}), **notes},
+            part=part, label=label, regions=kept, mask_path=mask_path, image_size=size,
+            row_metadata=draft.row_metadata, provenance={**draft.provenance, **notes},
         )
         self.samples.append(sample)
         self._seen.add(sample_id)
@@ -200,21 +209,10 @@ class LayoutContext:
         """Write the label mask assembled for the dataset file `image` (from per-object files, polygons,
         thresholded JPEG) into the layout cache, keyed by the sample id `add(image)` gives and by the
         identity of the annotation files it was made from; returns the path to pass as `mask_path`."""
-        sample_id = make_sample_id(self.dataset_id, self.rel(image), self.frame_for(image))
+        sample_id = make_sample_id(self.dataset_id, self.rel(image), self.part_for(image))
         identity = {"sources": [source_identity(p) for p in sources], "shape": list(mask.shape)}
         found = self.derived.cached("masks", sample_id, identity)
         return (found or self.derived.write("masks", sample_id, identity, mask, is_mask=True))[0]
-
-    def _known_regions(self, regions: Iterable[Region], source_path: str, frame: str | None) -> list[Region]:
-        kept: list[Region] = []
-        for region in regions:
-            if self.known_label(region.label):
-                kept.append(region)
-            else:
-                self.exclude(f"{source_path}#{region.instance}",
-                             f"object label {region.label!r} is not in the manifest's label vocabulary",
-                             make_sample_id(self.dataset_id, source_path, frame, region.instance))
-        return kept
 
     def list_unannotated_slide_instance(self, image: Path) -> bool:
         """Hand a DICOM whole-slide instance that has no annotation file of its own (a lower level, the
@@ -228,62 +226,71 @@ class LayoutContext:
         for problem in problems:
             self.exclude(problem.item, problem.reason)
         for slide in series:
-            self._add_file(slide.base.path, label=slide.label, regions=slide.regions, mask_path=slide.mask_path,
-                           row_metadata=slide.row_metadata, size=slide.base.size, grounded=slide.grounded,
-                           companions=slide.companions)
+            draft = SampleDraft(label=slide.label, regions=slide.regions, mask_path=slide.mask_path,
+                                row_metadata=slide.row_metadata, size=slide.base.size, grounded=slide.grounded,
+                                companions=slide.companions)
+            self._add_file(slide.base.path, draft, source=self.rel(slide.base.path))
 
-    def _add_file(self, image: Path, *, label: str | None, regions: Iterable[Region], mask_path: Path | None,
-                  row_metadata: dict[str, str], size: tuple[int, int] | None, grounded: bool,
-                  companions: tuple[Path, ...] = (), provenance: dict[str, str] | None = None,
-                  source: str | None = None, frame: str | None = None, video_frame: int | None = None,
-                  where: str | None = None, facts: FileFacts | None = None) -> Sample | None:
-        """`where` is `rel(image)` and `facts` `FileFacts.of(image)` when `add` has them already."""
+    def _admit(self, draft: SampleDraft, sample_id: str, where: str, source_path: str, part: str | None, *,
+               listed: str, missing: bool = False) -> tuple[Region, ...] | None:
+        """The check every sample passes before it is kept: its id not seen before, its file present (`missing`
+        says it is not), its label and its regions' labels in the manifest's vocabulary, and a grounded sample
+        left with a region. Returns the regions kept, or None after recording why the sample is dropped (`where`
+        names it; `listed` is what a second listing repeats: "image" or "item")."""
+        if sample_id in self._seen:
+            self.exclude(where, f"the {listed} is listed more than once; the first listing is kept", sample_id)
+            return None
+        if missing:
+            self.exclude(where, f"the labels point to {where}, which is not in the fetched files", sample_id)
+            return None
+        if draft.label is not None and not self.known_label(draft.label):
+            self.exclude(where, f"label {draft.label!r} is not in the manifest's label vocabulary", sample_id)
+            return None
+        kept: list[Region] = []
+        for region in draft.regions:
+            if self.known_label(region.label):
+                kept.append(region)
+            else:
+                self.exclude(f"{source_path}#{region.instance}",
+                             f"object label {region.label!r} is not in the manifest's label vocabulary",
+                             make_sample_id(self.dataset_id, source_path, part, region.instance))
+        if draft.grounded and not kept:
+            self.exclude(where, "no annotated object with a known label is left in this image", sample_id)
+            return None
+        return tuple(kept)
+
+    def _add_file(self, image: Path, draft: SampleDraft, *, source: str, part: str | None = None,
+                  video_frame: int | None = None, facts: FileFacts | None = None) -> Sample | None:
+        """One sample per view of the dataset file `image` (`source` names it in ids and reports; `facts` is
+        `FileFacts.of(image)` when the caller has it)."""
         facts = facts or self.facts(image)
-        shown = source or where or self.rel(image)
-        if problem := non_utf8_name_error(shown):  # its id and every report would have to name it
-            self.exclude(shown, problem)
+        if problem := non_utf8_name_error(source):  # its id and every report would have to name it
+            self.exclude(source, problem)
             return None
         if not facts.is_file and (problem := regular_file_error(image)):  # a FIFO or device would block the build
-            self.exclude(shown, problem)
+            self.exclude(source, problem)
             return None
         try:
-            views = (views_for(image, self.manifest.convert, video_frame) if facts.is_file and frame is None
+            views = (views_for(image, self.manifest.convert, video_frame) if facts.is_file and part is None
                      else [View(None)])
         except ViewError as exc:
-            self.exclude(shown, str(exc))
+            self.exclude(source, str(exc))
             return None
         added = None
         for view in views:
-            added = self._add_view(image, view, label=label, regions=regions, mask_path=mask_path,
-                                   row_metadata=row_metadata, size=size, grounded=grounded, companions=companions,
-                                   provenance=provenance, source=shown, frame=frame, facts=facts) or added
+            view_part = part or (view.key if view.key is not None else self.part_for(image, facts.dicom))
+            sample_id = make_sample_id(self.dataset_id, source, view_part)
+            kept = self._admit(draft, sample_id, source, source, view_part, listed="image", missing=not facts.is_file)
+            if kept is None:
+                continue
+            sample = Sample(
+                sample_id=sample_id, dataset_id=self.dataset_id, source_path=source, image_path=image,
+                part=view_part, label=draft.label, regions=kept, mask_path=draft.mask_path,
+                image_size=draft.size or image_size(image, facts.dicom),
+                file_metadata=header_metadata(image, facts.dicom), row_metadata=draft.row_metadata,
+                companion_paths=draft.companions, provenance=draft.provenance, view=view.options,
+            )
+            self.samples.append(sample)
+            self._seen.add(sample_id)
+            added = sample
         return added
-
-    def _add_view(self, image: Path, view: View, *, label: str | None, regions: Iterable[Region],
-                  mask_path: Path | None, row_metadata: dict[str, str], size: tuple[int, int] | None,
-                  grounded: bool, companions: tuple[Path, ...], provenance: dict[str, str] | None,
-                  source: str, frame: str | None, facts: FileFacts) -> Sample | None:
-        frame = frame or (view.key if view.key is not None else self.frame_for(image, facts.dicom))
-        sample_id = make_sample_id(self.dataset_id, source, frame)
-        if sample_id in self._seen:
-            self.exclude(source, "the image is listed more than once; the first listing is kept", sample_id)
-            return None
-        if not facts.is_file:
-            self.exclude(source, f"the labels point to {source}, which is not in the fetched files", sample_id)
-            return None
-        if label is not None and not self.known_label(label):
-            self.exclude(source, f"label {label!r} is not in the manifest's label vocabulary", sample_id)
-            return None
-        kept = self._known_regions(regions, source, frame)
-        if grounded and not kept:
-            self.exclude(source, "no annotated object with a known label is left in this image", sample_id)
-            return None
-        sample = Sample(
-            sample_id=sample_id, dataset_id=self.dataset_id, source_path=source, image_path=image,
-            frame=frame, label=label, regions=tuple(kept), mask_path=mask_path,
-            image_size=size or image_size(image, facts.dicom), file_metadata=header_metadata(image, facts.dicom),
-            row_metadata=row_metadata, companion_paths=companions, provenance=provenance or {}, view=view.options,
-        )
-        self.samples.append(sample)
-        self._seen.add(sample_id)
-        return sample

@@ -3,20 +3,18 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from PIL import Image
 
-from mmbu.build.convert.sniff import MRC_SUFFIXES
+from mmbu.build.convert.base import SOURCE_FORMATS, formats_named, load_function
 from mmbu.build.fetch.model import TOOLKIT_FILE_PREFIX
-from mmbu.core import budget
 from mmbu.core.confinement import ResolvedFolder
 
-WSI_SUFFIXES = (".svs", ".ndpi", ".mrxs", ".scn", ".vms", ".vmu", ".bif", ".svslide", ".tif", ".tiff")
-NIFTI_SUFFIXES = (".nii", ".nii.gz")
+WSI_SUFFIXES = SOURCE_FORMATS["wsi"].suffixes  # openslide is asked about these only
+NIFTI_SUFFIXES = SOURCE_FORMATS["nifti"].suffixes
 
 
 def relative(path: Path, raw_dir: Path) -> str:
@@ -45,63 +43,25 @@ def is_nifti(path: Path) -> bool:
     return path.name.lower().endswith(NIFTI_SUFFIXES)
 
 
-ITK_VOLUME_SUFFIXES = (".mha", ".mhd", ".nrrd", ".nhdr")
-
-
-def is_mrc(path: Path) -> bool:
-    return path.suffix.lower() in MRC_SUFFIXES
+def volume_format(path: Path) -> str | None:
+    """The volume format (`base.SOURCE_FORMATS`, kind `volume`) a file's name says, else None."""
+    found = formats_named(path, frozenset({"volume"}))
+    return found[0] if found else None
 
 
 def is_volume(path: Path) -> bool:
-    """A 3-D volume whose slice the converter chooses: NIfTI, MetaImage, NRRD or MRC."""
-    return is_nifti(path) or path.suffix.lower() in ITK_VOLUME_SUFFIXES or is_mrc(path)
+    """A 3-D volume whose slice the converter chooses: NIfTI, MetaImage, NRRD, MRC (by name)."""
+    return volume_format(path) is not None
 
 
 def volume_shape(path: Path) -> tuple[int, ...]:
-    """The stored (x, y, z, ...) size of a volume, from its header only."""
-    if is_nifti(path):
-        import nibabel
-
-        return tuple(int(n) for n in nibabel.load(path).shape)
-    if is_mrc(path):
-        from mmbu.build.convert.mrc import xyz_shape
-
-        return xyz_shape(path)
-    import SimpleITK as sitk
-
-    reader = sitk.ImageFileReader()
-    reader.SetFileName(str(path))
-    reader.ReadImageInformation()
-    return tuple(int(n) for n in reader.GetSize())
+    """The stored (x, y, z, ...) size of a volume, from its header only (its format's `volume_shape`)."""
+    return load_function(SOURCE_FORMATS[volume_format(path)].volume_shape)(path)
 
 
 def read_volume_labels(path: Path) -> "np.ndarray":
-    """Every voxel of a label volume as an (x, y, z) array (NIfTI via nibabel, MetaImage/NRRD via SimpleITK,
-    MRC via mrcfile)."""
-    import numpy as np
-
-    if is_nifti(path):
-        import nibabel
-
-        image = nibabel.load(path)
-        budget.check_bytes(path.name, int(np.prod(image.shape, dtype=np.int64)) * image.get_data_dtype().itemsize,
-                           f"a label volume of {'×'.join(map(str, image.shape))} voxels, read whole")
-        return np.asanyarray(image.dataobj)
-    if is_mrc(path):
-        from mmbu.build.convert.mrc import labels_xyz
-
-        return labels_xyz(path)
-    import SimpleITK as sitk
-
-    reader = sitk.ImageFileReader()
-    reader.SetFileName(str(path))
-    reader.ReadImageInformation()
-    bits = re.search(r"(\d+)-bit", sitk.GetPixelIDValueAsString(reader.GetPixelID()))
-    voxel_bytes = reader.GetNumberOfComponents() * (int(bits.group(1)) // 8 if bits else 8)
-    budget.check_bytes(path.name, int(np.prod(reader.GetSize(), dtype=np.int64)) * voxel_bytes,
-                       f"a label volume of {'×'.join(map(str, reader.GetSize()))} voxels, read whole")
-    array = sitk.GetArrayFromImage(reader.Execute())
-    return array.transpose(tuple(reversed(range(array.ndim))))
+    """Every voxel of a label volume as an (x, y, z) array (its format's `volume_labels`)."""
+    return load_function(SOURCE_FORMATS[volume_format(path)].volume_labels)(path)
 
 
 def is_dicom(path: Path) -> bool:

@@ -17,18 +17,13 @@ import numpy as np
 from PIL import Image
 
 from mmbu.core.boxes import Box, PixelBox
-from mmbu.core.geometry import ConversionGeometry, Size, legacy_geometry
+from mmbu.core.geometry import ConversionGeometry, Size
 
 
-def geometry_of(record: Mapping[str, Any], stored_size: Size | None = None) -> ConversionGeometry:
-    """The geometry of one conversion-report line (DESIGN §3.2): `params["geometry"]` as the converter
-    recorded it. Lines written before the readers recorded one (cached conversions, readers not yet
-    moved) are read from their legacy `params` keys, else `stored_size` (e.g. `Sample.image_size`)
-    (transition: goes when every reader records a geometry and old caches are gone)."""
-    params = record.get("params") or {}
-    if params.get("geometry"):
-        return ConversionGeometry.from_json(params["geometry"])
-    return legacy_geometry(params, (int(record["width"]), int(record["height"])), stored_size)
+def geometry_of(record: Mapping[str, Any]) -> ConversionGeometry:
+    """The geometry of one conversion-report line (docs/architecture.md §3.2): `params["geometry"]`, which the
+    converter records on every line it writes with `status: ok` (`convert.batch`)."""
+    return ConversionGeometry.from_json(record["params"]["geometry"])
 
 
 

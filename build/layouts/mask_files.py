@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from mmbu.build.layouts.channel_files import ImageFiles, compose, frame_of, image_files
+from mmbu.build.layouts.channel_files import ImageFiles, compose, image_files, part_of
 from mmbu.build.layouts.colour_masks import colour_objects, read_rgb
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import image_size, is_volume
@@ -218,7 +218,7 @@ def _read_flat(layout: MaskFilesLayout, ctx: LayoutContext, item: ImageFiles,
             ctx.exclude(ctx.rel(image), "its mask files hold no object")
         return
     if item.composed:  # the channel files become one image in the layout cache, its mask beside it
-        ctx.add_derived(image, frame_of(layout.channels), lambda: compose(item.paths, layout.channels),
+        ctx.add_derived(image, part_of(layout.channels), lambda: compose(item.paths, layout.channels),
                         regions=regions, mask=canvas.ids, grounded=True, sources=item.paths[1:],
                         provenance={**provenance, "channels": ", ".join(ctx.rel(p) for p in item.paths)})
         return

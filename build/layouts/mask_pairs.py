@@ -29,7 +29,7 @@ def read(layout: ImageMaskPairsLayout, ctx: LayoutContext) -> None:
     masks: dict[str, Path] = {}
     for mask in glob_files(ctx.raw_dir, layout.masks):
         masks.setdefault(_mask_key(mask, layout.mask_suffix), mask)
-    mask_files = set(masks.values())  # a set: `in masks.values()` was quadratic (half of reading 8,600 pairs)
+    mask_files = set(masks.values())  # a set: a list lookup per image is quadratic in the pairs
     images = [p for p in glob_files(ctx.raw_dir, layout.images) if p not in mask_files]
     used: set[str] = set()
     for image in images:

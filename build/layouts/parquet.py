@@ -73,8 +73,8 @@ def read(layout: ParquetLayout, ctx: LayoutContext) -> None:
 
 def _add_row(layout: ParquetLayout, ctx: LayoutContext, names: "_LabelNames", path: Path, number: int,
              row: dict[str, Any]) -> None:
-    frame = f"row={number}"
-    item = f"{ctx.rel(path)}#{frame}"
+    part = f"row={number}"
+    item = f"{ctx.rel(path)}#{part}"
     try:
         image = _cell(layout, ctx, row, layout.image_column, layout.image_encoding)
         label = _label(layout, names, row[layout.label_column]) if layout.label_column else None
@@ -100,7 +100,7 @@ def _add_row(layout: ParquetLayout, ctx: LayoutContext, names: "_LabelNames", pa
         ctx.add(image, label=label, regions=regions, mask_path=mask_path, row_metadata=row_metadata, size=size,
                 grounded=grounded, provenance=provenance)
         return
-    ctx.add_derived(path, frame, lambda: image, label=label, regions=regions, mask=mask, row_metadata=row_metadata,
+    ctx.add_derived(path, part, lambda: image, label=label, regions=regions, mask=mask, row_metadata=row_metadata,
                     grounded=grounded, provenance=provenance)
 
 

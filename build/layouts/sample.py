@@ -10,14 +10,15 @@ from mmbu.core.boxes import Box
 
 
 
-def make_sample_id(dataset_id: str, source_path: str, frame: str | int | None = None,
+def make_sample_id(dataset_id: str, source_path: str, part: str | int | None = None,
                    instance: str | int | None = None) -> str:
     """A stable id from what identifies the item in its source, never from enumeration order or time.
 
-    `source_path` is the POSIX path relative to the dataset's raw folder; `frame` names the
-    frame/slice policy or index; `instance` the object inside the image (annotation id, component).
+    `source_path` is the POSIX path relative to the dataset's raw folder; `part` names which part of the file
+    (a frame or slice policy, a series, an array index, a table row); `instance` the object inside the image
+    (annotation id, component).
     """
-    key = "\x1f".join([dataset_id, source_path, "" if frame is None else str(frame),
+    key = "\x1f".join([dataset_id, source_path, "" if part is None else str(part),
                        "" if instance is None else str(instance)])
     return f"{dataset_id}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:16]}"
 
@@ -43,7 +44,8 @@ class Sample(BaseModel):
     dataset_id: str
     source_path: str = Field(description="POSIX path of the image relative to the raw dataset folder.")
     image_path: Path
-    frame: str | None = Field(None, description="Frame/slice policy or index that the converter applies.")
+    part: str | None = Field(None, description="Which part of the source file the sample is (a frame or slice policy, "
+                                               "a series, an array index, a table row); None for a whole file.")
     label: str | None = Field(None, description="Raw image-level label (classification layouts).")
     regions: tuple[Region, ...] = ()
     mask_path: Path | None = None
@@ -63,5 +65,5 @@ class Sample(BaseModel):
                                           "(a video frame or time, a microscopy series): one file, several samples.")
 
     def region_id(self, region: Region) -> str:
-        """The stable id of a grounded row about `region` (dataset + path + frame + instance)."""
-        return make_sample_id(self.dataset_id, self.source_path, self.frame, region.instance)
+        """The stable id of a grounded row about `region` (dataset + path + part + instance)."""
+        return make_sample_id(self.dataset_id, self.source_path, self.part, region.instance)

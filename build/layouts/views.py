@@ -13,12 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmbu.build.layouts.files import ITK_VOLUME_SUFFIXES, is_mrc
+from mmbu.build.convert.base import SOURCE_FORMATS, formats_named
 from mmbu.core import budget
 from mmbu.curation.manifest.model import ConvertSpec
-
-VIDEO_SUFFIXES = (".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm")
-MICROSCOPY_SUFFIXES = {".czi": "czi", ".lif": "lif", ".nd2": "nd2", ".vsi": "vsi"}
 
 
 @dataclass(frozen=True)
@@ -32,26 +29,30 @@ class ViewError(ValueError):
 
 
 def is_video(path: Path) -> bool:
-    return path.suffix.lower() in VIDEO_SUFFIXES
+    return bool(formats_named(path, frozenset({"video"})))
 
 
-def views_for(path: Path, spec: ConvertSpec, frame: int | None = None) -> list[View]:
-    """The samples one file gives. `frame` is a video frame named by a label table's row."""
-    suffix = path.suffix.lower()
-    if is_video(path):
-        return _video_views(path, spec, frame)
-    if suffix in MICROSCOPY_SUFFIXES:
-        return _series_views(path, spec, MICROSCOPY_SUFFIXES[suffix])
-    if suffix in ITK_VOLUME_SUFFIXES:
+def views_for(path: Path, spec: ConvertSpec, video_frame: int | None = None) -> list[View]:
+    """The samples one file gives (by the kind of its format, `base.SOURCE_FORMATS`, as its name says).
+    `video_frame` is a video frame named by a label table's row."""
+    named = formats_named(path, frozenset({"video", "series", "volume"}))
+    source = SOURCE_FORMATS[named[0]] if named else None
+    if source is None:
+        return [View(None)]
+    if source.kind == "video":
+        return _video_views(path, spec, video_frame)
+    if source.kind == "series":
+        return _series_views(path, spec, named[0])
+    if source.view_key == "axis":
         return [View(f"slice={spec.slice};axis={spec.axis}")]
-    if is_mrc(path):  # an xy section: `slice` (an index or the mask's largest section), else `z`
+    if source.view_key == "section":  # an xy section: `slice` (an index or the mask's largest section), else `z`
         return [View(f"z={spec.z}" if spec.slice == "middle" else f"slice={spec.slice}")]
     return [View(None)]
 
 
-def _video_views(path: Path, spec: ConvertSpec, frame: int | None) -> list[View]:
-    if frame is not None:
-        return [View(f"video_frame={frame}", {"frame": frame})]
+def _video_views(path: Path, spec: ConvertSpec, video_frame: int | None) -> list[View]:
+    if video_frame is not None:
+        return [View(f"video_frame={video_frame}", {"frame": video_frame})]
     video = spec.video
     if video is None:
         return [View(f"frame={spec.frame}")]

@@ -91,7 +91,7 @@ def _add_series(ctx: LayoutContext, slices: list[tuple[Path, dict]], key: str | 
     index = (min(max(choice, 0), len(ordered) - 1) if isinstance(choice, int) else len(ordered) // 2)
     chosen = ordered[index]
     series_id = key or ctx.rel(source)
-    ctx.add(chosen, label=label, row_metadata=row_metadata, source=series_id, frame=f"series-slice={choice}",
+    ctx.add(chosen, label=label, row_metadata=row_metadata, source=series_id, part=f"series-slice={choice}",
             companions=tuple(p for p in ordered if p != chosen),
             provenance={"series": f"{len(ordered)} slices ordered by {how}; slice {index} ({chosen.name}) converted"})
 

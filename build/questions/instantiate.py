@@ -2,28 +2,24 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 from PIL import Image
 
 from mmbu.build.questions.box_options import box_options
 from mmbu.build.questions.content import ContentMask, read_content_mask
 from mmbu.build.questions.options import label_options, plan_options, rng_for
-from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, load_prototypes
+from mmbu.build.questions.prototypes import load_prototypes
+from mmbu.build.questions.rows import PlacedItem, QuestionRow
 from mmbu.build.questions.wording_rules import FILE_NAME
 from mmbu.core.boxes import box_text
-from mmbu.core.release import CLOSED_QUESTION_COLUMNS
-from mmbu.build.records import records
 from mmbu.core.exclusions import Exclusion
+from mmbu.core.release import Task
 from mmbu.core.wording import same_wording
 from mmbu.curation.manifest import DatasetManifest
 from mmbu.taxonomy.model import Taxonomy
 
-QUESTION_COLUMNS = ("answer", "options", *TEMPLATE_COLUMNS.values(),
-                    "label", "target", "answer_aliases", "question_version", *CLOSED_QUESTION_COLUMNS.values())
 DEFAULT_NONE_ANSWER_RATE = 0.0
 MIN_BOX_OPTIONS = 2
 
@@ -106,10 +102,6 @@ def mentions_any(text: str, words: list[str]) -> str | None:
 ROW_VALUES = ("modality", "sub_modality", "stain", "specimen", "specimen_subregion")  # the columns questions use
 
 
-def _text(value: object) -> str | None:
-    return None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
-
-
 CELL = "cell"  # the anatomy term under which the taxonomy keeps cells and cellular compartments
 
 
@@ -123,14 +115,14 @@ def cellular(taxonomy: Taxonomy, anatomy: str | None) -> bool:
         term.name.split()[-1].casefold() == CELL
 
 
-def _values(row: Mapping[str, object], manifest: DatasetManifest, target: str | None,
+def _values(row: Mapping[str, str | None], manifest: DatasetManifest, target: str | None,
             leaking: list[str], taxonomy: Taxonomy) -> dict[str, str | None]:
-    """Placeholder values of one row (only its `ROW_VALUES` count). For classification, a context value that
+    """Placeholder values of one row (its `ROW_VALUES`). For classification, a context value that
     names one of the dataset's labels is withheld (e.g. anatomy "abdomen" when the labels are body regions),
     so the full-context question never gives the answer away. A cellular anatomy is withheld from every task: the
     description says what the image is of ("of human brain"), and "of a tissue section of nucleus" or "of cell
     culture nucleus" says nothing right."""
-    modality, sub_modality, stain, specimen, anatomy = (_text(row.get(name)) for name in ROW_VALUES)
+    modality, sub_modality, stain, specimen, anatomy = (row[name] for name in ROW_VALUES)
     if cellular(taxonomy, anatomy):
         anatomy = None
     values = {"modality": modality, "sub_modality": sub_modality, "stain": stain, "specimen": specimen,
@@ -142,16 +134,15 @@ def _values(row: Mapping[str, object], manifest: DatasetManifest, target: str | 
     return values
 
 
-def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonomy: Taxonomy, seed: int, *,
+def instantiate_questions(rows: Iterable[PlacedItem], manifest: DatasetManifest, taxonomy: Taxonomy, seed: int, *,
                           none_answer_rate: float = DEFAULT_NONE_ANSWER_RATE,
-                          prototypes_path: str | Path | None = None) -> tuple[pd.DataFrame, list[Exclusion]]:
-    """Questions, options and answers for one dataset's task rows (items joined with metadata).
+                          prototypes_path: str | Path | None = None) -> tuple[list[QuestionRow], list[Exclusion]]:
+    """Questions, options and answers for one dataset's placed items (with their metadata attached).
 
-    Detection rows need `boxes`/`other_boxes` already in the output PNG frame, `image_width`/`image_height` of
-    that PNG and `image`, its path: wrong boxes are placed on its content (`box_options`). `none_answer_rate` is the share of closed classification rows whose
-    gold label is deliberately left out so that "None of the above" is the answer (0 by default: the
-    open and closed forms share a row, and the `label` column then keeps the true class).
-    Returns the rows with `QUESTION_COLUMNS` added, and the rows that could not be instantiated.
+    A detection item's wrong boxes are placed on its PNG's content (`box_options`). `none_answer_rate` is the share
+    of closed classification rows whose gold label is deliberately left out so that "None of the above" is the
+    answer (0 by default: the open and closed forms share a row, and the `label` column then keeps the true class).
+    Returns the question rows, and the items that could not be asked about.
     """
     prototypes = load_prototypes(prototypes_path)
     labels = label_set(manifest)
@@ -162,7 +153,7 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
     # detection always offers at least two boxes: with one, the closed question would answer itself
     box_slots = max(MIN_BOX_OPTIONS, hints.n_options - int(hints.none_of_the_above))
     box_plan = plan_options(box_slots, box_slots + int(hints.none_of_the_above), hints.none_of_the_above)
-    out: list[dict[str, object]] = []
+    out: list[QuestionRow] = []
     exclusions: list[Exclusion] = []
     # a dataset's rows share a few metadata combinations: each one's questions and each label's aliases are
     # made once (rendering and the leak checks were a third of the step, per row)
@@ -171,67 +162,62 @@ def instantiate_questions(rows: pd.DataFrame, manifest: DatasetManifest, taxonom
     label_aliases: dict[str, list[str]] = {}
     aliases: dict[tuple[object, ...], list[str]] = {}
 
-    def drop(row: Mapping[str, object], reason: str) -> None:
-        exclusions.append(Exclusion(dataset_id=manifest.id, sample_id=row["sample_id"],
-                                    item=str(row.get("source_path")), stage="questions", reason=reason))
+    for placed in rows:
+        item = placed.item
 
-    for row in records(rows):  # plain dicts: iterrows builds a Series per row
-        rng = rng_for(row["sample_id"], seed)
-        raw = row["target"] if row["task"] == "object_detection" else row["label"]
+        def drop(reason: str) -> None:
+            exclusions.append(Exclusion(dataset_id=manifest.id, sample_id=item.sample_id, item=item.source_path,
+                                        stage="questions", reason=reason))
+
+        rng = rng_for(item.sample_id, seed)
+        raw = item.label
         spec = manifest.label_spec(raw)
         if spec is None:
-            drop(row, f"label {raw!r} is not in the manifest's label vocabulary")
+            drop(f"label {raw!r} is not in the manifest's label vocabulary")
             continue
-        target = spec.name if row["task"] == "object_detection" else None
-        leaking = [] if row["task"] == "object_detection" else words
-        key = (row["task"], target, *(_text(row.get(name)) for name in ROW_VALUES))
+        detection = item.task == Task.DETECTION
+        target = spec.name if detection else None
+        leaking = [] if detection else words
+        context = {name: item.metadata_value(name) for name in ROW_VALUES}
+        key = (item.task, target, *context.values())
         if key not in questions:
-            questions[key] = prototypes.render(row["task"], _values(row, manifest, target, leaking, taxonomy))
-        fields = dict(row) | questions[key]
-        fields |= {"label": spec.name, "target": target, "question_version": prototypes.version}
-        if row["task"] == "object_detection":
-            size = (row.get("image_width"), row.get("image_height"))
-            if any(v is None or pd.isna(v) for v in size) or box_plan is None or not _text(row.get("image")):
-                drop(row, "detection rows need the output image and its size (image, image_width, image_height)")
-                continue
-            image = str(row["image"])
+            questions[key] = prototypes.render(item.task, _values(context, manifest, target, leaking, taxonomy))
+        if detection:
+            image = str(placed.image)
             try:
                 if image not in contents:
                     contents = {image: read_content_mask(image)}
             except (OSError, ValueError, Image.DecompressionBombError) as exc:
-                drop(row, f"the image {image} cannot be read to place wrong boxes on its content ({exc})")
+                drop(f"the image {image} cannot be read to place wrong boxes on its content ({exc})")
                 continue
-            others = row["other_boxes"]  # a list, an array after a Parquet round trip, or None
-            others = others if isinstance(others, (list, tuple, np.ndarray)) else []
-            made = box_options([tuple(b) for b in row["boxes"]], [tuple(b) for b in others],
-                               (int(size[0]), int(size[1])), box_plan.label_slots, contents[image], rng)
+            made = box_options([tuple(b) for b in placed.boxes], [tuple(b) for b in placed.other_boxes or ()],
+                               placed.image_size, box_plan.label_slots, contents[image], rng)
             if made is None:
-                drop(row, f"no room on the image's content for {box_plan.label_slots - 1} wrong box(es) of the "
-                          f"answer's size clear of every {target} and of each other")
+                drop(f"no room on the image's content for {box_plan.label_slots - 1} wrong box(es) of the "
+                     f"answer's size clear of every {target} and of each other")
                 continue
             boxes, answer = made
             options = [box_text(b) for b in boxes] + ([prototypes.none_of_the_above] if box_plan.none_of_the_above else [])
             rng.shuffle(options)
-            fields["options"], fields["answer"] = options, box_text(answer)
-            fields["answer_aliases"] = []
-        else:
-            if classify_plan is None:
-                drop(row, f"the dataset has {len(labels)} label(s): too few for a closed question")
-                continue
-            leave_out = (none_answer_rate > 0 and classify_plan.none_of_the_above
-                         and len(labels) - 1 + len(distractors) >= classify_plan.label_slots
-                         and rng_for(row["sample_id"], seed, "none-answer").random() < none_answer_rate)
-            fields["options"], fields["answer"] = label_options(spec.name, labels, classify_plan, rng,
-                                                                prototypes.none_of_the_above, leave_out, distractors)
-            if raw not in label_aliases:
-                label_aliases[raw] = answer_aliases(raw, manifest, taxonomy)
-            if (raw, key) not in aliases:
-                # an alias the question itself says ("cell" for "brain cell" asked as "Which cell type ...?") is
-                # an answer taken from the question, not from the image
-                said = [question for question in questions[key].values() if question]
-                aliases[raw, key] = [alias for alias in label_aliases[raw]
-                                     if not any(mentions_any(question, [alias]) for question in said)]
-            fields["answer_aliases"] = list(aliases[raw, key])
-        out.append(fields)
-    columns = list(dict.fromkeys([*rows.columns, *QUESTION_COLUMNS]))
-    return pd.DataFrame(out, columns=columns), exclusions
+            out.append(QuestionRow(placed, spec.name, target, questions[key], options, box_text(answer), [],
+                                   prototypes.version))
+            continue
+        if classify_plan is None:
+            drop(f"the dataset has {len(labels)} label(s): too few for a closed question")
+            continue
+        leave_out = (none_answer_rate > 0 and classify_plan.none_of_the_above
+                     and len(labels) - 1 + len(distractors) >= classify_plan.label_slots
+                     and rng_for(item.sample_id, seed, "none-answer").random() < none_answer_rate)
+        options, answer = label_options(spec.name, labels, classify_plan, rng, prototypes.none_of_the_above,
+                                        leave_out, distractors)
+        if raw not in label_aliases:
+            label_aliases[raw] = answer_aliases(raw, manifest, taxonomy)
+        if (raw, key) not in aliases:
+            # an alias the question itself says ("cell" for "brain cell" asked as "Which cell type ...?") is
+            # an answer taken from the question, not from the image
+            said = [question for question in questions[key].values() if question]
+            aliases[raw, key] = [alias for alias in label_aliases[raw]
+                                 if not any(mentions_any(question, [alias]) for question in said)]
+        out.append(QuestionRow(placed, spec.name, None, questions[key], options, answer, list(aliases[raw, key]),
+                               prototypes.version))
+    return out, exclusions

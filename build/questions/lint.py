@@ -1,4 +1,4 @@
-"""The wording lint: questions speak only of what is visible (DESIGN §4 "Questions").
+"""The wording lint: questions speak only of what is visible (docs/architecture.md §4 "Questions").
 
 It rejects disease names, clinical outcomes, words implying malignancy and abbreviations, from the
 maintained lists in `lint_words.yaml` plus every abbreviation in the taxonomy and any all-capitals
@@ -8,7 +8,7 @@ question names its target); `lint_labels` reports labels that hit the lists as w
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -16,12 +16,12 @@ from pathlib import Path
 import pandas as pd
 
 from mmbu.build.questions.prototypes import TEMPLATE_COLUMNS, load_prototypes
-from mmbu.build.records import column_values
+from mmbu.build.questions.rows import QuestionRow
 from mmbu.core.exclusions import Exclusion
-from mmbu.core.release import CLOSED_QUESTION_COLUMNS
+from mmbu.core.release import CLOSED_QUESTION_COLUMNS, Task
 from mmbu.core.wording import names
-from mmbu.taxonomy.model import Taxonomy
 from mmbu.core.yaml_io import read_yaml
+from mmbu.taxonomy.model import Taxonomy
 
 WORDS_PATH = Path(__file__).with_name("lint_words.yaml")
 LINT_COLUMNS = ("dataset_id", "sample_id", "task", "template", "category", "word", "question")
@@ -100,25 +100,21 @@ def _mask_labels(text: str, labels: Iterable[str]) -> str:
     return text
 
 
-def lint_questions(df: pd.DataFrame, taxonomy: Taxonomy, words_path: str | Path | None = None) -> pd.DataFrame:
+def lint_questions(rows: Sequence[QuestionRow], taxonomy: Taxonomy, words_path: str | Path | None = None
+                   ) -> pd.DataFrame:
     """One row per (question, offending word), columns `LINT_COLUMNS`; empty when every question is clean."""
     lint = wording_lint(taxonomy, words_path)
     records = []
     # a dataset's rows repeat a few questions with a few option lists: each combination is checked once
     found: dict[tuple[object, ...], list[Hit]] = {}
-    column = {name: column_values(df[name]) for name in ("dataset_id", "sample_id", "task", "options",
-                                                          *TEMPLATE_COLUMNS.values())}
-    column |= {name: column_values(df[name]) if name in df.columns else [None] * len(df)
-               for name in ("target", "label", *CLOSED_QUESTION_COLUMNS.values())}
     # the closed form's own questions (closed detection's) are linted as the templates' are
     asked = [*TEMPLATE_COLUMNS.items(), *((f"{t} (closed)", name) for t, name in CLOSED_QUESTION_COLUMNS.items())]
-    for position, task in enumerate(column["task"]):
-        exempt = (column["target"][position], column["label"][position])
+    for row in rows:
+        exempt = (row.target, row.label)
         # a classification question must not contain its options' labels (detection names its target)
-        options = () if task == "object_detection" else tuple(o for o in column["options"][position]
-                                                               if o != NONE_OF_THE_ABOVE)
+        options = () if row.task == Task.DETECTION else tuple(o for o in row.options if o != NONE_OF_THE_ABOVE)
         for template, name in asked:
-            question = column[name][position]
+            question = row.questions.get(name)
             if not isinstance(question, str):
                 continue
             key = (question, options, *(label for label in exempt if isinstance(label, str) and label))
@@ -126,8 +122,8 @@ def lint_questions(df: pd.DataFrame, taxonomy: Taxonomy, words_path: str | Path 
                 leaked = _leaked_option(question, options)
                 found[key] = ([Hit("answer_leak", leaked)] if leaked else []) + lint.hits(_mask_labels(question, exempt))
             for hit in found[key]:
-                records.append({"dataset_id": column["dataset_id"][position], "sample_id": column["sample_id"][position],
-                                "task": task, "template": template, "category": hit.category, "word": hit.word,
+                records.append({"dataset_id": row.dataset_id, "sample_id": row.sample_id, "task": row.task.value,
+                                "template": template, "category": hit.category, "word": hit.word,
                                 "question": question})
     return pd.DataFrame(records, columns=list(LINT_COLUMNS))
 
@@ -153,14 +149,16 @@ def format_lint_report(failures: pd.DataFrame, limit: int = 20) -> str:
     return "\n".join(lines)
 
 
-def drop_lint_failures(df: pd.DataFrame, failures: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion]]:
+def drop_lint_failures(rows: Sequence[QuestionRow], failures: pd.DataFrame
+                       ) -> tuple[list[QuestionRow], list[Exclusion]]:
     """Rows whose questions pass the lint, and one exclusion (stage `lint`) per rejected row."""
     if failures.empty:
-        return df, []
+        return list(rows), []
     exclusions = []
     for (dataset_id, sample_id), group in failures.groupby(["dataset_id", "sample_id"], sort=True):
         words = ", ".join(f"{w!r} ({c}, {t})" for w, c, t in
                           group[["word", "category", "template"]].drop_duplicates().itertuples(index=False))
         exclusions.append(Exclusion(dataset_id=dataset_id, sample_id=sample_id, item=sample_id, stage="lint",
                                     reason=f"the question wording uses forbidden words: {words}"))
-    return df[~df["sample_id"].isin(set(failures["sample_id"]))].reset_index(drop=True), exclusions
+    rejected = set(failures["sample_id"])
+    return [row for row in rows if row.sample_id not in rejected], exclusions

@@ -21,11 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import pandas as pd
-
 from mmbu.build.questions.prototypes import Prototypes, load_prototypes
-from mmbu.build.records import records
-from mmbu.core.release import CLOSED_QUESTION_COLUMNS, QUESTION_COLUMNS
+from mmbu.core.release import CLOSED_QUESTION_COLUMNS, QUESTION_COLUMNS, Task
 from mmbu.core.yaml_io import read_yaml
 from mmbu.curation.manifest import DatasetManifest
 from mmbu.taxonomy.model import Taxonomy
@@ -141,10 +138,11 @@ def alias_problems(aliases: Iterable[str]) -> list[str]:
     return [f"{alias!r} is a folder or file name" for alias in aliases if FILE_NAME.search(alias)]
 
 
-def wording_problems(rows: pd.DataFrame, manifest: DatasetManifest, taxonomy: Taxonomy,
+def wording_problems(rows: Iterable[Mapping[str, object]], manifest: DatasetManifest, taxonomy: Taxonomy,
                      prototypes: Prototypes | None = None, rules_path: str | Path | None = None
                      ) -> list[WordingProblem]:
-    """Every problem of one dataset's instantiated rows (`instantiate_questions` output), each distinct text once."""
+    """Every problem of one dataset's rows, each distinct text once: `QuestionRow.record()`s, or a release's rows
+    (`DataFrame.to_dict(orient="records")`)."""
     prototypes = prototypes or load_prototypes()
     rules = _rules(str(rules_path or RULES_PATH))
     problems: dict[tuple[str, str, str], None] = {}
@@ -155,8 +153,8 @@ def wording_problems(rows: pd.DataFrame, manifest: DatasetManifest, taxonomy: Ta
 
     seen: set[tuple[object, ...]] = set()
     offered: set[str] = set()
-    for row in records(rows):
-        detection = row.get("task") == "object_detection"
+    for row in rows:
+        detection = row.get("task") == Task.DETECTION
         if not detection:
             offered |= {o for o in _strings(row.get("options")) if o != prototypes.none_of_the_above}
             aliases = _strings(row.get("answer_aliases"))

@@ -33,7 +33,7 @@ from PIL import Image, ImageDraw, ImageFont
 from mmbu.core.boxes import Box
 from mmbu.core.drawing import ROI_COLOUR_NAME, draw_boxes, draw_mask_outline, mask_region
 from mmbu.core.files import replace_folder, write_text_atomic
-from mmbu.core.release import CLOSED_QUESTION_COLUMNS, METADATA_FIELDS, QUESTION_COLUMNS, TASK_TITLES, TASKS
+from mmbu.core.release import CLOSED_QUESTION_COLUMNS, METADATA_FIELDS, QUESTION_COLUMNS, TASK_TITLES, TASKS, Task
 
 PREVIEW_SIDE = 1024
 REVIEW_MIN_SIDE = 512  # closed detection's options are drawn on a copy at least this large
@@ -122,9 +122,9 @@ def model_view(row: Mapping[str, Any], task: str) -> tuple[Image.Image, Fraction
     scale from the release's pixels to its."""
     with Image.open(io.BytesIO(row["image"]["bytes"])) as opened:
         image, scale = _resized(opened)
-    if task == "box_grounded_classification" and row.get("boxes"):
+    if task == Task.BOX_GROUNDED and row.get("boxes"):
         image = draw_boxes(image, [_scaled(b, scale) for b in row["boxes"]])  # type: ignore[misc]
-    if task == "mask_grounded_classification" and row.get("mask") and row["mask"].get("bytes"):
+    if task == Task.MASK_GROUNDED and row.get("mask") and row["mask"].get("bytes"):
         with Image.open(io.BytesIO(row["mask"]["bytes"])) as mask:
             image = draw_mask_outline(image, mask_region(mask.convert("L"), image.size))
     return image, scale
@@ -201,7 +201,7 @@ def _metadata(row: Mapping[str, Any]) -> str:
 
 
 def _card(row: Mapping[str, Any], task: str, images: Sequence[tuple[str, str]]) -> str:
-    detection = task == "object_detection"
+    detection = task == Task.DETECTION
     figures = "".join(f'<figure><img src="{IMAGES}/{_text(name)}" alt="{_text(caption)}" loading="lazy">'
                       f"<figcaption>{_text(caption)}</figcaption></figure>" for name, caption in images)
     aliases = ", ".join(str(a) for a in row.get("answer_aliases") or ())
@@ -274,11 +274,11 @@ def _images(row: Mapping[str, Any], task: str, folder: Path) -> list[tuple[str, 
     """The row's picture files (written into `folder`): (file name, caption) each."""
     sample = str(row["sample_id"])
     seen, scale = model_view(row, task)
-    roi = {"box_grounded_classification": f"the box outlined in {ROI_COLOUR_NAME}",
-           "mask_grounded_classification": f"the region outlined in {ROI_COLOUR_NAME}"}.get(task)
+    roi = {Task.BOX_GROUNDED: f"the box outlined in {ROI_COLOUR_NAME}",
+           Task.MASK_GROUNDED: f"the region outlined in {ROI_COLOUR_NAME}"}.get(task)
     files = [(_file_name(sample, ""), "as the model sees it" + (f", {roi}" if roi else ""))]
     seen.save(folder / files[0][0])
-    if task == "object_detection":
+    if task == Task.DETECTION:
         files.append((_file_name(sample, "-options"), "the closed options' boxes, each in its colour (not shown "
                                                       "to the model)"))
         options_view(seen, row, scale).save(folder / files[1][0])

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from functools import lru_cache
 from pathlib import Path
@@ -18,9 +17,10 @@ MAX_ROW_GROUP_BYTES = 100 * 1000 * 1000  # datasets.config.MAX_ROW_GROUP_SIZE ("
 
 
 class ShardLayout:
-    """Shards and their row groups, planned row by row from each row's `row_bytes` weight: consecutive rows fill a
-    shard while its weight stays under `max_shard_bytes`, and within each shard a row group while under
-    `max_row_group_bytes` (a single heavy row gets its own). Only the lengths are kept, not a weight per row."""
+    """Shards and their row groups, planned row by row from each row's weight (its PNG and text bytes, `stream._check`):
+    consecutive rows fill a shard while its weight stays under `max_shard_bytes`, and within each shard a row group
+    while under `max_row_group_bytes` (a single heavy row gets its own). Only the lengths are kept, not a weight per
+    row."""
 
     def __init__(self, max_shard_bytes: int, max_row_group_bytes: int) -> None:
         self.limits = (max_shard_bytes, max_row_group_bytes)
@@ -114,27 +114,3 @@ class ShardFiles:
         self._close_current(error)
         for provisional in self.provisional:
             provisional.unlink(missing_ok=True)
-
-
-def write_shards(tables: Iterable[pa.Table], layout: Sequence[Sequence[int]], config_dir: Path) -> list[Path]:
-    """Write one config's rows as shards: `tables` holds one table per row group of `layout` (each shard's
-    row-group lengths), in order (`ShardFiles`).
-
-    `tables` is consumed one row group (≤ MAX_ROW_GROUP_BYTES) at a time and only that group's images are read,
-    so memory stays near one row group's PNGs however many rows there are.
-    """
-    tables = iter(tables)
-    shards = ShardFiles(config_dir)
-    try:
-        for index, groups in enumerate(layout):
-            for length in groups:
-                table = next(tables)
-                if table.num_rows != length:
-                    raise RuntimeError(f"{shard_name(index, len(layout))}: a row group of {table.num_rows} rows where "
-                                       f"{length} were planned")
-                shards.write(index, table)
-                del table  # before the next group is read
-        return shards.finish()
-    except BaseException as exc:
-        shards.abandon(exc)
-        raise

@@ -16,11 +16,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from mmbu.core.files import atomic_path  # noqa: E402
-from mmbu.core.release import TASK_SHORT_TITLES, TASK_TITLES, TASKS  # noqa: E402
+from mmbu.core.release import TASK_SHORT_TITLES, TASK_TITLES, TASKS, Task  # noqa: E402
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies
-TASK_COLOURS = {"ungrounded_classification": "#0072B2", "box_grounded_classification": "#E69F00",
-                "mask_grounded_classification": "#009E73", "object_detection": "#CC79A7"}
+TASK_COLOURS = {Task.UNGROUNDED: "#0072B2", Task.BOX_GROUNDED: "#E69F00", Task.MASK_GROUNDED: "#009E73",
+                Task.DETECTION: "#CC79A7"}
 
 
 PENDING_DIGESTS = 65_536  # image digests gathered (1 MiB) before they are merged into a modality's sorted array

@@ -1,24 +1,24 @@
-"""One config's rows read from the per-dataset rows files in release order, a batch at a time, column by column.
+"""The release writer: one config's rows read from rows files in release order, a batch at a time, column by column,
+checked, and written as shards (`write_files`). Every release goes through it: the build's per-dataset rows files,
+and rows given as a DataFrame (`rows.frame_rows_files`).
 
 The release orders a config's rows by image id, then sample id (`RELEASE_ORDER`: the rows of one image together,
 so a row group stores the image once), across datasets. Each file's rows of the task are sorted so when the rows
-step writes them, so the files are merged front to back (`merge_sorted`: a stable sort
-of the files' rows, part by part, as an argsort of every id gave before), once: each batch is checked and its usable
-rows wait until the shard layout closes their row group, which is then written (`write_files`). Memory holds a
-batch of each open file, the open row group's rows, one row group's PNGs and what the check keeps, which does not
-grow with the rows: the shard layout and the card's and statistics' counts. A rows file from before that sort is
-read whole and sorted (its dataset's rows only).
+step writes them, so the files are merged front to back (`merge_sorted`: a stable sort of the files' rows, part by
+part), once: each batch is checked and its usable rows wait until the shard layout closes their row group, which is
+then written. Memory holds a batch of each open file, the open row group's rows, one row group's PNGs and what the
+check keeps, which does not grow with the rows: the shard layout and the card's and statistics' counts. A rows file
+whose rows are not in that order is read whole and sorted (one dataset's rows, or one DataFrame's).
 
 Rows stay Arrow columns throughout: the release columns are cast from the rows files' columns, the image names
-joined, boxes rounded and the PNGs read into binary arrays, with the values `_release_record` and `materialise`
-give a row dict (so the shards are byte-identical to those written from records).
+joined, boxes rounded and the PNGs read into binary arrays.
 """
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -27,18 +27,48 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from mmbu.build.release.rows import (
-    PNG_MAGIC,
-    ROWS_PER_CHUNK,
-    CheckedRows,
-    ReleaseInputError,
-    RowsFiles,
-    check_columns,
-    png_file_size,
-)
+from mmbu.build.release.rows import PNG_MAGIC, ReleaseInputError, RowsFiles, check_columns
 from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, ShardFiles, ShardLayout
+from mmbu.build.release.stats import ReleaseCounts
 from mmbu.build.sorted_runs import merge_sorted, sorted_by
+from mmbu.core.exclusions import Exclusion
 from mmbu.core.release import RELEASE_COLUMNS, release_features
+
+def png_file_size(path: str, what: str, named: object = None) -> int:
+    """The size of the PNG file at `path`; ValueError naming it (as `named`, when given) if it cannot be read or
+    is not a PNG. Plain os calls: the release checks every row's image this way."""
+    named = path if named is None else named
+    try:
+        handle = os.open(path, os.O_RDONLY)
+        try:
+            head, size = os.read(handle, len(PNG_MAGIC)), os.fstat(handle).st_size
+        finally:
+            os.close(handle)
+    except OSError as exc:
+        raise ValueError(f"the {what} file {named} cannot be read ({exc.strerror or exc})") from None
+    if head != PNG_MAGIC:
+        raise ValueError(f"the {what} file {named} is not a PNG")
+    return size
+
+
+ROWS_PER_CHUNK = 1024  # rows read from a rows file at a time
+
+
+@dataclass
+class CheckedRows:
+    """What checking a config's rows in release order found: where its usable rows go (shards and row groups), what
+    the card and statistics count of them, and which rows are unusable and why."""
+
+    layout: ShardLayout
+    counts: ReleaseCounts = field(default_factory=ReleaseCounts)
+    exclusions: list[Exclusion] = field(default_factory=list)
+
+    def exclude(self, row: Mapping, reason: str) -> None:
+        """A row is unusable (`row` needs dataset_id, sample_id and source_path)."""
+        self.exclusions.append(Exclusion(dataset_id=row["dataset_id"], sample_id=row["sample_id"],
+                                         item=str(row.get("source_path") or row["sample_id"]), stage="release",
+                                         reason=reason))
+
 
 PATH_COLUMNS = ("image", "mask")  # PNG paths in a rows file, PNG structs in the release
 # a config's rows by image (its rows together: a row group stores the image once), then by row id
@@ -75,7 +105,7 @@ def _conformed(table: pa.Table, path: str) -> pa.Table:
             arrays.append(pa.nulls(table.num_rows, field.type))
             continue
         column = table.column(field.name)
-        try:  # int() of a float truncates, as the record did
+        try:  # a float is truncated to an int column's type: pandas stores whole numbers beside a missing one as floats
             arrays.append(pc.cast(column, options=pc.CastOptions(field.type, allow_float_truncate=True)))
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
             raise ReleaseInputError(f"{path}: its column {field.name} ({column.type}) cannot be read as "
@@ -170,7 +200,7 @@ def _in_order(path: str, task: str, dropped: frozenset) -> bool:
 
 
 def _image_names(table: pa.Table) -> pa.ChunkedArray:
-    """`<dataset_id>/<image_sample_id or sample_id>.png`, the Image feature's `path` (as `_release_record`)."""
+    """`<dataset_id>/<image_sample_id or sample_id>.png`, the Image feature's `path`."""
     own = table.column("image_sample_id")
     key = pc.coalesce(pc.if_else(pc.equal(own, ""), pa.scalar(None, pa.string()), own), table.column("sample_id"))
     return pc.binary_join_element_wise(table.column("dataset_id"), "/", key, ".png", "")
@@ -182,7 +212,7 @@ def _mask_names(table: pa.Table) -> pa.ChunkedArray:
 
 def _int_boxes(boxes: pa.ChunkedArray | pa.Array) -> pa.Array:
     """Boxes rounded half to even (Python's round) to int32, as list<fixed_size_list<int32, 4>>; a box of another
-    length is refused as the Arrow conversion of a record refused it."""
+    length is refused (ArrowInvalid)."""
     boxes = boxes.combine_chunks() if isinstance(boxes, pa.ChunkedArray) else boxes
     inner = boxes.flatten()
     lengths = pc.list_value_length(inner)
@@ -196,8 +226,7 @@ def _int_boxes(boxes: pa.ChunkedArray | pa.Array) -> pa.Array:
 
 
 def _nan_boxes(boxes: pa.ChunkedArray) -> np.ndarray:
-    """Rows whose boxes hold a NaN or a null (read as NaN: the record's int(round(nan)) raised, the row was
-    excluded)."""
+    """Rows whose boxes hold a NaN or a null coordinate (no integer box can be given: `_check` excludes them)."""
     boxes = boxes.combine_chunks()
     values = pc.list_flatten(pc.list_flatten(boxes))
     if not len(values):
@@ -210,8 +239,8 @@ def _nan_boxes(boxes: pa.ChunkedArray) -> np.ndarray:
 
 
 def _text_weights(table: pa.Table) -> np.ndarray:
-    """`row_bytes` of each row's record less its PNGs and boxes: strings by their UTF-8 bytes, list items by their
-    characters, anything else (numbers, nulls, the image_sha256 not made yet) 8."""
+    """Each row's weight for sharding (what `ShardLayout` adds up), less its PNGs and boxes: strings by their UTF-8
+    bytes, list items by their characters, anything else (numbers, nulls, the image_sha256 not made yet) 8."""
     weights = np.zeros(table.num_rows, np.int64)
     for field in input_schema():
         if field.name in COMPUTED[:3] or field.name not in RELEASE_COLUMNS:
@@ -223,7 +252,7 @@ def _text_weights(table: pa.Table) -> np.ndarray:
             lengths = pc.utf8_length(pc.list_flatten(column)).to_numpy(zero_copy_only=False)
             weights += np.bincount(pc.list_parent_indices(column).to_numpy(), lengths,
                                    minlength=table.num_rows).astype(np.int64)
-            if field.name != "answer_aliases":  # a missing alias list is [] in the record, any other list None
+            if field.name != "answer_aliases":  # a missing alias list is written as [] (release_table), others null
                 weights += np.where(column.is_null().to_numpy(zero_copy_only=False), 8, 0)
         else:
             weights += 8
@@ -257,7 +286,6 @@ def _check(table: pa.Table, checked: CheckedRows) -> pa.Array:
             checked.exclude(table.slice(row, 1).select(["dataset_id", "sample_id", "source_path"]).to_pylist()[0],
                             str(exc))
             continue
-        checked.checked += 1
         checked.layout.add(weight + size + (8 if box is None else sum(len(str(b)) for b in box)))
         usable.append(row)
     positions = pa.array(usable, pa.int64())

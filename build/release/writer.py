@@ -1,4 +1,4 @@
-"""Write a whole release directory atomically (DESIGN §3.4).
+"""Write a whole release directory atomically (docs/architecture.md §3.4).
 
 Everything is written into a hidden sibling directory first; only a complete release is renamed
 into place, so a reader never sees a half-written one and a killed build leaves the old one intact.
@@ -19,8 +19,8 @@ from mmbu.build.executors import RunJobs, in_this_process
 from mmbu.build.release.card import render_card, render_license
 from mmbu.build.release.checksums import file_sha256, write_sha256sums
 from mmbu.build.release.croissant import build_croissant
-from mmbu.build.release.rows import RowsFiles, plan_release
-from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES, write_shards
+from mmbu.build.release.rows import RowsFiles, frame_rows_files
+from mmbu.build.release.shards import MAX_ROW_GROUP_BYTES, MAX_SHARD_BYTES
 from mmbu.build.release.stats import ReleaseCounts, write_statistics
 from mmbu.build.release.stream import write_files
 from mmbu.core.exclusions import EXCLUSION_COLUMNS, Exclusion
@@ -39,7 +39,7 @@ class ConfigJob:
     """One config's shards to write into `directory` (picklable: a worker process may run it)."""
 
     config: str
-    rows: pd.DataFrame | RowsFiles
+    rows: RowsFiles
     directory: Path
     max_shard_bytes: int
     max_row_group_bytes: int
@@ -56,13 +56,7 @@ class ConfigWritten:
 
 def write_config(job: ConfigJob) -> ConfigWritten:
     """Check, shard and hash one config's rows (the release's heavy part: PNGs read, hashed, written)."""
-    limits = (job.max_shard_bytes, job.max_row_group_bytes)
-    if isinstance(job.rows, RowsFiles):  # the build's path: checked and written in one pass over the rows files
-        shards, checked = write_files(job.rows, job.directory, *limits)
-    else:
-        plan = plan_release(job.rows, *limits)
-        checked = plan.checked
-        shards = write_shards(plan.tables(), checked.layout.shards, job.directory) if checked.layout.shards else []
+    shards, checked = write_files(job.rows, job.directory, job.max_shard_bytes, job.max_row_group_bytes)
     return ConfigWritten(job.config, shards, checked.counts.compact(), checked.exclusions,
                          {p: file_sha256(p) for p in shards})
 
@@ -99,12 +93,12 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame | RowsFiles], out_dir:
     """Write `<out_dir>/` with data shards, README.md card, LICENSE, croissant.json, build_info.json,
     exclusions.csv, stats/ and SHA256SUMS, replacing any previous release only once all is written.
 
-    `rows_by_task` maps a task config to its question rows (`instantiate_questions` output plus an
-    `image` column — PNG path or bytes — and, for mask rows, a `mask` column: PNG path, bytes or a
-    boolean array). Boxes must already be in the PNG's pixel frame. Configs without rows are left
-    out of the card (an empty Parquet shard cannot be loaded). Rows whose image is missing or not a
-    PNG are dropped and listed in exclusions.csv with stage `release`. A config's rows may instead be
-    `RowsFiles` (per-dataset Parquet files), read where the config is written: `run_jobs` runs the
+    `rows_by_task` maps a task config to its rows: `RowsFiles` (per-dataset rows files, as the build hands them),
+    read where the config is written, or a DataFrame of question rows (`rows_frame` output; `image` a PNG path,
+    bytes or `{bytes, path}`, `mask` also a boolean array), first written into a rows file beside `out_dir`, so that
+    both are written by the one writer, `stream.write_files`. Boxes must already be in the PNG's pixel frame.
+    Configs without rows are left out of the card (an empty Parquet shard cannot be loaded). Rows whose image is
+    missing or not a PNG are dropped and listed in exclusions.csv with stage `release`. `run_jobs` runs the
     configs (default: one after the other in this process; the build passes its worker processes).
     """
     out_dir = Path(out_dir)
@@ -113,12 +107,15 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame | RowsFiles], out_dir:
         raise ValueError(f"unknown task config(s) {', '.join(unknown)}; expected {', '.join(CONFIGS)}")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
+    frames = out_dir.with_name(f".{out_dir.name}.rows.tmp-{os.getpid()}")  # rows given as DataFrames, as rows files
+    for folder in (staging, frames):
+        shutil.rmtree(folder, ignore_errors=True)
     staging.mkdir()  # also when no config has rows: the card, exclusions and checksums still get written
     summary = ReleaseSummary(path=out_dir)
     try:
-        kept, digests = _write_configs(rows_by_task, staging, max_shard_bytes, max_row_group_bytes, summary,
-                                       run_jobs)
+        files = {config: rows if isinstance(rows, RowsFiles) else frame_rows_files(rows, config, frames)
+                 for config, rows in rows_by_task.items()}
+        kept, digests = _write_configs(files, staging, max_shard_bytes, max_row_group_bytes, summary, run_jobs)
         all_exclusions = _exclusion_frame(
             pd.concat([_exclusion_frame(exclusions), _exclusion_frame(summary.exclusions)], ignore_index=True))
         write_csv(staging / "exclusions.csv", all_exclusions)  # cells that cannot start a formula
@@ -138,18 +135,20 @@ def write_release(rows_by_task: Mapping[str, pd.DataFrame | RowsFiles], out_dir:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        shutil.rmtree(frames, ignore_errors=True)
     summary.shards = {c: [out_dir / p.relative_to(staging) for p in paths] for c, paths in summary.shards.items()}
     return summary
 
 
-def _write_configs(rows_by_task: Mapping[str, pd.DataFrame | RowsFiles], staging: Path, max_shard_bytes: int,
+def _write_configs(rows_by_task: Mapping[str, RowsFiles], staging: Path, max_shard_bytes: int,
                    max_row_group_bytes: int, summary: ReleaseSummary,
                    run_jobs: RunJobs) -> tuple[dict[str, ReleaseCounts], dict[Path, str]]:
     """Shards of every config with rows, streamed row group by row group, and their sha256; returns per
     config what the card and the statistics count of the written rows, and the digests."""
     jobs = [ConfigJob(config, rows, staging / "data" / config, max_shard_bytes, max_row_group_bytes)
-            for config in CONFIGS if (rows := rows_by_task.get(config)) is not None and _row_count(rows)]
-    jobs.sort(key=lambda job: _row_count(job.rows), reverse=True)  # the longest first, on parallel workers
+            for config in CONFIGS if (rows := rows_by_task.get(config)) is not None and rows.count]
+    jobs.sort(key=lambda job: job.rows.count, reverse=True)  # the longest first, on parallel workers
     written = {result.config: result for result in run_jobs(write_config, jobs)}
     kept: dict[str, ReleaseCounts] = {}
     digests: dict[Path, str] = {}
@@ -166,7 +165,4 @@ def _write_configs(rows_by_task: Mapping[str, pd.DataFrame | RowsFiles], staging
         digests.update(result.digests)
     return kept, digests
 
-
-def _row_count(rows: pd.DataFrame | RowsFiles) -> int:
-    return rows.count if isinstance(rows, RowsFiles) else len(rows)
 

@@ -13,6 +13,7 @@ from PIL import Image, ImageDraw
 
 from mmbu.build.trial.run import NO_SPLIT, TrialReport
 from mmbu.core.files import write_bytes_atomic
+from mmbu.core.release import Task
 from mmbu.curation.manifest.model import TASKS
 
 BOX_COLOUR = (255, 40, 40)
@@ -86,7 +87,7 @@ def sampled_rows(rows: pd.DataFrame, per_task: int) -> pd.DataFrame:
 
 def question_lines(row: object) -> list[str]:
     boxes = _boxes(getattr(row, "boxes"))
-    where = f" (box {boxes[0]})" if boxes and row.task == "box_grounded_classification" else ""
+    where = f" (box {boxes[0]})" if boxes and row.task == Task.BOX_GROUNDED else ""
     target = f" (target: {row.target})" if isinstance(row.target, str) else ""
     lines = [f"[{row.task}] {row.source_path}{where}{target}", f"  Q: {row.question_full_context}"]
     options = list(row.options) if row.options is not None else []

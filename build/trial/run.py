@@ -91,7 +91,7 @@ def split_templates(manifest: DatasetManifest) -> list[tuple[PathTemplate, bool]
 
 def split_of(sample: Sample, templates: list[tuple[PathTemplate, bool]]) -> str:
     """The `{split}` part of the sample's file (or array key), or "-" when the layout names no split."""
-    key = dict(part.split("=", 1) for part in (sample.frame or "").split(";") if "=" in part).get("key")
+    key = dict(part.split("=", 1) for part in (sample.part or "").split(";") if "=" in part).get("key")
     for template, is_key in templates:
         target = key if is_key else sample.source_path
         parts = template.match(target) if target else None

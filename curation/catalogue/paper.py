@@ -5,6 +5,7 @@ from importlib import resources
 
 from pydantic import BaseModel
 
+from mmbu.core.release import Task
 from mmbu.core.yaml_io import parse_yaml
 from mmbu.curation.manifest import DatasetManifest
 
@@ -27,9 +28,9 @@ def paper_targets() -> PaperTargets:
 
 def source_kind(manifest: DatasetManifest) -> str:
     """The paper's kind of source: masks make a segmentation source, boxes a detection source."""
-    if "mask_grounded_classification" in manifest.tasks:
+    if Task.MASK_GROUNDED in manifest.tasks:
         return "segmentation"
-    if {"object_detection", "box_grounded_classification"} & set(manifest.tasks):
+    if {Task.DETECTION, Task.BOX_GROUNDED} & set(manifest.tasks):
         return "detection"
     return "classification"
 

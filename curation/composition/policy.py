@@ -83,8 +83,9 @@ class Composition(_Strict):
     default_profile: str = Field(description="The profile of `mmbu build` and `make dataset` without --profile; its "
                                              "release is DATA/release, another profile's DATA/release-<profile>.")
     test_splits: list[str] = Field(
-        min_length=1, description="A sample whose source path or frame has one of these words (split on anything "
-                                  "but letters and digits, any case) is in its dataset's own test split.")
+        min_length=1, description="A sample whose source path or part (an array key, a table row) has one of these "
+                                  "words (split on anything but letters and digits, any case) is in its dataset's own "
+                                  "test split.")
     profiles: dict[str, Profile] = Field(min_length=1)
     overrides: dict[str, DatasetOverride] = Field(default_factory=dict, description="dataset id -> its exceptions.")
 

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from mmbu.core.boxes import box_shape_problem
 from mmbu.core.confinement import stays_inside
+from mmbu.core.release import Task
 
 # metadata field -> column of a label table holding a per-sample value for it
 MetadataColumns = dict[str, str]
@@ -29,9 +30,9 @@ BoxOrder = Annotated[tuple[str, ...], AfterValidator(_pins_a_box)]
 """The roles (`mmbu.core.boxes.BOX_ROLES`) of a source's four box numbers in the order it writes them:
 COCO's `[x1, y1, width, height]`, MIDOG's corner boxes `[x1, y1, x2, y2]`, a row/column source's `[y1, x1, y2, x2]`."""
 
-CLASSIFY = frozenset({"ungrounded_classification"})
-BOXES = frozenset({"box_grounded_classification", "object_detection"})
-MASKS = frozenset({"mask_grounded_classification"})
+CLASSIFY = frozenset({Task.UNGROUNDED})
+BOXES = frozenset({Task.BOX_GROUNDED, Task.DETECTION})
+MASKS = frozenset({Task.MASK_GROUNDED})
 
 
 class LayoutBase(BaseModel):

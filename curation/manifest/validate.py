@@ -19,13 +19,14 @@ from mmbu.curation.manifest.hints import closest_name
 from mmbu.curation.manifest.licences import spdx_problem
 from mmbu.curation.manifest.model import METADATA_FACETS, DatasetManifest, ManifestError, load_manifest
 from mmbu.taxonomy.model import Taxonomy
+from mmbu.core.release import Task
 from mmbu.core.text import shorten
 from mmbu.core.wording import kind_of, names, same_wording
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 
-INSTANCE_TASKS = frozenset({"box_grounded_classification", "object_detection"})
-CLASSIFICATION_TASKS = frozenset({"ungrounded_classification", "box_grounded_classification", "mask_grounded_classification"})
+INSTANCE_TASKS = frozenset({Task.BOX_GROUNDED, Task.DETECTION})
+CLASSIFICATION_TASKS = frozenset({Task.UNGROUNDED, Task.BOX_GROUNDED, Task.MASK_GROUNDED})
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ def _task_problems(manifest: DatasetManifest) -> Iterator[tuple[str, str]]:
         elif task in INSTANCE_TASKS:
             reason = ("needs boxes: a coco, yolo, voc, box_table or polygons layout, or masks that separate objects "
                       "(manifests/README.md, 'Which layout feeds which task')")
-        elif task == "mask_grounded_classification":
+        elif task == Task.MASK_GROUNDED:
             reason = "needs masks: an image_mask_pairs, mask_files or polygons layout, or arrays/parquet with masks"
         else:
             reason = ("needs an image-level label: a folder_per_class, label_table or volume_table layout, or "

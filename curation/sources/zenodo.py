@@ -6,7 +6,6 @@ normalised later by screening.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -16,7 +15,6 @@ from mmbu.curation.sources.candidate import Candidate, SourceResponseError, as_s
 
 DEFAULT_URL = "https://zenodo.org"
 MAX_ANONYMOUS_PAGE_SIZE = 25
-ZENODO_DOI = re.compile(r"10\.5281/zenodo\.(\d+)", re.IGNORECASE)
 
 
 def resource_type_id(kind: object, subtype: object = None) -> str | None:

@@ -16,7 +16,7 @@ from mmbu.benchmark_eval.backends.base import answer_in_halves
 from mmbu.benchmark_eval.backends.transformers_local import (TransformersBackend, decode_image, generate_kwargs,
                                                              processor_messages)
 from mmbu.benchmark_eval.backends.vllm_offline import VLLMOfflineBackend, conversations, engine_kwargs, sampling_kwargs
-from mmbu.benchmark_eval.models import default_registry
+from mmbu.benchmark_eval.models import FamilyFacts, default_registry
 from mmbu.benchmark_eval.tasks import prepare_image
 from mmbu.core.boxes import iou
 from support.eval_release import object_image, png
@@ -37,6 +37,13 @@ def test_vllm_engine_arguments_follow_the_registry():
     assert qwen["limit_mm_per_prompt"] == {"image": 1} and qwen["trust_remote_code"] is False
     internvl = engine_kwargs(REGISTRY.get("InternVL3.5-8B"))
     assert internvl["trust_remote_code"] is True and "mm_processor_kwargs" not in internvl
+    qwen3 = engine_kwargs(REGISTRY.get("Qwen3-VL-8B"))  # not smart-resized: the processor is bounded instead
+    assert qwen3["mm_processor_kwargs"] == {"max_pixels": 1003520} and qwen3["trust_remote_code"] is False
+    # the facts, not the family's name: a renamed family keeps them, a family without them gets none
+    renamed = REGISTRY.get("InternVL3.5-8B").model_copy(update={"family": "internvl-next"})
+    assert engine_kwargs(renamed)["trust_remote_code"] is True
+    plain = REGISTRY.get("Qwen3-VL-8B").model_copy(update={"family_facts": FamilyFacts()})
+    assert "mm_processor_kwargs" not in engine_kwargs(plain)
 
 
 def test_vllm_conversations_carry_the_image_and_fold_system_prompts_where_unsupported():

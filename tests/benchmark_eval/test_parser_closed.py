@@ -1,4 +1,4 @@
-"""The closed-answer parser: strict, layered, never guessing (DESIGN §4 "Scoring")."""
+"""The closed-answer parser: strict, layered, never guessing (docs/architecture.md §4 "Scoring")."""
 import pytest
 
 from mmbu.benchmark_eval.parser import ReasoningMarkers, option_labels, parse_closed_answer

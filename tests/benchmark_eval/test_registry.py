@@ -67,6 +67,25 @@ def test_unknown_model_and_invalid_registry(tmp_path):
         load_registry(duplicate)
 
 
+def test_family_facts_are_stated_once_per_family_and_reach_every_entry(tmp_path):
+    """Backends read `entry.family_facts`, never a family's name: a family of any name may ship remote code."""
+    registry = default_registry()
+    assert {e.family for e in registry.models} <= set(registry.families)  # every family is declared
+    assert registry.get("InternVL3.5-8B").family_facts.trust_remote_code
+    assert registry.get("Qwen3-VL-8B").family_facts.processor_max_pixels
+    assert not any(registry.get(m).family_facts.trust_remote_code for m in ("Qwen2.5-VL-7B", "LLaVA-v1.5-7B"))
+    entry = "{{name: m, display_name: M, hf_id: a/m, family: {family}, box_format: {{scale: norm1}}, " \
+            "source: {{box_format: s, image: s, reasoning: s}}}}"
+    custom = tmp_path / "custom.yaml"
+    custom.write_text("version: 1\nfamilies:\n  newvl: {trust_remote_code: true}\nmodels:\n  - "
+                      + entry.format(family="newvl") + "\n")
+    assert load_registry(custom).get("m").family_facts.trust_remote_code
+    misspelt = tmp_path / "misspelt.yaml"
+    misspelt.write_text("version: 1\nfamilies:\n  newvl: {}\nmodels:\n  - " + entry.format(family="newvI") + "\n")
+    with pytest.raises(RegistryError, match="model 'm' has family 'newvI', which is not under families: \\(newvl\\)"):
+        load_registry(misspelt)
+
+
 @pytest.mark.parametrize("height, width, expected", [
     (240, 320, (252, 308)),        # rounded to the nearest multiples of 28
     (28, 28, (56, 56)),            # below min_pixels: scaled up

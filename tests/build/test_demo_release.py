@@ -98,7 +98,7 @@ def test_the_demo_passes_the_wording_rules(demo):
                       for name in CONFIGS for shard in (config.release_dir / "data" / name).glob("*.parquet")])
     for dataset_id, group in rows.groupby("dataset_id"):
         manifest = load_manifest(REPO / "manifests" / "demo" / f"{dataset_id}.yaml")
-        assert wording_problems(group, manifest, load_taxonomy()) == [], dataset_id
+        assert wording_problems(group.to_dict(orient="records"), manifest, load_taxonomy()) == [], dataset_id
 
 
 def test_the_review_sheet_of_the_demo(demo, tmp_path):

@@ -132,9 +132,9 @@ def peaks(chunks: int, size: int, path: Path) -> tuple[int, int]:
 
 
 def test_writing_rows_file_does_not_hold_the_rows(tmp_path, monkeypatch):
-    """Before, every chunk was kept, concatenated and sorted: ~1.6 KB per row of a real dataset (~0.9 KB per row
-    of these), so 30,000 rows more would add ~27 MB here. Now a row group, a batch per run and a string per mask
-    row (the step's outputs) are what memory holds."""
+    """Memory holds a row group, a batch per run and a string per mask row (the step's outputs), not the rows:
+    keeping every chunk to concatenate and sort them would cost ~1.6 KB per row of a real dataset (~0.9 KB per row
+    of these), so 30,000 rows more would add ~27 MB here."""
     # what memory may hold is a row group and MERGE_WIDTH batches and open runs: made small so that the rows
     # exceed them in both measurements
     monkeypatch.setattr(steps, "ROWS_PER_GROUP", 512)

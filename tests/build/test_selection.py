@@ -7,7 +7,6 @@ import random
 from collections import Counter
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from support.build_manifests import make_manifest
 
@@ -88,12 +87,12 @@ def test_the_dataset_s_own_test_split_comes_first(tmp_path):
     assert selection.summary["ungrounded_classification"].test_split == 7
 
 
-@pytest.mark.parametrize("path, frame, expected", [
+@pytest.mark.parametrize("path, part, expected", [
     ("CellData/OCT/test/CNV/x.jpeg", None, True), ("pathmnist_224.npz", "key=test_images;index=3", True),
     ("ISIC2018_Task3_Test_Input/ISIC_1.jpg", None, True), ("data/test-00000-of-00001.parquet", "row=2", True),
     ("contest/latest/x.png", None, False), ("train/a/1.png", None, False), ("val_images/1.png", None, False)])
-def test_a_test_split_is_a_word_of_the_path_or_frame(path, frame, expected):
-    sample = Sample(sample_id="ds-1", dataset_id="ds", source_path=path, image_path=Path(path), frame=frame)
+def test_a_test_split_is_a_word_of_the_path_or_part(path, part, expected):
+    sample = Sample(sample_id="ds-1", dataset_id="ds", source_path=path, image_path=Path(path), part=part)
     assert in_test_split(sample, ("test",)) is expected
 
 
@@ -116,11 +115,11 @@ def test_objects_come_one_per_image_per_round_and_images_without_a_chosen_row_ar
     samples = [image(f"field{k}.png", regions=objects(30)) for k in range(8)]
     caps = {"box_grounded_classification": 12, "mask_grounded_classification": 3, "object_detection": 2}
     selection, kept = run(tmp_path, samples, manifest, rule(caps))
-    items = task_items(samples, manifest)
-    boxes = items[items["sample_id"].isin(selection.rows["box_grounded_classification"])]
-    assert sorted(Counter(boxes["image_sample_id"]).values()) == [1, 1, 1, 1, 2, 2, 2, 2]  # all 8 images, then 4
+    chosen = set(selection.rows["box_grounded_classification"])
+    boxes = [item.sample.sample_id for item in task_items(samples, manifest) if item.sample_id in chosen]
+    assert sorted(Counter(boxes).values()) == [1, 1, 1, 1, 2, 2, 2, 2]  # all 8 images, then 4
     assert len(selection.rows["mask_grounded_classification"]) == 3 and len(selection.rows["object_detection"]) == 2
-    assert {s.sample_id for s in kept} == set(boxes["image_sample_id"])  # the other tasks' images are among these
+    assert {s.sample_id for s in kept} == set(boxes)  # the other tasks' images are among these
     assert len(kept) == 8
     (tmp_path / "few").mkdir()
     few, _ = run(tmp_path / "few", samples[:2], manifest, rule({"box_grounded_classification": 12}))
@@ -140,8 +139,8 @@ def test_a_volume_counts_one_row_per_label_until_sliced_and_keeps_one_object_of_
         Region(label="b", instance=f"b{k}", box=(k, 5, k + 2, 7), mask_value=9) for k in range(3))}) for v in kept]
     items = task_items(sliced, manifest)
     kept_rows = RowFilter(selection, seed=0)(items)
-    boxes = kept_rows[kept_rows["task"] == "box_grounded_classification"]
-    assert sorted(zip(boxes["image_sample_id"], boxes["label"])) == sorted(map(tuple, placeholders))
-    assert len(kept_rows[kept_rows["task"] == "mask_grounded_classification"]) == 3 * len(sliced) * 2  # uncapped
-    assert RowFilter(selection, seed=0)(items).equals(kept_rows)  # the same object every time
-    assert RowFilter(selection, seed=0)(pd.DataFrame(columns=items.columns)).empty
+    boxes = [i for i in kept_rows if i.task == "box_grounded_classification"]
+    assert sorted((i.sample.sample_id, i.label) for i in boxes) == sorted(map(tuple, placeholders))
+    assert len([i for i in kept_rows if i.task == "mask_grounded_classification"]) == 3 * len(sliced) * 2  # uncapped
+    assert RowFilter(selection, seed=0)(items) == kept_rows  # the same object every time
+    assert RowFilter(selection, seed=0)([]) == []

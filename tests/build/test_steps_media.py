@@ -115,7 +115,7 @@ def test_metaimage_image_with_nrrd_mask_goes_through_the_same_transform(tmp_path
                              labels={"gland": "gland", "stroma": "stroma"}, tasks=["mask_grounded_classification"],
                              convert={"slice": "mask_max_area"})
     samples, exclusions = read_samples(manifest, raw)
-    assert not exclusions and samples[0].frame == "slice=mask_max_area;axis=2"
+    assert not exclusions and samples[0].part == "slice=mask_max_area;axis=2"
     converted, conversions, dropped = convert_samples(samples, manifest, tmp_path / "work", "test")
     assert not dropped
     conversion = conversions[converted[0].sample_id]

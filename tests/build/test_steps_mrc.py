@@ -37,7 +37,7 @@ def test_a_tomogram_and_its_label_tomogram_build_aligned(tmp_path):
 
     samples, exclusions = read_samples(manifest, raw)
     assert not exclusions and len(samples) == 1
-    assert samples[0].frame == "slice=mask_max_area" and samples[0].image_size == (24, 20)
+    assert samples[0].part == "slice=mask_max_area" and samples[0].image_size == (24, 20)
     kept, conversions, dropped = convert_samples(samples, manifest, tmp_path / "work", "test")
 
     assert not dropped

@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).parent / "convert"))
 import factories_dicom as fd  # noqa: E402
 
 from mmbu.build.convert_resume import RESUME_FILE  # noqa: E402
-from mmbu.build.layouts import place_items, read_samples  # noqa: E402
+from mmbu.build.layouts import read_samples  # noqa: E402
 from mmbu.build.pipeline import BuildConfig, run_build  # noqa: E402
-from mmbu.build.questions import task_items  # noqa: E402
+from mmbu.build.questions import place_items, task_items  # noqa: E402
 from mmbu.build.steps import convert_options, convert_samples  # noqa: E402
 
 ROWS, COLUMNS = 40, 80
@@ -70,8 +70,7 @@ def test_switched_off_the_build_keeps_the_stored_grid_for_image_box_and_mask(tmp
     assert not dropped
     record = conversions[kept[0].sample_id].record
     assert record["params"]["square_pixels"]["applied"] is False and record["params"]["geometry"]["transforms"] == []
-    placed, exclusions = place_items(task_items(kept, manifest), {s.sample_id: s for s in kept}, conversions,
-                                     tmp_path / "roi")
+    placed, exclusions = place_items(task_items(kept, manifest), conversions, tmp_path / "roi")
     assert not exclusions
 
     with Image.open(conversions[kept[0].sample_id].png) as png:
@@ -79,10 +78,10 @@ def test_switched_off_the_build_keeps_the_stored_grid_for_image_box_and_mask(tmp
     assert np.array_equal(bright, inside)  # the stored grid, pixel for pixel
     rows, columns = np.nonzero(inside.any(axis=1))[0], np.nonzero(inside.any(axis=0))[0]
     stored_box = [columns[0], rows[0], columns[-1] + 1, rows[-1] + 1]
-    for row in placed.itertuples():
-        assert (row.image_width, row.image_height) == (COLUMNS, ROWS)
+    for row in placed:
+        assert row.image_size == (COLUMNS, ROWS)
         assert [round(v) for v in row.boxes[0]] == stored_box
-    roi = np.asarray(Image.open(placed[placed.task == "mask_grounded_classification"].iloc[0]["mask"])) > 0
+    (roi,) = [np.asarray(Image.open(p.mask)) > 0 for p in placed if p.task == "mask_grounded_classification"]
     assert np.array_equal(roi, inside)
 
 

@@ -24,7 +24,7 @@ from mmbu.build.cache import StepState
 from mmbu.build.fetch.fetcher import fetch_dataset
 from mmbu.build.json_lines import LinesWriter, is_complete, parse_record, read_lines
 from mmbu.build.layouts import Sample
-from mmbu.build.layouts.grounding import ConvertedImage
+from mmbu.build.questions import ConvertedImage
 from mmbu.build.metadata import MetadataChecks, failures_to_exclusions, normalise_metadata, validate_metadata
 from mmbu.build.pipeline import run_build
 from mmbu.build.steps import DatasetJob, process_dataset

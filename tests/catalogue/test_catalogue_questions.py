@@ -14,11 +14,13 @@ import pytest
 from PIL import Image
 from support import content_images
 from support.catalogue_replica import DATASETS
+from support.question_rows import on_image
 
 from mmbu.benchmark_eval.parser import normalise_label_text
 from mmbu.build.layouts.sample import Region, Sample, make_sample_id
 from mmbu.build.metadata import normalise_metadata, validate_metadata
-from mmbu.build.questions import attach_metadata, instantiate_questions, lint_questions, load_prototypes, task_items
+from mmbu.build.questions import (QuestionRow, attach_metadata, instantiate_questions, lint_questions, load_prototypes,
+                                  rows_frame, task_items)
 from mmbu.build.questions.box_options import box_option_problems
 from mmbu.build.questions.content import read_content_mask
 from mmbu.build.questions.wording_rules import wording_problems
@@ -69,7 +71,7 @@ def samples(manifest) -> list[Sample]:
 
 
 @lru_cache(maxsize=None)
-def questions(dataset_id: str) -> pd.DataFrame:
+def question_rows(dataset_id: str) -> list[QuestionRow]:
     """The manifest's question rows (one per task and raw label), as the build instantiates them."""
     manifest = MANIFESTS[dataset_id]
     made = samples(manifest)
@@ -79,10 +81,16 @@ def questions(dataset_id: str) -> pd.DataFrame:
     assert dropped == []
     image = picture(manifest.metadata.modality)
     with Image.open(image) as opened:  # the rows are placed on it, as the build places them on the converted PNG
-        items = items.assign(image=str(image), image_width=opened.width, image_height=opened.height)
-    rows, dropped = instantiate_questions(items, manifest, taxonomy(), seed=0)
+        placed = on_image(items, image, opened.size)
+    rows, dropped = instantiate_questions(placed, manifest, taxonomy(), seed=0)
     assert dropped == [], [e.reason for e in dropped]
     return rows
+
+
+@lru_cache(maxsize=None)
+def questions(dataset_id: str) -> pd.DataFrame:
+    """`question_rows` as the rows step writes them."""
+    return rows_frame(question_rows(dataset_id))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -90,6 +98,7 @@ def _forget_questions():
     """The cached rows (150 datasets') go with this module, not with the session."""
     yield
     questions.cache_clear()
+    question_rows.cache_clear()
     taxonomy.cache_clear()
     _pictures.clear()
     while _folder:
@@ -100,7 +109,7 @@ def _forget_questions():
 def test_no_question_of_the_catalogue_fails_the_wording_lint(dataset_id):
     """The build drops every row whose question the lint rejects: a manifest whose options_name or preparation uses
     a forbidden word (an abbreviation, a disease or outcome word) or names one of its labels loses the whole task."""
-    failures = lint_questions(questions(dataset_id), taxonomy())
+    failures = lint_questions(question_rows(dataset_id), taxonomy())
     found = failures.drop_duplicates(["task", "template", "category", "word"])
     assert found.empty, "\n".join(f"[{r.task}/{r.template}] {r.category} {r.word!r}: {r.question}"
                                   for r in found.itertuples())
@@ -184,7 +193,7 @@ def test_the_wording_rules_hold_for_every_template_and_label(dataset_id):
     "this fundus photograph from a human specimen", "structural magnetic resonance image (magnetic resonance
     imaging) of a T1-weighted magnetic resonance slice", "of a laparoscopic video frame", "Which finding ...?" over
     portal vein and gallbladder, the alias "marked_lesion"."""
-    problems = wording_problems(questions(dataset_id), MANIFESTS[dataset_id], taxonomy())
+    problems = wording_problems([row.record() for row in question_rows(dataset_id)], MANIFESTS[dataset_id], taxonomy())
     assert not problems, "\n".join(f"[{p.rule}] {p.detail}: {p.text}" for p in problems)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from mmbu.core.geometry import ConversionGeometry, Transform, legacy_geometry
+from mmbu.core.geometry import ConversionGeometry, Transform
 
 
 def test_steps_chain_from_the_stored_size_to_the_output_size():
@@ -29,9 +29,3 @@ def test_an_orient_step_swaps_the_axes_only_when_it_turns_the_image():
         Transform("orient", (40, 20), (40, 20), "MIRROR")
     with pytest.raises(ValueError, match="no per-axis scale"):
         ConversionGeometry.kept((40, 20)).then("orient", (40, 20), "FLIP_LEFT_RIGHT").scale
-
-
-def test_legacy_report_keys_are_read_during_the_transition():
-    assert legacy_geometry({"source_size": [80, 40]}, (80, 80)) == ConversionGeometry.scaled((80, 40), (80, 80))
-    assert legacy_geometry({"level0_dimensions": [0, 0]}, (50, 40), (100, 80)).stored_size == (100, 80)
-    assert legacy_geometry({}, (50, 40)) == ConversionGeometry.kept((50, 40))

@@ -1,4 +1,5 @@
-"""The release contract is one table: the writer's features, the reader's required columns and DESIGN §3.4."""
+"""The release contract is one table: the writer's features, the reader's required columns and the contract's
+columns (docs/architecture.md §3.4)."""
 from __future__ import annotations
 
 import datasets
@@ -6,8 +7,8 @@ import datasets
 from mmbu.core.release import COLUMNS, CONTRACT_COLUMNS, QUESTION_COLUMNS, RELEASE_COLUMNS, TASKS, Task, \
     release_features
 
-# DESIGN §3.4, the contract table as written there
-DESIGN_COLUMNS = (
+# docs/architecture.md §3.4, the contract table as written there
+DOCUMENTED_COLUMNS = (
     "sample_id", "dataset_id", "image", "boxes", "mask", "target", "answer", "options",
     "question_no_context", "question_modality", "question_full_context",
     "image_source", "dataset_name", "domain", "modality", "sub_modality", "stain", "specimen", "specimen_subregion",
@@ -16,8 +17,8 @@ DESIGN_COLUMNS = (
 
 
 def test_the_contract_columns_are_design_s_in_its_order_and_come_first():
-    assert CONTRACT_COLUMNS == DESIGN_COLUMNS
-    assert RELEASE_COLUMNS[:len(DESIGN_COLUMNS)] == DESIGN_COLUMNS
+    assert CONTRACT_COLUMNS == DOCUMENTED_COLUMNS
+    assert RELEASE_COLUMNS[:len(DOCUMENTED_COLUMNS)] == DOCUMENTED_COLUMNS
     assert len(set(RELEASE_COLUMNS)) == len(RELEASE_COLUMNS)
     assert all(column.note for column in COLUMNS if column.contract)  # the card explains each
 

@@ -1,7 +1,7 @@
 """A small MMBU release written the way the build writes it (pyarrow, HF ``Image`` struct cells).
 
 Each image is dark noise with one bright rectangle (the "object") at a known box, drawn with
-Pillow, so detection answers can be checked at pixel level. Columns are exactly DESIGN §3.4 plus
+Pillow, so detection answers can be checked at pixel level. Columns are exactly docs/architecture.md §3.4 plus
 ``answer_aliases``.
 """
 from __future__ import annotations

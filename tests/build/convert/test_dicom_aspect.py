@@ -225,8 +225,8 @@ def test_the_build_places_a_stored_grid_mask_and_its_box_on_the_squared_png(tmp_
     shows, which is round now."""
     from support.build_manifests import make_manifest
 
-    from mmbu.build.layouts import place_items, read_samples
-    from mmbu.build.questions import task_items
+    from mmbu.build.layouts import read_samples
+    from mmbu.build.questions import place_items, task_items
     from mmbu.build.steps import convert_samples
 
     raw = tmp_path / "raw"
@@ -242,8 +242,7 @@ def test_the_build_places_a_stored_grid_mask_and_its_box_on_the_squared_png(tmp_
     assert not layout_exclusions and samples[0].image_size == (COLUMNS, ROWS)
     kept, conversions, dropped = convert_samples(samples, manifest, tmp_path / "work", "test")
     assert not dropped
-    placed, exclusions = place_items(task_items(kept, manifest), {s.sample_id: s for s in kept}, conversions,
-                                     tmp_path / "roi")
+    placed, exclusions = place_items(task_items(kept, manifest), conversions, tmp_path / "roi")
     assert not exclusions
 
     side = 80 if convert is None else 50
@@ -252,10 +251,10 @@ def test_the_build_places_a_stored_grid_mask_and_its_box_on_the_squared_png(tmp_
     assert bright.shape == (side, side)
     png_rows, png_columns = np.nonzero(bright.any(axis=1))[0], np.nonzero(bright.any(axis=0))[0]
     png_box = [png_columns[0], png_rows[0], png_columns[-1] + 1, png_rows[-1] + 1]
-    for row in placed.itertuples():
-        assert (row.image_width, row.image_height) == (side, side)
+    for row in placed:
+        assert row.image_size == (side, side)
         (box,) = row.boxes
         assert all(abs(a - b) <= 1 for a, b in zip(box, png_box)), (row.task, box, png_box)
-    roi = np.asarray(Image.open(placed[placed.task == "mask_grounded_classification"].iloc[0]["mask"])) > 0
+    (roi,) = [np.asarray(Image.open(p.mask)) > 0 for p in placed if p.task == "mask_grounded_classification"]
     assert roi.shape == (side, side)
     assert np.count_nonzero(roi & bright) / np.count_nonzero(roi | bright) >= 0.95

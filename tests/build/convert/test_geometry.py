@@ -99,12 +99,13 @@ def test_a_reader_whose_geometry_does_not_end_at_its_pixels_is_refused(tmp_path,
         read_image(tmp_path / "a.png")
 
 
-def test_a_reader_without_a_geometry_is_read_from_its_legacy_keys(tmp_path, monkeypatch):
-    """Transition: readers that still write `params["source_size"]` keep working."""
-    def legacy(path, options):
+def test_a_reader_without_a_geometry_is_refused(tmp_path, monkeypatch):
+    """A reader that records no geometry fails its file: its boxes could not be placed on the PNG."""
+    def unplaced(path, options):
         return Converted(np.zeros((20, 40), np.uint8), "raster", params={"source_size": [80, 40]})
 
-    monkeypatch.setitem(base.READERS, "raster", f"{__name__}:legacy")
-    monkeypatch.setitem(globals(), "legacy", legacy)
+    monkeypatch.setitem(base.READERS, "raster", f"{__name__}:unplaced")
+    monkeypatch.setitem(globals(), "unplaced", unplaced)
     Image.new("L", (40, 20)).save(tmp_path / "a.png")
-    assert read_image(tmp_path / "a.png").geometry == ConversionGeometry.scaled((80, 40), (40, 20))
+    with pytest.raises(ConversionError, match="the raster reader returned no geometry for a.png"):
+        read_image(tmp_path / "a.png")

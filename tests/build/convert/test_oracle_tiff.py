@@ -1,6 +1,6 @@
 """OME-TIFF / TIFF conversion against the blend recipe written out with numpy alone.
 
-Recipe (DESIGN §4, curation-anchors §1.4): each channel clipped to its own 0.5–99.5 percentiles,
+Recipe (docs/architecture.md §4, curation-anchors §1.4): each channel clipped to its own 0.5–99.5 percentiles,
 scaled to 0..1, multiplied by its colour, summed, clipped, ×255. The expected image is computed
 here from the arrays handed to tifffile, never from our code.
 """

@@ -11,7 +11,7 @@ from mmbu.core.yaml_io import dump_yaml
 
 
 def _reference(lock: LockFile) -> str:
-    """The whole document through PyYAML's own pure-Python emitter, as the lock was written before."""
+    """The whole document through PyYAML's own pure-Python emitter: the text the lock's writer must match."""
     document = lock.document.model_dump(mode="json")
     for entry in document["datasets"].values():
         if not entry["resolved"]:

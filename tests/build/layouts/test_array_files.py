@@ -45,7 +45,7 @@ def test_one_npy_per_image_holds_the_image_channels_and_the_instance_id_channel(
     samples, exclusions = read_samples(manifest, raw, tmp_path / "cache")
 
     sample, = samples
-    assert (sample.source_path, sample.frame) == ("lynsec 2/0_l2.npy", "file;channels=0,1,2")
+    assert (sample.source_path, sample.part) == ("lynsec 2/0_l2.npy", "file;channels=0,1,2")
     assert np.array_equal(np.asarray(Image.open(sample.image_path)), rgb.astype(np.uint8))  # losslessly 8-bit
     assert [(r.label, r.instance, r.box) for r in sample.regions] == [
         ("nucleus", "id-1", (3.0, 2.0, 9.0, 8.0)), ("nucleus", "id-7", (10.0, 12.0, 14.0, 20.0))]

@@ -43,12 +43,12 @@ def test_medmnist_npz_items_become_samples_with_exact_pixels(tmp_path, compresse
     samples, exclusions = read_samples(make_manifest(MEDMNIST_LAYOUT, labels=PATH_LABELS), raw, tmp_path / "cache")
 
     assert exclusions == []
-    assert [(s.frame, s.label) for s in samples][:5] == [
+    assert [(s.part, s.label) for s in samples][:5] == [
         ("key=test_images;index=0", "0"), ("key=test_images;index=1", "1"), ("key=train_images;index=0", "0"),
         ("key=train_images;index=1", "1"), ("key=train_images;index=2", "2")]
     assert len(samples) == 7 and all(s.source_path == "pathmnist.npz" for s in samples)
     for sample in samples:
-        key, index = sample.frame.split(";")
+        key, index = sample.part.split(";")
         expected = arrays[key.split("=")[1]][int(index.split("=")[1])]
         assert np.array_equal(np.asarray(Image.open(sample.image_path)), expected)
         assert sample.image_size == (28, 28)
@@ -63,7 +63,7 @@ def test_ids_are_stable_and_a_split_filter_keeps_them(tmp_path):
     stamp = every[0].image_path.stat().st_mtime_ns
     test_only, _ = read_samples(make_manifest({**MEDMNIST_LAYOUT, "splits": ["test"]}, labels=PATH_LABELS), raw,
                                 tmp_path / "cache")
-    assert {s.sample_id for s in test_only} == {s.sample_id for s in every if "test_" in s.frame}
+    assert {s.sample_id for s in test_only} == {s.sample_id for s in every if "test_" in s.part}
     assert every[0].image_path.stat().st_mtime_ns == stamp  # not rewritten: the converter's cache holds
 
 
@@ -143,7 +143,7 @@ def test_pannuke_channels_of_instance_ids_become_regions_with_exact_masks(tmp_pa
     samples, exclusions = read_samples(make_manifest(PANNUKE_LAYOUT, labels=PANNUKE_LABELS, tasks=[
         "mask_grounded_classification", "box_grounded_classification", "object_detection"]), raw, tmp_path / "cache")
 
-    assert [s.frame for s in samples] == ["index=0", "index=1"]
+    assert [s.part for s in samples] == ["index=0", "index=1"]
     assert [e.item for e in exclusions] == ["Fold 1/images/fold1/images.npy#index=2"]  # no nucleus in it
     first = samples[0]
     assert [(r.label, r.instance, r.box) for r in first.regions] == [
@@ -163,7 +163,7 @@ def test_pannuke_tissue_types_as_image_labels(tmp_path):
     layout = {**PANNUKE_LAYOUT, "labels": "Fold {fold}/images/fold{fold}/types.npy"}
     samples, _ = read_samples(make_manifest(layout, labels=PANNUKE_LABELS, tasks=["ungrounded_classification"]), raw,
                               tmp_path / "cache")
-    assert [(s.frame, s.label, len(s.regions)) for s in samples] == [
+    assert [(s.part, s.label, len(s.regions)) for s in samples] == [
         ("index=0", "Breast", 3), ("index=1", "Colon", 1), ("index=2", "Breast", 0)]
 
 

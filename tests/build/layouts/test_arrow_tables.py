@@ -51,7 +51,7 @@ def test_save_to_disk_arrow_streams_are_read_like_parquet(tmp_path):
                                        tmp_path / "cache")
 
     first, = samples  # the second row's one box has no area: no sample
-    assert (first.source_path, first.frame) == ("train/data-00000-of-00001.arrow", "row=0")
+    assert (first.source_path, first.part) == ("train/data-00000-of-00001.arrow", "row=0")
     assert np.array_equal(np.asarray(Image.open(first.image_path)), frames[0])
     # category names come from the features `datasets` stored in the stream's schema (no card, none in the manifest)
     assert [(r.label, r.box) for r in first.regions] == [("cell", (5.0, 6.0, 15.0, 18.0)),
@@ -72,7 +72,7 @@ def test_arrow_ipc_files_and_a_broken_file(tmp_path):
     samples, exclusions = read_samples(make_manifest({"kind": "parquet", "files": "part-*.arrow", "label_column": "label"},
                                                      labels=CELL_LABELS), raw, tmp_path / "cache")
 
-    assert [(s.frame, s.label) for s in samples] == [("row=0", "cell"), ("row=1", "debris")]
+    assert [(s.part, s.label) for s in samples] == [("row=0", "cell"), ("row=1", "debris")]
     assert np.asarray(Image.open(samples[1].image_path)).tolist() == np.full((8, 8), 20).tolist()
     (exclusion,) = exclusions
     assert exclusion.item == "part-1.arrow"
@@ -119,7 +119,7 @@ def test_a_stream_cut_short_keeps_the_rows_before_the_damage_and_names_the_file(
                                                       "label_column": "label"}, labels=CELL_LABELS), raw,
                                        tmp_path / "cache")
 
-    assert [s.frame for s in samples] == ["row=0", "row=1"]
+    assert [s.part for s in samples] == ["row=0", "row=1"]
     assert np.asarray(Image.open(samples[1].image_path)).tolist() == np.full((8, 8), 20).tolist()
     (exclusion,) = exclusions
     assert exclusion.item == "train/data-00000-of-00001.arrow"

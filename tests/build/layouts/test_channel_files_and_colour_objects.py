@@ -74,7 +74,7 @@ def test_per_channel_files_make_one_sample_and_each_colour_mask_file_is_one_obje
 
     assert exclusions == []
     sample, = samples
-    assert sample.source_path == f"images/{FIELD}_w1.TIF" and sample.frame == "channels=w1,w2,w3"
+    assert sample.source_path == f"images/{FIELD}_w1.TIF" and sample.part == "channels=w1,w2,w3"
     assert sample.image_size == (W, H)
     # the image: the three channel files stacked in the manifest's order, each named and coloured, dtype kept
     with tifffile.TiffFile(sample.image_path) as tiff:

@@ -69,7 +69,7 @@ def test_folder_per_class_makes_one_sample_per_slide_and_leaves_ct_slices_alone(
     # the CT slices are samples exactly as they are in a dataset without slides
     alone, _ = read_samples(manifest, _copy_ct(written["ct"], tmp_path / "ct-only" / "sparse" / "ct").parents[2])
     assert len(alone) == 2
-    assert [(s.sample_id, s.frame, s.companion_paths) for s in alone] == [
+    assert [(s.sample_id, s.part, s.companion_paths) for s in alone] == [
         (by_source[s.source_path].sample_id, "frame=middle", ()) for s in alone]
 
 

@@ -33,7 +33,7 @@ def test_samples_carry_header_metadata_and_a_frame_policy(tmp_path):
     samples, exclusions = read_samples(manifest, raw)
     assert exclusions == []
     assert samples[0].file_metadata["dicom.InstitutionName"] == "General Hospital"
-    assert samples[0].frame == "frame=3"
+    assert samples[0].part == "frame=3"
     assert samples[0].image_size == (30, 20)
 
 

@@ -16,18 +16,6 @@ def test_boxes_scale_with_the_recorded_geometry_and_snap_outwards():
         (100, 200, 300, 401), (2000, 1000, 2048, 1024)]
 
 
-def test_legacy_slide_level0_and_max_size_keys_are_read_during_the_transition():
-    slide = {"width": 1024, "height": 512, "params": {"level": 1, "level0_dimensions": [4096, 2048]}}
-    assert geometry_of(slide).scale == (0.25, 0.25)
-    resized = {"width": 100, "height": 50, "params": {"resized_from": [400, 200]}}
-    assert geometry_of(resized, (999, 999)).scale == (0.25, 0.25)
-
-
-def test_without_a_recorded_source_size_the_sample_size_is_used_or_the_size_was_kept():
-    assert geometry_of({"width": 50, "height": 40, "params": {}}, (100, 80)).scale == (0.5, 0.5)
-    assert geometry_of({"width": 50, "height": 40, "params": {}}).scale == (1.0, 1.0)
-
-
 def test_tiny_boxes_keep_at_least_one_pixel():
     assert map_boxes([(10.0, 10.0, 11.0, 11.0)], ConversionGeometry.scaled((1000, 1000), (100, 100))) == [(1, 1, 2, 2)]
 

@@ -59,7 +59,7 @@ def test_one_slice_of_image_and_labels_is_read_by_key(tmp_path, convert, z, how)
         return
     (sample,) = samples
     assert exclusions == []
-    assert sample.frame == f"key={RAW_KEY};z={z}" and sample.image_size == (32, 24)
+    assert sample.part == f"key={RAW_KEY};z={z}" and sample.image_size == (32, 24)
     np.testing.assert_array_equal(np.asarray(Image.open(sample.image_path)), raw[z])  # row 0 on top, no flip
     np.testing.assert_array_equal(read_mask(sample.mask_path) > 0, labels[z] > 0)
     assert sample.provenance["slice"] == f"z {z} of 10 ({how})"

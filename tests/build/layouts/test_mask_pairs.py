@@ -119,6 +119,6 @@ def test_nifti_label_volume_pairs_check_grids_and_list_present_values(tmp_path):
     samples, exclusions = read_samples(manifest, raw)
 
     assert [s.source_path for s in samples] == ["images/case1.nii.gz"]
-    assert samples[0].frame == "slice=mask_max_area;axis=2"
+    assert samples[0].part == "slice=mask_max_area;axis=2"
     assert [(r.label, r.mask_value, r.box) for r in samples[0].regions] == [("stroma", 2, None)]
     assert exclusions[0].reason == "the mask volume is 16x12x4 but its image is 16x12x5"

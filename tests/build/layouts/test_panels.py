@@ -57,7 +57,7 @@ def test_the_image_panel_is_the_sample_and_the_mask_panel_its_objects(tmp_path):
 
     assert exclusions == []
     sample, = samples
-    assert sample.source_path == "DeepLIIF_Testing_Set/Lung_0001.png" and sample.frame == "panel=1"
+    assert sample.source_path == "DeepLIIF_Testing_Set/Lung_0001.png" and sample.part == "panel=1"
     assert sample.image_size == (P, P)
     assert np.array_equal(np.asarray(Image.open(sample.image_path)), ihc_panel())  # the first panel, losslessly
     expected = {(float(c0), float(r0), float(c1), float(r1)): (label, rows, cols)

@@ -55,7 +55,7 @@ def test_image_structs_become_samples_with_the_source_bytes(tmp_path):
               "metadata_columns": {"context": "image_id"}}
     samples, exclusions = read_samples(make_manifest(layout, labels=HAM_LABELS), raw, tmp_path / "cache")
 
-    assert [(s.source_path.split("/")[1][:5], s.frame, s.label) for s in samples] == [
+    assert [(s.source_path.split("/")[1][:5], s.part, s.label) for s in samples] == [
         ("train", "row=0", "bkl"), ("train", "row=1", "bkl"), ("train", "row=2", "nv")]
     for sample, cell in zip(samples, train.with_format("arrow")["image"].to_pylist()):
         assert sample.image_path.read_bytes() == cell["bytes"] and sample.image_path.suffix == ".jpg"
@@ -177,7 +177,7 @@ def test_base64_image_text_and_a_row_filter_give_one_sample_per_image_for_one_at
     samples, exclusions = read_samples(manifest, raw, tmp_path / "cache")
 
     assert exclusions == []
-    assert [(s.frame, s.label, s.row_metadata["context"]) for s in samples] == [
+    assert [(s.part, s.label, s.row_metadata["context"]) for s in samples] == [
         ("row=0", "Healed", "606.jpg"), ("row=2", "Not Healed", "607.jpg")]  # rows 1 and 3 ask about closure
     for sample, row in zip(samples, (0, 2)):
         assert sample.image_path.read_bytes() == base64.b64decode(rows["image"][row]) and sample.image_path.suffix == ".jpg"
@@ -194,7 +194,7 @@ def test_broken_base64_cells_and_unlisted_answers_are_one_sentence_each(tmp_path
     manifest = make_manifest(SURGWOUND_LAYOUT, labels={"Healed": "healed wound", "Not Healed": "wound not healed"})
     samples, exclusions = read_samples(manifest, raw, tmp_path / "cache")
 
-    assert [s.frame for s in samples] == ["row=0"]
+    assert [s.part for s in samples] == ["row=0"]
     reasons = {e.item: e.reason for e in exclusions}
     assert reasons["default/train/0000.parquet#row=2"] == "label 'Uncertain' is not in the manifest's label vocabulary"
     assert reasons["default/train/0000.parquet#row=4"].startswith("the image cell is not valid base64 text")
@@ -234,7 +234,7 @@ def test_image_cells_holding_only_a_path_name_files_of_the_dataset_which_become_
     layout = {"kind": "parquet", "files": "table.parquet", "label_column": "dx"}
     samples, exclusions = read_samples(make_manifest(layout, labels=HAM_LABELS), raw, tmp_path / "cache")
 
-    assert [(s.source_path, s.image_path, s.label, s.frame) for s in samples] == [
+    assert [(s.source_path, s.image_path, s.label, s.part) for s in samples] == [
         ("images/a.png", raw / "images" / "a.png", "nv", None), ("images/b.png", raw / "images" / "b.png", "bkl", None)]
     assert samples[0].provenance == {"row": "table.parquet row 0"}
     reasons = [(e.item, e.reason) for e in exclusions]

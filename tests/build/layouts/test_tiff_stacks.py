@@ -55,7 +55,7 @@ def test_an_image_stack_and_its_label_stack_pair_page_by_page(tmp_path):
     samples, exclusions = read_samples(make_manifest(LAYOUT, labels=LABELS, tasks=TASKS), raw, tmp_path / "cache")
 
     assert exclusions == []
-    assert [s.frame for s in samples] == [f"index={i}" for i in range(6)]
+    assert [s.part for s in samples] == [f"index={i}" for i in range(6)]
     for index, sample in enumerate(samples):
         assert sample.source_path == "platelet_data/train-images.tif"
         expected_mask, boxes = labels(index)
@@ -73,7 +73,7 @@ def test_a_label_stack_of_a_shorter_range_pairs_from_its_start(tmp_path):
     layout = {**LAYOUT, "masks": {"file": "platelet_data/{split}-labels.tif", "start": 3}}
     samples, exclusions = read_samples(make_manifest(layout, labels=LABELS, tasks=TASKS), raw, tmp_path / "cache")
 
-    assert [s.frame for s in samples] == ["index=3", "index=4", "index=5"]
+    assert [s.part for s in samples] == ["index=3", "index=4", "index=5"]
     assert [{r.label: r.box for r in s.regions} for s in samples] == [labels(i)[1] for i in (3, 4, 5)]
     assert [(e.item, e.reason) for e in exclusions] == [
         ("platelet_data/train-images.tif", "items 0-2, 6-9 have no mask: platelet_data/train-labels.tif covers "

@@ -77,7 +77,7 @@ def test_nifti_files_named_by_the_table(tmp_path):
     (raw / "labels.csv").write_text("study,class\nstudy_0001,1\n", encoding="utf-8")
     layout = {"kind": "volume_table", "table": "labels.csv", "volume": "volumes/{study}.nii.gz", "label_column": "class"}
     samples, _ = read_samples(make_manifest(layout, labels=LABELS), raw)
-    assert [(s.source_path, s.frame, s.image_size) for s in samples] == [
+    assert [(s.source_path, s.part, s.image_size) for s in samples] == [
         ("volumes/study_0001.nii.gz", "slice=middle;axis=2", (6, 5))]
 
 

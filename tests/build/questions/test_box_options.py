@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from PIL import Image
 from support import content_images
 from support.build_manifests import make_manifest, write_taxonomy
+from support.question_rows import placed_item
 
-from mmbu.build.questions import instantiate_questions
+from mmbu.build.questions import instantiate_questions, rows_frame
 from mmbu.build.questions.box_options import MAX_INSTANCE_SHARE, box_option_problems
 from mmbu.build.questions.content import content_mask, read_content_mask
 
@@ -40,12 +40,15 @@ def test_flat_and_tiny_images_are_all_content():
 def detection_rows(image_path, gold, others=(), rows=20):
     with Image.open(image_path) as image:
         size = image.size
-    return pd.DataFrame([{
-        "sample_id": f"demo_marrow-{k:016x}", "dataset_id": "demo_marrow", "task": "object_detection",
-        "source_path": f"img{k}.png", "label": "nucleus", "target": "nucleus", "boxes": [list(b) for b in gold],
-        "other_boxes": [list(b) for b in others], "image": str(image_path), "image_width": size[0],
-        "image_height": size[1], "modality": "fluorescence microscopy", "sub_modality": "epifluorescence microscopy",
-        "stain": None, "specimen": "cell culture", "specimen_subregion": None} for k in range(rows)])
+    return [placed_item("demo_marrow", "nucleus", sample_id=f"demo_marrow-{k:016x}", task="object_detection",
+                        source_path=f"img{k}.png", image=image_path, size=size, boxes=gold, other_boxes=others,
+                        modality="fluorescence microscopy", sub_modality="epifluorescence microscopy",
+                        specimen="cell culture") for k in range(rows)]
+
+
+def ask(rows, manifest, taxonomy, seed):
+    questions, dropped = instantiate_questions(rows, manifest, taxonomy, seed)
+    return rows_frame(questions), dropped
 
 
 @pytest.fixture
@@ -55,11 +58,11 @@ def manifest():
 
 
 def test_in_a_crowded_field_one_option_holds_a_nucleus_and_the_others_none(tmp_path, manifest):
-    """The old wrong boxes were the answer shifted until IoU < 0.5: they still held most of a nucleus."""
+    """A wrong box made by shifting the answer until IoU < 0.5 still holds most of a nucleus: none may."""
     image, _, nuclei = content_images.fluorescence_field()
     image.save(tmp_path / "field.png")
     taxonomy = write_taxonomy(tmp_path)
-    questions, dropped = instantiate_questions(detection_rows(tmp_path / "field.png", nuclei), manifest, taxonomy, 5)
+    questions, dropped = ask(detection_rows(tmp_path / "field.png", nuclei), manifest, taxonomy, 5)
     assert dropped == [] and len(questions) == 20
     mask = read_content_mask(tmp_path / "field.png")
     for row in questions.itertuples():
@@ -68,9 +71,9 @@ def test_in_a_crowded_field_one_option_holds_a_nucleus_and_the_others_none(tmp_p
         assert row.closed_question_no_context == "Which box contains a cell nucleus in this image?"
         answer = [int(v) for v in row.answer.strip("[]").split(",")]
         assert answer in nuclei and len(row.options) == 5 and NOTA in row.options
-    again, _ = instantiate_questions(detection_rows(tmp_path / "field.png", nuclei)[::-1], manifest, taxonomy, 5)
+    again, _ = ask(detection_rows(tmp_path / "field.png", nuclei)[::-1], manifest, taxonomy, 5)
     assert dict(zip(again.sample_id, again.options.map(list))) == dict(zip(questions.sample_id, questions.options.map(list)))
-    other_seed, _ = instantiate_questions(detection_rows(tmp_path / "field.png", nuclei), manifest, taxonomy, 6)
+    other_seed, _ = ask(detection_rows(tmp_path / "field.png", nuclei), manifest, taxonomy, 6)
     assert other_seed.options.map(list).tolist() != questions.options.map(list).tolist()
 
 
@@ -81,7 +84,7 @@ def test_in_a_crowded_field_one_option_holds_a_nucleus_and_the_others_none(tmp_p
 def test_wrong_boxes_lie_on_the_body_not_around_it(tmp_path, manifest, make, lesion):
     image, truth = make()
     image.save(tmp_path / "image.png")
-    questions, dropped = instantiate_questions(detection_rows(tmp_path / "image.png", [lesion]), manifest,
+    questions, dropped = ask(detection_rows(tmp_path / "image.png", [lesion]), manifest,
                                                write_taxonomy(tmp_path), 1)
     assert dropped == []
     for options in questions.options:
@@ -106,7 +109,7 @@ def test_a_target_too_crowded_for_wrong_boxes_is_an_exclusion(tmp_path, manifest
     image, _, _ = content_images.fluorescence_field(size=128, nuclei=0)
     image.save(tmp_path / "small.png")
     gold = [[x, y, x + 24, y + 24] for x in range(0, 128, 25) for y in range(0, 128, 25)]  # nuclei everywhere
-    questions, dropped = instantiate_questions(detection_rows(tmp_path / "small.png", gold, rows=1), manifest,
+    questions, dropped = ask(detection_rows(tmp_path / "small.png", gold, rows=1), manifest,
                                                write_taxonomy(tmp_path), 1)
     assert questions.empty and "no room on the image's content" in dropped[0].reason
     assert 0 < MAX_INSTANCE_SHARE < 0.5

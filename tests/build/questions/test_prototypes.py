@@ -1,11 +1,13 @@
 """Prototype rendering: fragments that drop when empty or repeated, articles, rewrites, no answer leaks."""
 from __future__ import annotations
 
-import pandas as pd
+from dataclasses import replace
+
 import pytest
 from support.build_manifests import make_manifest, write_taxonomy
+from support.question_rows import placed_item
 
-from mmbu.build.questions import instantiate_questions, lint_questions, load_prototypes
+from mmbu.build.questions import QuestionRow, instantiate_questions, lint_questions, load_prototypes
 from mmbu.build.questions.prototypes import with_article
 
 BASE = {"options_name": "structure", "modality": "digital pathology", "sub_modality": "whole-slide brightfield imaging",
@@ -38,8 +40,8 @@ def test_preparation_articles(noun, phrase):
 
 
 def test_a_specimen_named_by_its_preparation_is_not_said_twice_and_unstained_is_no_stain():
-    """Were "of a smear of blood smear blood" (preparation smear, specimen blood smear, anatomy blood), "stained with
-    unstained" and "from a environmental sample specimen"."""
+    """Not "of a smear of blood smear blood" (preparation smear, specimen blood smear, anatomy blood), "stained with
+    unstained" nor "from a environmental sample specimen"."""
     smear = {**BASE, "modality": "light microscopy", "sub_modality": "brightfield microscopy", "stain": "Giemsa",
              "specimen": "blood smear", "anatomy": "blood", "preparation": "smear"}
     assert full(smear).endswith("(light microscopy) of a smear of blood, stained with Giemsa?")
@@ -48,25 +50,29 @@ def test_a_specimen_named_by_its_preparation_is_not_said_twice_and_unstained_is_
     assert full(sample).endswith("(light microscopy) from an environmental sample specimen?")
 
 
-def one_question(manifest, taxonomy, label, **metadata) -> pd.DataFrame:
-    """The questions of one ungrounded row of `label` from a human specimen with `metadata`."""
-    row = {"sample_id": "demo_marrow-0000000000000001", "dataset_id": manifest.id, "task": "ungrounded_classification",
-           "source_path": "a.png", "label": label, "target": None, "stain": None, "specimen": "human", **metadata}
-    return instantiate_questions(pd.DataFrame([row]), manifest, taxonomy, seed=1)[0]
+def one_question(manifest, taxonomy, label, **metadata) -> QuestionRow:
+    """The question row of one ungrounded item of `label` from a human specimen with `metadata`."""
+    row = placed_item(manifest.id, label, **{"specimen": "human", **metadata})
+    (question,), _ = instantiate_questions([row], manifest, taxonomy, seed=1)
+    return question
+
+
+def reworded(row: QuestionRow, **questions: str) -> QuestionRow:
+    return replace(row, questions={**row.questions, **questions})
 
 
 def test_context_that_names_a_label_is_withheld_and_the_lint_catches_leaks(tmp_path):
     taxonomy = write_taxonomy(tmp_path)
     manifest = make_manifest({"kind": "folder_per_class"}, labels={"chest": "chest", "breast": "breast"},
                              questions={"options_name": "body region", "preparation": None})
-    questions = one_question(manifest, taxonomy, "chest", modality="computed tomography",
-                             sub_modality="conventional computed tomography", specimen_subregion="chest")
+    question = one_question(manifest, taxonomy, "chest", modality="computed tomography",
+                            sub_modality="conventional computed tomography", specimen_subregion="chest")
     # the patient of a CT is no specimen, and the anatomy that names a label is withheld: nothing more is said
-    assert questions.iloc[0].question_full_context.endswith("in this conventional computed tomography image?")
-    assert lint_questions(questions, taxonomy).empty
+    assert question.questions["question_full_context"].endswith("in this conventional computed tomography image?")
+    assert lint_questions([question], taxonomy).empty
 
-    leaky = questions.assign(question_modality="Which body region is shown in this chest image?")
-    failures = lint_questions(leaky, taxonomy)
+    leaky = reworded(question, question_modality="Which body region is shown in this chest image?")
+    failures = lint_questions([leaky], taxonomy)
     assert list(zip(failures.template, failures.category, failures.word)) == [("modality", "answer_leak", "chest")]
 
 
@@ -75,11 +81,12 @@ def test_a_context_value_naming_a_label_in_the_plural_is_withheld_and_linted(tmp
     taxonomy = write_taxonomy(tmp_path)
     manifest = make_manifest({"kind": "folder_per_class"}, labels={"vessel": "retinal blood vessel", "disc": "optic disc"},
                              questions={"options_name": "retinal structure", "preparation": None})
-    questions = one_question(manifest, taxonomy, "vessel", modality="light microscopy", sub_modality=None,
-                             specimen_subregion="retinal blood vessels")
-    assert questions.iloc[0].question_full_context.endswith("in this light microscopy image from a human specimen?")
-    leaky = questions.assign(question_full_context="Which retinal structure is outlined among these retinal blood vessels?")
-    failures = lint_questions(leaky, taxonomy)
+    question = one_question(manifest, taxonomy, "vessel", modality="light microscopy", sub_modality=None,
+                            specimen_subregion="retinal blood vessels")
+    assert question.questions["question_full_context"].endswith("in this light microscopy image from a human specimen?")
+    leaky = reworded(question,
+                     question_full_context="Which retinal structure is outlined among these retinal blood vessels?")
+    failures = lint_questions([leaky], taxonomy)
     assert list(zip(failures.template, failures.category, failures.word)) == [
         ("full_context", "answer_leak", "retinal blood vessel")]
 
@@ -96,7 +103,7 @@ def test_capital_tokens_of_canonical_taxonomy_names_are_not_abbreviations(tmp_pa
 
 
 def test_a_cellular_anatomy_is_not_what_the_image_is_of(tmp_path):
-    """Was "... (fluorescence microscopy) of cell culture nucleus" and "of a tissue section of nucleus"."""
+    """Not "... (fluorescence microscopy) of cell culture nucleus" nor "of a tissue section of nucleus"."""
     from support.build_manifests import write_png
 
     from mmbu.taxonomy.model import load_taxonomy
@@ -105,13 +112,13 @@ def test_a_cellular_anatomy_is_not_what_the_image_is_of(tmp_path):
     manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
                              labels={"nucleus": "cell nucleus"}, questions={"options_name": "structure",
                                                                               "preparation": None})
-    row = {"sample_id": "demo_marrow-0000000000000001", "dataset_id": manifest.id, "task": "object_detection",
-           "source_path": "a.png", "label": "nucleus", "target": "nucleus", "boxes": [[1, 1, 9, 9]],
-           "other_boxes": [], "image": str(write_png(tmp_path / "a.png", size=(64, 64))), "image_width": 64,
-           "image_height": 64, "modality": "fluorescence microscopy",
-           "sub_modality": None, "stain": None, "specimen": "cell culture", "specimen_subregion": "nucleus"}
-    organ = {**row, "sample_id": "demo_marrow-0000000000000002", "specimen": "human", "specimen_subregion": "liver"}
-    questions, _ = instantiate_questions(pd.DataFrame([row, organ]), manifest, taxonomy, seed=1)
-    assert list(questions.question_full_context) == [
+    image = write_png(tmp_path / "a.png", size=(64, 64))
+    detection = {"task": "object_detection", "image": image, "size": (64, 64), "boxes": [[1, 1, 9, 9]],
+                 "other_boxes": [], "modality": "fluorescence microscopy"}
+    row = placed_item(manifest.id, "nucleus", specimen="cell culture", specimen_subregion="nucleus", **detection)
+    organ = placed_item(manifest.id, "nucleus", sample_id="demo_marrow-0000000000000002", specimen="human",
+                        specimen_subregion="liver", **detection)
+    questions, _ = instantiate_questions([row, organ], manifest, taxonomy, seed=1)
+    assert [q.questions["question_full_context"] for q in questions] == [
         "Locate every cell nucleus in this fluorescence microscopy image from a cell culture specimen.",
         "Locate every cell nucleus in this fluorescence microscopy image of the human liver."]

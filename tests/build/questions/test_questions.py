@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 
-import pandas as pd
+import random
+
 import pytest
 from support.build_manifests import make_manifest, write_png, write_taxonomy
+from support.question_rows import as_placed, placed_item
 
 from mmbu.build.layouts import read_samples
 from mmbu.build.metadata import normalise_metadata, validate_metadata
@@ -17,6 +19,7 @@ from mmbu.build.questions import (
     iou,
     lint_labels,
     lint_questions,
+    rows_frame,
     task_items,
 )
 from mmbu.taxonomy.model import load_taxonomy
@@ -33,9 +36,15 @@ def build_rows(raw, manifest, taxonomy):
     samples, _ = read_samples(manifest, raw)
     valid, failures = validate_metadata(normalise_metadata(samples, manifest, taxonomy), taxonomy)
     assert failures.empty
-    rows, dropped = attach_metadata(task_items(samples, manifest), valid)
+    items, dropped = attach_metadata(task_items(samples, manifest), valid)
     assert dropped == []
-    return rows
+    return as_placed(items)
+
+
+def ask(rows, manifest, taxonomy, seed, **options):
+    """The question rows as the rows step writes them (`rows_frame`), and what was dropped."""
+    questions, dropped = instantiate_questions(rows, manifest, taxonomy, seed, **options)
+    return rows_frame(questions), dropped
 
 
 @pytest.fixture
@@ -49,7 +58,7 @@ def marrow(tmp_path):
 
 def test_three_templates_follow_the_bone_marrow_example(marrow, taxonomy):
     manifest = make_manifest({"kind": "folder_per_class"})
-    questions, dropped = instantiate_questions(build_rows(marrow, manifest, taxonomy), manifest, taxonomy, seed=7)
+    questions, dropped = ask(build_rows(marrow, manifest, taxonomy), manifest, taxonomy, seed=7)
     assert dropped == []
     row = questions.iloc[0]
     assert row.question_no_context == (
@@ -65,10 +74,10 @@ def test_three_templates_follow_the_bone_marrow_example(marrow, taxonomy):
 def test_options_are_fixed_in_size_contain_the_answer_and_are_stable_across_rebuilds(marrow, taxonomy):
     manifest = make_manifest({"kind": "folder_per_class"})
     rows = build_rows(marrow, manifest, taxonomy)
-    first, _ = instantiate_questions(rows, manifest, taxonomy, seed=7)
-    shuffled = rows.sample(frac=1.0, random_state=3).reset_index(drop=True)
-    again, _ = instantiate_questions(shuffled, manifest, taxonomy, seed=7)
-    other_seed, _ = instantiate_questions(rows, manifest, taxonomy, seed=8)
+    first, _ = ask(rows, manifest, taxonomy, seed=7)
+    shuffled = random.Random(3).sample(rows, len(rows))
+    again, _ = ask(shuffled, manifest, taxonomy, seed=7)
+    other_seed, _ = ask(rows, manifest, taxonomy, seed=8)
 
     assert len(first) == 24
     assert all(len(opts) == 5 and NOTA in opts and ans in opts and ans == lab
@@ -89,17 +98,17 @@ def test_small_label_sets_keep_one_option_count_for_the_dataset(tmp_path, taxono
         write_png(raw / label / "a.png")
         write_png(raw / label / "b.png")
     manifest = make_manifest({"kind": "folder_per_class"}, labels={"MON": "monocyte", "PMY": "promyelocyte"})
-    questions, _ = instantiate_questions(build_rows(raw, manifest, taxonomy), manifest, taxonomy, seed=1)
+    questions, _ = ask(build_rows(raw, manifest, taxonomy), manifest, taxonomy, seed=1)
     assert {len(opts) for opts in questions.options} == {3}
     without_none = make_manifest({"kind": "folder_per_class"}, labels={"MON": "monocyte", "PMY": "promyelocyte"},
                                  questions={"none_of_the_above": False, "n_options": 4})
-    questions, _ = instantiate_questions(build_rows(raw, without_none, taxonomy), without_none, taxonomy, seed=1)
+    questions, _ = ask(build_rows(raw, without_none, taxonomy), without_none, taxonomy, seed=1)
     assert all(sorted(opts) == ["monocyte", "promyelocyte"] for opts in questions.options)
 
 
 def test_none_of_the_above_as_the_answer_when_asked_for(marrow, taxonomy):
     manifest = make_manifest({"kind": "folder_per_class"})
-    questions, _ = instantiate_questions(build_rows(marrow, manifest, taxonomy), manifest, taxonomy, seed=7,
+    questions, _ = ask(build_rows(marrow, manifest, taxonomy), manifest, taxonomy, seed=7,
                                          none_answer_rate=0.5)
     left_out = questions[questions.answer == NOTA]
     assert 4 <= len(left_out) <= 20
@@ -116,27 +125,27 @@ def test_a_dataset_with_one_label_draws_wrong_options_from_its_curated_distracto
     distractors = ["promyelocyte", "proerythroblast", "band neutrophil", "lymphocyte", "eosinophil"]
     manifest = make_manifest({"kind": "folder_per_class"}, labels={"MON": "monocyte"},
                              questions={"n_options": 5, "distractors": distractors})
-    questions, dropped = instantiate_questions(build_rows(raw, manifest, taxonomy), manifest, taxonomy, seed=3)
+    questions, dropped = ask(build_rows(raw, manifest, taxonomy), manifest, taxonomy, seed=3)
     assert dropped == [] and len(questions) == 12
     for options, answer in zip(questions.options, questions.answer):
         assert answer == "monocyte" and len(options) == 5 and options.count("monocyte") == 1
         assert options.count(NOTA) == 1 and set(options) - {"monocyte", NOTA} <= set(distractors)
     assert len({tuple(o) for o in questions.options}) > 1  # drawn per row, not one fixed list
-    again, _ = instantiate_questions(build_rows(raw, manifest, taxonomy), manifest, taxonomy, seed=3)
+    again, _ = ask(build_rows(raw, manifest, taxonomy), manifest, taxonomy, seed=3)
     assert again.options.tolist() == questions.options.tolist()
 
 
 def test_distractors_do_not_change_a_dataset_with_enough_labels(marrow, taxonomy):
     plain = make_manifest({"kind": "folder_per_class"})
     curated = make_manifest({"kind": "folder_per_class"}, questions={"distractors": ["platelet", "basophil"]})
-    before, _ = instantiate_questions(build_rows(marrow, plain, taxonomy), plain, taxonomy, seed=7)
-    after, _ = instantiate_questions(build_rows(marrow, curated, taxonomy), curated, taxonomy, seed=7)
+    before, _ = ask(build_rows(marrow, plain, taxonomy), plain, taxonomy, seed=7)
+    after, _ = ask(build_rows(marrow, curated, taxonomy), curated, taxonomy, seed=7)
     assert after.options.tolist() == before.options.tolist()
 
 
 def test_answer_aliases_come_from_manifest_and_taxonomy(marrow, taxonomy):
     manifest = make_manifest({"kind": "folder_per_class"})
-    questions, _ = instantiate_questions(build_rows(marrow, manifest, taxonomy), manifest, taxonomy, seed=7)
+    questions, _ = ask(build_rows(marrow, manifest, taxonomy), manifest, taxonomy, seed=7)
     monocyte = questions[questions.label == "monocyte"].iloc[0]
     # the manifest's synonym and raw key; the taxonomy term's synonyms ("monocytes") are the judge's to weigh
     assert monocyte.answer_aliases == ["mono", "MON"]
@@ -144,22 +153,20 @@ def test_answer_aliases_come_from_manifest_and_taxonomy(marrow, taxonomy):
 
 
 def detection_rows(manifest, boxes, others, image, size=(200, 160)):
-    """Detection rows on one real PNG (`image`, written by Pillow at `size`)."""
+    """Detection items on one real PNG (`image`, written by Pillow at `size`)."""
     write_png(image, size=size)
-    return pd.DataFrame([{
-        "sample_id": f"demo_marrow-{k:016x}", "dataset_id": manifest.id, "task": "object_detection",
-        "source_path": f"img{k}.png", "label": "ring", "target": "ring", "boxes": boxes, "other_boxes": others,
-        "image": str(image), "image_width": size[0], "image_height": size[1], "modality": "light microscopy",
-        "sub_modality": "brightfield microscopy", "stain": None, "specimen": "human", "specimen_subregion": None,
-    } for k in range(30)])
+    return [placed_item(manifest.id, "ring", sample_id=f"demo_marrow-{k:016x}", task="object_detection",
+                        source_path=f"img{k}.png", image=image, size=size, boxes=boxes, other_boxes=others,
+                        modality="light microscopy", sub_modality="brightfield microscopy", specimen="human")
+            for k in range(30)]
 
 
 def test_detection_options_are_one_instance_and_boxes_that_hold_none(taxonomy, tmp_path):
     manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
                              labels={"ring": "ring-stage parasite", "rbc": "red blood cell"})
     gold = [[10, 10, 50, 40], [100, 90, 130, 120]]
-    questions, dropped = instantiate_questions(detection_rows(manifest, gold, [[60, 60, 90, 90]], tmp_path / "a.png"),
-                                               manifest, taxonomy, seed=3)
+    questions, dropped = ask(detection_rows(manifest, gold, [[60, 60, 90, 90]], tmp_path / "a.png"), manifest,
+                             taxonomy, seed=3)
     assert dropped == []
     for row in questions.itertuples():
         assert row.answer == "[10, 10, 50, 40]" and row.answer in row.options and len(row.options) == 5
@@ -183,16 +190,16 @@ def test_detection_options_are_one_instance_and_boxes_that_hold_none(taxonomy, t
 def test_detection_never_offers_the_gold_box_alone(taxonomy, tmp_path):
     manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
                              labels={"ring": "ring-stage parasite"}, questions={"n_options": 2})
-    questions, _ = instantiate_questions(detection_rows(manifest, [[10, 10, 50, 40]], [], tmp_path / "a.png").head(3),
-                                         manifest, taxonomy, seed=3)
+    questions, _ = ask(detection_rows(manifest, [[10, 10, 50, 40]], [], tmp_path / "a.png")[:3], manifest, taxonomy,
+                       seed=3)
     assert all(len(opts) == 3 and NOTA in opts for opts in questions.options)
 
 
 def test_detection_without_room_for_distractors_is_excluded(taxonomy, tmp_path):
     manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
                              labels={"ring": "ring-stage parasite"})
-    rows = detection_rows(manifest, [[0, 0, 20, 20]], [], tmp_path / "a.png", size=(20, 20)).head(1)
-    questions, dropped = instantiate_questions(rows, manifest, taxonomy, seed=3)
+    rows = detection_rows(manifest, [[0, 0, 20, 20]], [], tmp_path / "a.png", size=(20, 20))[:1]
+    questions, dropped = ask(rows, manifest, taxonomy, seed=3)
     assert questions.empty and dropped[0].reason == (
         "no room on the image's content for 3 wrong box(es) of the answer's size clear of every ring-stage parasite "
         "and of each other")
@@ -213,17 +220,19 @@ def test_task_items_expand_regions_into_grounded_and_detection_rows(tmp_path, ta
                              labels={"ring": "ring-stage parasite", "rbc": "red blood cell"})
     samples, _ = read_samples(manifest, raw)
     items = task_items(samples, manifest)
-    assert list(items.task) == ["box_grounded_classification"] * 3 + ["object_detection"] * 2
-    detect = items[items.task == "object_detection"].set_index("target")
-    assert detect.loc["ring", "boxes"] == [[1.0, 1.0, 11.0, 11.0], [50.0, 50.0, 60.0, 60.0]]
-    assert detect.loc["ring", "other_boxes"] == [[20.0, 20.0, 30.0, 30.0]]
-    assert items.sample_id.is_unique and set(items.image_sample_id) == {samples[0].sample_id}
-    assert list(task_items(samples, manifest).sample_id) == list(items.sample_id)
+    assert [i.task for i in items] == ["box_grounded_classification"] * 3 + ["object_detection"] * 2
+    grounded = [i for i in items if i.task == "box_grounded_classification"]
+    assert [(i.region.instance, i.boxes) for i in grounded] == [(r.instance, (r.box,)) for r in samples[0].regions]
+    detect = {i.target: i for i in items if i.task == "object_detection"}
+    assert detect["ring"].boxes == ((1.0, 1.0, 11.0, 11.0), (50.0, 50.0, 60.0, 60.0))
+    assert detect["ring"].other_boxes == ((20.0, 20.0, 30.0, 30.0),) and detect["ring"].region is None
+    assert len({i.sample_id for i in items}) == 5 and all(i.sample is samples[0] for i in items)
+    assert [i.sample_id for i in task_items(samples, manifest)] == [i.sample_id for i in items]
 
 
 def test_lint_flags_forbidden_wording_but_not_label_text(marrow, taxonomy):
     manifest = make_manifest({"kind": "folder_per_class"}, questions={"options_name": "malignant RBC type"})
-    questions, _ = instantiate_questions(build_rows(marrow, manifest, taxonomy).head(2), manifest, taxonomy, seed=1)
+    questions, _ = instantiate_questions(build_rows(marrow, manifest, taxonomy)[:2], manifest, taxonomy, seed=1)
     failures = lint_questions(questions, taxonomy)
     assert set(zip(failures.category, failures.word)) == {("malignancy", "malignant"), ("abbreviation", "RBC")}
     assert len(failures) == 2 * 3 * 2  # 2 rows x 3 templates x 2 words
@@ -231,7 +240,7 @@ def test_lint_flags_forbidden_wording_but_not_label_text(marrow, taxonomy):
     report = format_lint_report(failures)
     assert "malignancy word 'malignant'" in report and "[ungrounded_classification/no_context]" in report
     kept, rejected = drop_lint_failures(questions, failures)
-    assert kept.empty and len(rejected) == 2 and {e.stage for e in rejected} == {"lint"}
+    assert kept == [] and len(rejected) == 2 and {e.stage for e in rejected} == {"lint"}
     assert "'malignant' (malignancy, no_context)" in rejected[0].reason
 
     clean = make_manifest({"kind": "folder_per_class"})
@@ -243,10 +252,10 @@ def test_lint_flags_forbidden_wording_but_not_label_text(marrow, taxonomy):
 def test_detection_targets_are_exempt_and_disease_like_labels_are_warnings(taxonomy, tmp_path):
     manifest = make_manifest({"kind": "coco", "annotations": "a.json"}, tasks=["object_detection"],
                              labels={"ring": "tumour nodule"})
-    rows = detection_rows(manifest, [[10, 10, 50, 40]], [], tmp_path / "a.png").head(1)
+    rows = detection_rows(manifest, [[10, 10, 50, 40]], [], tmp_path / "a.png")[:1]
     questions, _ = instantiate_questions(rows, manifest, taxonomy, seed=3)
-    assert "tumour nodule" in questions.iloc[0].question_no_context
-    assert "tumour nodule" in questions.iloc[0].closed_question_no_context
+    assert "tumour nodule" in questions[0].questions["question_no_context"]
+    assert "tumour nodule" in questions[0].questions["closed_question_no_context"]
     assert lint_questions(questions, taxonomy).empty
     warnings = lint_labels(["tumour nodule", "monocyte", "CT finding"], taxonomy)
     assert set(zip(warnings.label, warnings.word)) == {("tumour nodule", "tumour"), ("CT finding", "CT")}
@@ -293,10 +302,7 @@ def test_an_alias_the_question_says_is_not_an_accepted_answer(tmp_path):
     manifest = make_manifest({"kind": "folder_per_class"}, labels={
         "cell": {"name": "brain cell", "synonyms": ["cell", "neuron or glial cell"]}, "vessel": "capillary"},
         questions={"options_name": "cell type", "n_options": 2})
-    rows = pd.DataFrame([{"sample_id": "demo_marrow-0000000000000001", "dataset_id": manifest.id,
-                          "task": "ungrounded_classification", "source_path": "a.png", "label": "cell", "target": None,
-                          "modality": "light microscopy", "sub_modality": None, "stain": None, "specimen": "human",
-                          "specimen_subregion": None}])
-    questions, _ = instantiate_questions(rows, manifest, taxonomy, seed=1)
+    rows = [placed_item(manifest.id, "cell", modality="light microscopy", specimen="human")]
+    questions, _ = ask(rows, manifest, taxonomy, seed=1)
     assert questions.iloc[0].question_no_context.startswith("Which cell type")
     assert questions.iloc[0].answer_aliases == ["neuron or glial cell"]

@@ -1,11 +1,11 @@
 """The wording rules catch what the issue found in the demo and the catalogue, and the prototypes pass them."""
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 from support.build_manifests import make_manifest, write_png
+from support.question_rows import placed_item
 
-from mmbu.build.questions import answer_aliases, instantiate_questions, load_prototypes
+from mmbu.build.questions import answer_aliases, instantiate_questions, load_prototypes, rows_frame
 from mmbu.build.questions.wording_rules import RULES, wording_problems
 from mmbu.taxonomy.model import load_taxonomy
 
@@ -34,7 +34,7 @@ def row(**fields):
 def questions(**fields):
     """A row whose three questions are one text (the rules read each distinct text once)."""
     text = fields.pop("question")
-    return pd.DataFrame([row(question_no_context=text, question_modality=text, question_full_context=text, **fields)])
+    return [row(question_no_context=text, question_modality=text, question_full_context=text, **fields)]
 
 
 def test_every_rule_catches_what_the_issue_found(taxonomy):
@@ -83,12 +83,12 @@ def test_the_prototypes_write_what_the_rules_want(tmp_path, taxonomy):
                              labels={"lesion": "focal liver lesion", "fat": "fat", "vesicles": "seminal vesicles"},
                              questions={"options_name": "structure or finding", "preparation": None})
     image = write_png(tmp_path / "a.png", size=(200, 160))
-    rows = pd.DataFrame([{**row(), "task": "object_detection", "label": raw, "target": raw, "boxes": [[10, 10, 30, 30]],
-                          "other_boxes": [], "image": str(image), "image_width": 200, "image_height": 160,
-                          "sample_id": f"demo_marrow-000000000000000{k}"}
-                         for k, raw in enumerate(("lesion", "fat", "vesicles"))])
+    rows = [placed_item("demo_marrow", raw, sample_id=f"demo_marrow-000000000000000{k}", task="object_detection",
+                        image=image, size=(200, 160), boxes=[[10, 10, 30, 30]], other_boxes=[], **MRI)
+            for k, raw in enumerate(("lesion", "fat", "vesicles"))]
     made, dropped = instantiate_questions(rows, manifest, taxonomy, seed=1)
-    assert dropped == [] and wording_problems(made, manifest, taxonomy) == []
+    assert dropped == [] and wording_problems([row.record() for row in made], manifest, taxonomy) == []
+    made = rows_frame(made)
     assert list(made.question_full_context) == [
         "Locate every focal liver lesion in this structural magnetic resonance image of the human abdomen.",
         "Locate all fat in this structural magnetic resonance image of the human abdomen.",

@@ -1,15 +1,21 @@
 """A small release built end to end from synthetic datasets through every library stage."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image
 from support.build_manifests import make_manifest, write_png, write_taxonomy
 
-from mmbu.build.layouts import ConvertedImage, place_items, read_samples
+from mmbu.build.layouts import read_samples
 from mmbu.build.metadata import normalise_metadata, validate_metadata
-from mmbu.build.questions import attach_metadata, instantiate_questions, lint_questions, task_items
-from mmbu.build.release import collect_build_info, group_by_task
+from mmbu.build.questions import (ConvertedImage, attach_metadata, instantiate_questions, lint_questions, place_items,
+                                  rows_frame, task_items)
+from mmbu.build.release import RowsFiles, collect_build_info, group_by_task
+from mmbu.build.sorted_runs import SortedRuns
+from mmbu.build.steps import ROWS_ORDER, write_rows_file
 from mmbu.core.geometry import ConversionGeometry
 
 SEED = 20260606
@@ -60,11 +66,11 @@ def pipeline(raw, manifest, taxonomy, out_dir, halve=False):
     assert failures.empty, failures.to_string()
     items, _ = attach_metadata(task_items(samples, manifest), valid)
     converted = {s.sample_id: convert(s, out_dir, halve) for s in samples}
-    rows, placing = place_items(items, {s.sample_id: s for s in samples}, converted, out_dir / "roi")
+    placed, placing = place_items(items, converted, out_dir / "roi")
     assert placing == []
-    questions, dropped = instantiate_questions(rows, manifest, taxonomy, SEED)
+    questions, dropped = instantiate_questions(placed, manifest, taxonomy, SEED)
     assert lint_questions(questions, taxonomy).empty
-    return questions, [*layout_exclusions, *dropped]
+    return rows_frame(questions), [*layout_exclusions, *dropped]
 
 
 @pytest.fixture(scope="module")
@@ -82,3 +88,29 @@ def built(tmp_path_factory):
     info = collect_build_info(seed=SEED, taxonomy_hash=taxonomy.content_hash, question_version="mmbu-questions-v2")
     return {"base": base, "rows_by_task": rows_by_task, "manifests": [marrow, glands], "build_info": info,
             "exclusions": [*x1, *x2], "taxonomy": taxonomy}
+
+
+@pytest.fixture
+def rows_files_of():
+    """The writer's input as the build hands it: `rows_files_of(rows_by_task, folder)` deals the rows to `parts`
+    rows.parquet files written by the rows step's writer (two chunks each), every file holding every task, at random
+    so that their sample ids interleave; returns `RowsFiles` per task."""
+    def make(rows_by_task: dict[str, pd.DataFrame], folder: Path, parts: int = 3) -> dict[str, RowsFiles]:
+        rows = pd.concat(rows_by_task.values(), ignore_index=True)
+        rows = rows.iloc[np.random.default_rng(5).permutation(len(rows))].reset_index(drop=True)
+        folder.mkdir()
+        paths = []
+        for part in range(parts):
+            mine = rows.iloc[part::parts].reset_index(drop=True)
+            paths.append(folder / f"part{part}.parquet")
+            with SortedRuns(paths[-1], ROWS_ORDER) as runs:
+                runs.add(mine.iloc[: len(mine) // 2])
+                runs.add(mine.iloc[len(mine) // 2:])
+                write_rows_file(runs, paths[-1])
+        firsts = sorted(pd.read_parquet(p, columns=["sample_id"])["sample_id"].min() for p in paths)
+        lasts = sorted(pd.read_parquet(p, columns=["sample_id"])["sample_id"].max() for p in paths)
+        assert firsts[-1] < lasts[0]  # every file's ids reach into every other's
+        return {task: RowsFiles(tuple((str(p), frozenset()) for p in paths), task, len(frame))
+                for task, frame in rows_by_task.items()}
+
+    return make

@@ -12,8 +12,7 @@ import pytest
 from PIL import Image
 from support.build_manifests import make_manifest
 
-from mmbu.build.release import rows as release_rows
-from mmbu.build.release import write_release
+from mmbu.build.release import stream, write_release
 
 ROW_GROUP_BYTES = 64_000
 LABELS = ["monocyte", "promyelocyte", "proerythroblast", "band neutrophil", "lymphocyte"]
@@ -57,9 +56,9 @@ def manifest():
 
 
 def test_peak_memory_does_not_grow_with_the_row_count(tmp_path, manifest, monkeypatch):
-    # rows become dicts ROWS_PER_CHUNK (1024) at a time, a fixed ~1 MB at paper scale; made smaller here
-    # so that both row counts below span several chunks, as a paper-scale config does
-    monkeypatch.setattr(release_rows, "ROWS_PER_CHUNK", 32)
+    # rows are read ROWS_PER_CHUNK (1024) at a time; made smaller here so that both row counts below span several
+    # chunks, as a paper-scale config does
+    monkeypatch.setattr(stream, "ROWS_PER_CHUNK", 32)
     small, large = 100, 400
     small_rows = noise_rows(tmp_path / "small", small, manifest)
     large_rows = noise_rows(tmp_path / "large", large, manifest)
@@ -75,10 +74,11 @@ def test_peak_memory_does_not_grow_with_the_row_count(tmp_path, manifest, monkey
 
 
 def test_many_small_rows_in_one_row_group_are_not_held_as_records(tmp_path, manifest, monkeypatch):
-    """Thousands of tiny images fit one 100 MB row group; a record dict per row (~2 KB) must not pile up."""
-    monkeypatch.setattr(release_rows, "ROWS_PER_CHUNK", 64)
-    monkeypatch.setattr(release_rows, "ROWS_PER_BATCH", 64)
+    """Thousands of rows fit one 100 MB row group; given as a DataFrame, they pass through a rows file and the writer
+    holds no record per row (a dict per row would be ~2 KB)."""
+    monkeypatch.setattr(stream, "ROWS_PER_CHUNK", 64)
     one = noise_rows(tmp_path / "one", 1, manifest).iloc[0].to_dict()
+    Image.fromarray(np.zeros((8, 8), np.uint8)).save(one["image"])  # tiny: the rows, not a row group's PNGs, count
 
     def rows(count: int) -> pd.DataFrame:
         return pd.DataFrame([{**one, "sample_id": f"demo_marrow-{k:016x}", "label": LABELS[k % 5],
@@ -127,11 +127,8 @@ def streamed_peak(parts: list[Path], out: Path, manifest, count: int) -> int:
 
 def test_a_config_read_from_rows_files_is_streamed_whatever_its_row_count(tmp_path, manifest, monkeypatch):
     """The build hands a release worker per-dataset rows files; it reads them a batch at a time in release order
-    (a DataFrame of the config's rows, which it held before, grows with the rows)."""
+    (a DataFrame of the config's rows would grow with the rows)."""
     from mmbu.build.steps import ROWS_PER_GROUP
-
-    monkeypatch.setattr(release_rows, "ROWS_PER_CHUNK", 32)
-    from mmbu.build.release import stream
 
     monkeypatch.setattr(stream, "ROWS_PER_CHUNK", 32)
     monkeypatch.setattr("mmbu.build.steps.ROWS_PER_GROUP", 64)
@@ -146,8 +143,8 @@ def test_a_config_read_from_rows_files_is_streamed_whatever_its_row_count(tmp_pa
     streamed_peak(small, tmp_path / "warm-up", manifest, 100)
     small_peak = streamed_peak(small, tmp_path / "small-release", manifest, 100)
     large_peak = streamed_peak(large, tmp_path / "large-release", manifest, 500)
-    # what may grow: a 16-byte digest per distinct image; the rows themselves (the DataFrame the worker read before)
-    # added 1.7 KB per row here, the sample ids, weights and counts kept per row (until this change) ~0.7 KB
+    # what may grow: a 16-byte digest per distinct image; holding the rows (a DataFrame of them) would add 1.7 KB per
+    # row here, and a sample id, weight and count kept per row ~0.7 KB
     assert (large_peak - small_peak) / 400 < 100, (small_peak, large_peak)
     # the same rows, in the same order, as a release written from one DataFrame of them
     whole = pd.concat([pd.read_parquet(p) for p in large], ignore_index=True)
@@ -179,11 +176,10 @@ def traced_peaks(write) -> tuple[int, int]:
 
 
 def test_a_config_streamed_from_rows_files_keeps_nothing_per_row(tmp_path, manifest, monkeypatch):
-    """Before, a release worker kept each row's sample id (an object array to argsort), its position in the merge,
-    usable flag, weight and a tuple for the card and statistics: ~0.7 KB per row. Now the files are merged by a
-    heap over their batches, the layout and counts are aggregated as rows are checked, and what remains per row is
-    a 16-byte digest of each distinct image (the statistics count distinct images per modality)."""
-    from mmbu.build.release import stream
+    """A release worker keeps no sample id, merge position, usable flag, weight or card tuple per row (~0.7 KB per
+    row): the files are merged by a heap over their batches, the layout and counts are aggregated as rows are
+    checked, and what remains per row is a 16-byte digest of each distinct image (the statistics count distinct images
+    per modality)."""
     from mmbu.build.release.rows import RowsFiles
 
     # a rows file is read a row group at a time: made smaller than the files of both measurements

@@ -135,10 +135,10 @@ def test_the_split_of_a_sample_comes_from_its_file_or_its_array_key():
     medmnist = make_manifest({"kind": "arrays", "images": {"file": "pathmnist.npz", "key": "{split}_images"},
                               "labels": {"file": "pathmnist.npz", "key": "{split}_labels"}}, labels={"0": "monocyte"})
     item = Sample(sample_id="x", dataset_id="demo_marrow", source_path="pathmnist.npz", image_path=Path("x.png"),
-                  frame="key=test_images;index=3")
+                  part="key=test_images;index=3")
     assert split_of(item, split_templates(medmnist)) == "test"
     folders = make_manifest({"kind": "folder_per_class", "root": "CellData/OCT", "folders": "{split}/{label}",
                              "images": "*.jpeg"}, labels={"CNV": "monocyte"})
-    image = item.model_copy(update={"source_path": "CellData/OCT/train/CNV/CNV-1016042-1.jpeg", "frame": None})
+    image = item.model_copy(update={"source_path": "CellData/OCT/train/CNV/CNV-1016042-1.jpeg", "part": None})
     assert split_of(image, split_templates(folders)) == "train"
     assert split_of(image, split_templates(medmnist)) == "-"

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from PIL import Image
 from support.build_manifests import make_manifest, write_png
 
-from mmbu.build.layouts import ConvertedImage, place_items, read_samples
-from mmbu.build.questions import task_items
+from mmbu.build.layouts import read_samples
+from mmbu.build.questions import ConvertedImage, place_items, task_items
 from mmbu.core.geometry import ConversionGeometry
 
 
@@ -32,23 +31,25 @@ def test_boxes_and_masks_follow_a_halving_conversion_and_lost_items_are_excluded
     halved = ConversionGeometry.scaled((40, 20), (20, 10)).to_json()
     converted = {a.sample_id: ConvertedImage(small, {"width": 20, "height": 10, "params": {"geometry": halved}})}
 
-    placed, exclusions = place_items(task_items(samples, manifest), {s.sample_id: s for s in samples}, converted,
-                                     tmp_path / "roi")
+    placed, exclusions = place_items(task_items(samples, manifest), converted, tmp_path / "roi")
 
-    gland_box = placed[(placed.task == "box_grounded_classification") & (placed.label == "gland")].iloc[0]
-    assert gland_box.boxes == [[4, 2, 12, 6]] and (gland_box.image_width, gland_box.image_height) == (20, 10)
-    assert gland_box.image == str(small) and pd.isna(gland_box["mask"])
-    gland_mask = placed[(placed.task == "mask_grounded_classification") & (placed.label == "gland")].iloc[0]
-    assert gland_mask["mask"] == str(tmp_path / "roi" / f"{gland_mask.sample_id}.png")  # written once, here
-    roi = np.asarray(Image.open(gland_mask["mask"])) > 0
+    def the(task, label):
+        (found,) = [p for p in placed if p.task == task and p.item.label == label]
+        return found
+
+    gland_box = the("box_grounded_classification", "gland")
+    assert gland_box.boxes == ((4, 2, 12, 6),) and gland_box.image_size == (20, 10)
+    assert gland_box.image == small and gland_box.mask is None and gland_box.item.region.label == "gland"
+    gland_mask = the("mask_grounded_classification", "gland")
+    assert gland_mask.mask == tmp_path / "roi" / f"{gland_mask.sample_id}.png"  # written once, here
+    roi = np.asarray(Image.open(gland_mask.mask)) > 0
     assert roi.shape == (10, 20) and roi[2:6, 4:12].all()
-    assert roi.sum() == 4 * 8 and gland_mask.boxes == [[4, 2, 12, 6]]
+    assert roi.sum() == 4 * 8 and gland_mask.boxes == ((4, 2, 12, 6),)
     reasons = sorted((e.stage, e.reason) for e in exclusions)
     assert reasons[0] == ("convert", "the image has no converted PNG (see the conversion report)")
     assert ("layout", "the region is too small to survive the conversion's downscaling") in reasons
     assert len(exclusions) == 4 + 1  # b's four rows, a's vanished stroma mask row
-    assert {e.sample_id for e in exclusions if e.stage == "convert"} == set(
-        task_items([b], manifest).sample_id)
+    assert {e.sample_id for e in exclusions if e.stage == "convert"} == {i.sample_id for i in task_items([b], manifest)}
 
 
 def test_region_masks_from_shared_components_equal_those_labelled_afresh():
