@@ -15,10 +15,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from mmbu.core.release import Form, Template
+
 log = logging.getLogger(__name__)
 
-Form = Literal["closed", "open"]
-Template = Literal["no_context", "modality", "full_context"]
 Status = Literal["ok", "error"]
 RecordKey = tuple[str, str, str, str, str, str]
 

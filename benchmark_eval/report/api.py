@@ -14,17 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from mmbu.benchmark_eval.models.registry import RegistryError, default_registry
+from mmbu.benchmark_eval.report.plots import all_plots
+from mmbu.benchmark_eval.report.tables import markdown_report
+from mmbu.benchmark_eval.scoring.api import ScoringConfig, ScoringResult
+from mmbu.benchmark_eval.scoring.output import write_json, write_record_outcomes, write_unless_empty
+from mmbu.benchmark_eval.scoring.provenance import csv_columns, scoring_provenance
+from mmbu.benchmark_eval.scoring.scores import ScoreOptions, ScoreReport
 from mmbu.core.files import write_text_atomic
-
-from ..models.registry import RegistryError, default_registry
-from ..scoring.api import ScoringConfig, ScoringResult
 from mmbu.core.outputs import write_csv
-
-from ..scoring.output import write_json, write_record_outcomes, write_unless_empty
-from ..scoring.provenance import csv_columns, scoring_provenance
-from ..scoring.scores import ScoreOptions, ScoreReport
-from .plots import all_plots
-from .tables import markdown_report
+from mmbu.core.runs import RunFile
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +59,7 @@ def display_name(model: str) -> str:
 def judge_agreements(run_dirs: tuple[Path, ...]) -> list[dict]:
     found = []
     for run_dir in run_dirs:
-        path = Path(run_dir) / "judge_agreement.json"
+        path = Path(run_dir) / RunFile.JUDGE_AGREEMENT
         if path.exists():
             found.append({"run": Path(run_dir).name, **json.loads(path.read_text(encoding="utf-8"))})
     return found

@@ -5,12 +5,11 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from mmbu.benchmark_eval.scoring.baselines import expected_f1
+from mmbu.benchmark_eval.scoring.overall import AVERAGING
+from mmbu.benchmark_eval.scoring.scores import ScoreReport
 from mmbu.core.outputs import markdown_cell
-from mmbu.core.release import TASK_TITLES, TASKS, TEMPLATES
-
-from ..scoring.baselines import expected_f1
-from ..scoring.overall import AVERAGING
-from ..scoring.scores import ScoreReport
+from mmbu.core.release import FORMS, TASK_TITLES, TASKS, TEMPLATES, Form
 
 TEMPLATE_TITLES = {"no_context": "No Context", "modality": "Modality", "full_context": "Full Context"}
 
@@ -53,21 +52,21 @@ def results_table(report: ScoreReport, template: str, display: Callable[[str], s
     for model in models:
         row = {"Model": display(model)}
         for task in tasks:
-            closed = scores.get((model, task, "closed"))
-            opened = scores.get((model, task, "open"))
+            closed = scores.get((model, task, Form.CLOSED))
+            opened = scores.get((model, task, Form.OPEN))
             delta = deltas.get((model, task))
             text = f"{_f(closed['f1'] if closed else None)} / {_f(opened['f1'] if opened else None)}"
             row[TASK_TITLES[task]] = text + (f" ({_f(delta['delta'])})" if delta else "")
-        closed, opened = overall.get((model, "closed")), overall.get((model, "open"))
+        closed, opened = overall.get((model, Form.CLOSED)), overall.get((model, Form.OPEN))
         row["Overall"] = f"{_f(closed)} / {_f(opened)}" + (
             f" ({_f(overall_deltas[model])})" if model in overall_deltas else "")
         rows.append(row)
     baselines = random_baselines(report)
     random_row = {"Model": "Random"}
     for task in tasks:
-        random_row[TASK_TITLES[task]] = f"{_f(baselines.get((task, 'closed')))} / {_f(baselines.get((task, 'open')))}"
+        random_row[TASK_TITLES[task]] = " / ".join(_f(baselines.get((task, form))) for form in FORMS)
     random_row["Overall"] = " / ".join(_f(_mean([baselines.get((task, form)) for task in tasks]))
-                                       for form in ("closed", "open"))
+                                       for form in FORMS)
     rows.append(random_row)
     return pd.DataFrame(rows)
 
@@ -117,7 +116,7 @@ def strict_assisted_table(report: ScoreReport, display: Callable[[str], str]) ->
     """Closed configurations: the strict F1 (the paper's protocol) beside the assisted F1, and the unparseable share."""
     rows = []
     for s in report.scores:
-        if s["form"] != "closed":
+        if s["form"] != Form.CLOSED:
             continue
         assisted = "—" if s.get("assisted_f1") is None else (
             f"{_f(s['assisted_f1'])} [{_f(s['assisted_ci_low'])}, {_f(s['assisted_ci_high'])}]")

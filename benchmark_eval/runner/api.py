@@ -27,25 +27,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from mmbu.benchmark_eval.backends.base import Backend
+from mmbu.benchmark_eval.backends.bounded_body import DEFAULT_MAX_RESPONSE_BYTES
+from mmbu.benchmark_eval.backends.openai_compat import (DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES,
+                                                        CircuitOpen, OpenAICompatBackend, OpenAICompatClient)
+from mmbu.benchmark_eval.backends.preflight import EndpointCheck, preflight
+from mmbu.benchmark_eval.models.box_format import BoxFormat
+from mmbu.benchmark_eval.models.registry import ModelEntry, ad_hoc_entry, load_registry
+from mmbu.benchmark_eval.release import ReleaseError, list_tasks
+from mmbu.benchmark_eval.release_source import resolve_release
+from mmbu.benchmark_eval.runner.core import Progress, RunConfig, Runner, completeness, run_lock
+from mmbu.benchmark_eval.runner.manifest import build_manifest, read_previous, write_json_atomic
+from mmbu.benchmark_eval.runner.workers import OpenAIBackendRecipe, run_sharded
+from mmbu.benchmark_eval.tasks.image_cache import remove_stale_temporaries
+from mmbu.benchmark_eval.tasks.prompts import PROMPT_VERSION
+from mmbu.benchmark_eval.tasks.spec import parse_choice
 from mmbu.core.cli import ExitCode
+from mmbu.core.release import FORMS, TASKS, TEMPLATES
+from mmbu.core.runs import RunFile
 from mmbu.core.secrets import redact_url
-from mmbu.core.release import TASKS
-
-from ..backends.bounded_body import DEFAULT_MAX_RESPONSE_BYTES
-from ..backends.base import Backend
-from ..backends.openai_compat import (DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES, CircuitOpen,
-                                      OpenAICompatBackend, OpenAICompatClient)
-from ..backends.preflight import EndpointCheck, preflight
-from ..models.box_format import BoxFormat
-from ..models.registry import ModelEntry, ad_hoc_entry, load_registry
-from ..release import ReleaseError, list_tasks
-from ..release_source import resolve_release
-from ..tasks.image_cache import remove_stale_temporaries
-from ..tasks.prompts import PROMPT_VERSION
-from ..tasks.spec import FORMS, TEMPLATES, parse_choice
-from .core import Progress, RunConfig, Runner, completeness, run_lock
-from .manifest import COMPLETENESS_FILE, RUN_FILE, build_manifest, read_previous, write_json_atomic
-from .workers import OpenAIBackendRecipe, run_sharded
 
 BackendKind = Literal["openai", "vllm", "hf"]
 
@@ -147,10 +147,10 @@ def make_backend(kind: str, entry: ModelEntry, *, base_urls: list[str], api_key_
                                     max_consecutive_failures=max_consecutive_failures)
         return OpenAICompatBackend(client, entry.chat)
     if kind == "vllm":
-        from ..backends.vllm_offline import VLLMOfflineBackend
+        from mmbu.benchmark_eval.backends.vllm_offline import VLLMOfflineBackend
 
         return VLLMOfflineBackend(entry, tensor_parallel_size=tensor_parallel_size)
-    from ..backends.transformers_local import TransformersBackend
+    from mmbu.benchmark_eval.backends.transformers_local import TransformersBackend
 
     return TransformersBackend(entry)
 
@@ -241,7 +241,7 @@ def run_eval(config: EvalConfig, on_progress: Callable[[Progress], None] | None 
                          generation=generation, selection=selection, argv=_command_line(config),
                          started_at=time.time(), endpoints=[_endpoint_record(check) for check in endpoints],
                          release_source=source.source)
-    run_file = run_config.run_dir / RUN_FILE
+    run_file = run_config.run_dir / RunFile.RUN
     run_config.run_dir.mkdir(parents=True, exist_ok=True)
     progress = Progress(on_change=_with_client_retries(backend, on_progress))
     with contextlib.ExitStack() as stack:
@@ -261,7 +261,7 @@ def run_eval(config: EvalConfig, on_progress: Callable[[Progress], None] | None 
         remove_stale_temporaries(config.image_cache)
     rows = completeness(run_config.predictions, expected)
     if stopped is None:  # a stopped run does not know every expected record: the last complete table stays
-        write_json_atomic(run_config.run_dir / COMPLETENESS_FILE, {"model": entry.name,
+        write_json_atomic(run_config.run_dir / RunFile.COMPLETENESS, {"model": entry.name,
                                                                   "prompt_version": PROMPT_VERSION, "configs": rows})
     report = EvalReport(run_dir=run_config.run_dir, predictions=run_config.predictions, completeness=rows,
                         progress=progress, truncated_tail=outcome is not None and outcome.truncated_tail is not None,

@@ -23,12 +23,13 @@ from typing import Any
 
 import orjson
 
-from ..backends.bounded_body import DEFAULT_MAX_RESPONSE_BYTES
-from ..backends.openai_compat import DEFAULT_MAX_CONSECUTIVE_FAILURES, OpenAICompatBackend, OpenAICompatClient
-from ..models.registry import ChatQuirks
-from ..records import RecordKey, RecordsError, RecordWriter, repair_truncated_tail
-from ..release import ReleaseError
-from .core import WRITE_INTERVAL_S, Progress, RunConfig, RunOutcome, Runner
+from mmbu.benchmark_eval.backends.bounded_body import DEFAULT_MAX_RESPONSE_BYTES
+from mmbu.benchmark_eval.backends.openai_compat import (DEFAULT_MAX_CONSECUTIVE_FAILURES, OpenAICompatBackend,
+                                                        OpenAICompatClient)
+from mmbu.benchmark_eval.models.registry import ChatQuirks
+from mmbu.benchmark_eval.records import RecordKey, RecordsError, RecordWriter, repair_truncated_tail
+from mmbu.benchmark_eval.release import ReleaseError
+from mmbu.benchmark_eval.runner.core import WRITE_INTERVAL_S, Progress, RunConfig, Runner, RunOutcome
 
 PARENT_CHECK_S = 1.0
 

@@ -11,16 +11,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mmbu.benchmark_eval.scoring.api import ScoreConfig, ScoringConfig, ScoringResult, run_score
+from mmbu.benchmark_eval.scoring.rundir import RunInputError
+from mmbu.benchmark_eval.scoring.scores import ScoreReport
 from mmbu.core.cli import InvalidInput
 from mmbu.core.interrupt import on_interrupt
 from mmbu.core.progress import PlainProgress, is_live, output_console
 from mmbu.core.release import TASK_SHORT_TITLES
-
-from .api import ScoreConfig, ScoringConfig, ScoringResult, run_score
-from .rundir import RunInputError
-from .scores import ScoreReport
-
-
 
 
 def split_fields(values: tuple[str, ...]) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from mmbu.benchmark_eval.judge.cache import JUDGEMENTS_FILE, VerdictCache, verdict_key
+from mmbu.benchmark_eval.judge.cache import VerdictCache, verdict_key
 from mmbu.benchmark_eval.judge.extraction_cache import assisted_label, extractions_of
 from mmbu.benchmark_eval.judge.precheck import final_answer_text, precheck_equivalent
 from mmbu.benchmark_eval.models.box_format import BoxFormat
@@ -39,9 +39,9 @@ from mmbu.benchmark_eval.release import iter_images
 from mmbu.benchmark_eval.scoring.baselines import open_label_odds, random_box_hit_odds
 from mmbu.benchmark_eval.scoring.metrics import detection_counts
 from mmbu.benchmark_eval.scoring.rundir import OPEN_ANSWER, RunDir, RunInputError
-from mmbu.core.release import Task
-
-DETECTION = Task.DETECTION.value
+from mmbu.benchmark_eval.tasks.spec import TASK_SPECS
+from mmbu.core.release import Form
+from mmbu.core.runs import RunFile
 
 
 class Outcome(NamedTuple):
@@ -227,7 +227,7 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
     The raw output and the box geometry are not carried over (they are scored here).
     """
     judge = read_judge_selection(run)
-    scorer = _RecordScorer(run, judge, VerdictCache(run.path / JUDGEMENTS_FILE) if judge else None, seed)
+    scorer = _RecordScorer(run, judge, VerdictCache(run.path / RunFile.JUDGEMENTS) if judge else None, seed)
     frames = []
     for task, records in run.records.groupby("task", sort=False):
         if task not in gold:
@@ -245,15 +245,16 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
         for column in SCORING_COLUMNS:
             if column not in joined:
                 joined[column] = None
-        sizes = _detection_sizes(run, task, joined) if task == DETECTION else {}
+        detection = TASK_SPECS[task].detection
+        sizes = _detection_sizes(run, task, joined) if detection else {}
         label_odds = open_label_odds(table)
         rows = []
         for record in map(RecordToScore._make, zip(*(joined[c].tolist() for c in SCORING_COLUMNS))):
             if record.status != "ok":
                 rows.append(_RUN_ERROR)
-            elif record.form == "closed":
+            elif record.form == Form.CLOSED:
                 rows.append(scorer.closed(record.output, record.options, record.answer))
-            elif task == DETECTION:
+            elif detection:
                 rows.append(scorer.open_detection(
                     record.sample_id, record.output, gold_boxes(record.boxes, record.answer), sizes[record.sample_id],
                     record.sent_size, record.content_size, record.content_offset, record.box_format,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from mmbu.core.release import Form
+
 AVERAGING = "unweighted mean of the per-task micro-F1 (each task weighs the same)"
 
 
@@ -27,8 +29,8 @@ def overall_scores(scores: list[dict]) -> list[dict]:
     means = {(o["model"], o["form"], o["template"]): o["f1"] for o in overall}
     deltas = []
     for (model, form, template), f1 in means.items():
-        other = means.get((model, "open", template))
-        if form == "closed" and f1 is not None and other is not None:
+        other = means.get((model, Form.OPEN, template))
+        if form == Form.CLOSED and f1 is not None and other is not None:
             deltas.append({"kind": "overall_delta", "model": model, "template": template,
                            "delta": round(f1 - other, 6)})
     return overall + deltas

@@ -17,21 +17,18 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from mmbu.benchmark_eval.parser import DEFAULT_REASONING, ReasoningMarkers
-from mmbu.benchmark_eval.records import Form, RecordsError, RunRecord, Status, Template, read_records
+from mmbu.benchmark_eval.records import RecordsError, RunRecord, Status, read_records
 from mmbu.benchmark_eval.release import ReleaseError, list_tasks, load_samples
 from mmbu.benchmark_eval.scoring.reasoning import run_markers
-from mmbu.core.release import Task
+from mmbu.core.release import FORMS, TEMPLATES, Task
+from mmbu.core.runs import RunFile
 
-PREDICTIONS_FILE = "predictions.jsonl"
-RUN_FILE = "run.json"
-JUDGE_FILE = "judge.json"
 RECORD_COLUMNS = ("sample_id", "task", "form", "template", "model", "prompt_version", "status", "output",
                   "error_reason", "image_size", "sent_size", "content_size", "content_offset", "box_format")
 TEXT_COLUMNS = RECORD_COLUMNS[:9]
 GEOMETRY_COLUMNS = RECORD_COLUMNS[9:]  # needed for detection records only
 REQUIRED = ("sample_id", "task", "form", "template", "model", "prompt_version", "status", "request_hash")
-ALLOWED = {"form": get_args(Form), "template": get_args(Template), "status": get_args(Status)}
-DETECTION = Task.DETECTION.value
+ALLOWED = {"form": FORMS, "template": TEMPLATES, "status": get_args(Status)}
 OPEN_ANSWER = "open_answer"  # the gold answer of the open form (see `open_answers`), added by `load_gold`
 
 
@@ -52,11 +49,11 @@ class RunDir:
 
     @property
     def judge_file(self) -> Path:
-        return self.path / JUDGE_FILE
+        return self.path / RunFile.JUDGE
 
 
 def _run_json(run_dir: Path) -> dict:
-    run_file = run_dir / RUN_FILE
+    run_file = run_dir / RunFile.RUN
     if not run_file.exists():
         return {}
     try:
@@ -146,7 +143,7 @@ def read_records_frame(path: Path, warnings: list[str]) -> pd.DataFrame | None:
         if not pc.all(pc.is_in(table.column(name), value_set=pa.array(allowed))).as_py():
             return None
     frame = table.select(list(TEXT_COLUMNS)).to_pandas()
-    detection = pc.equal(table.column("task"), DETECTION)
+    detection = pc.equal(table.column("task"), Task.DETECTION.value)
     rows = pc.indices_nonzero(detection).to_numpy()
     for name in GEOMETRY_COLUMNS:
         column = pd.Series([None] * len(frame), dtype=object)
@@ -161,9 +158,9 @@ def read_records_frame(path: Path, warnings: list[str]) -> pd.DataFrame | None:
 def open_run(run_dir: str | Path, release_override: str | Path | None = None) -> RunDir:
     """Read a run directory's records and find its release; raises :class:`RunInputError`."""
     path = Path(run_dir)
-    predictions = path / PREDICTIONS_FILE
+    predictions = path / RunFile.PREDICTIONS
     if not predictions.is_file():
-        raise RunInputError(f"{path}: no {PREDICTIONS_FILE} (not a run directory made by `mmbu eval run`)")
+        raise RunInputError(f"{path}: no {RunFile.PREDICTIONS} (not a run directory made by `mmbu eval run`)")
     warnings: list[str] = []
     frame = read_records_frame(predictions, warnings)
     if frame is None:  # the careful reader names the damaged line, or copes with what arrow could not
@@ -175,9 +172,9 @@ def open_run(run_dir: str | Path, release_override: str | Path | None = None) ->
         raise RunInputError(f"{predictions}: no run records")
     release = Path(release_override) if release_override else _release_from_run_json(path)
     if release is None:
-        raise RunInputError(f"{path}: {RUN_FILE} does not name the release; pass --release DIR")
+        raise RunInputError(f"{path}: {RunFile.RUN} does not name the release; pass --release DIR")
     if not release.is_dir():
-        raise RunInputError(f"{release}: release directory does not exist (from {'--release' if release_override else path / RUN_FILE})")
+        raise RunInputError(f"{release}: release directory does not exist (from {'--release' if release_override else path / RunFile.RUN})")
     models = sorted(frame["model"].unique())
     if len(models) > 1:
         raise RunInputError(f"{predictions}: records of several models ({', '.join(models)}); one run directory holds one model")
@@ -185,7 +182,7 @@ def open_run(run_dir: str | Path, release_override: str | Path | None = None) ->
     invocations = _run_json(path).get("invocations")
     selections = [item["selection"] for item in invocations if isinstance(item, dict)
                   and isinstance(item.get("selection"), dict)] if isinstance(invocations, list) else []
-    return RunDir(path, models[0], release, frame, warnings, run_markers(path / RUN_FILE, models[0]),
+    return RunDir(path, models[0], release, frame, warnings, run_markers(path / RunFile.RUN, models[0]),
                   selections)
 
 

@@ -32,15 +32,14 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import is_string_dtype
 
-from mmbu.core.release import TASKS, TEMPLATES
+from mmbu.benchmark_eval.scoring.baselines import expected_f1
+from mmbu.benchmark_eval.scoring.bootstrap import (DEFAULT_RESAMPLES, Interval, bootstrap_f1, bootstrap_paired_delta,
+                                                   config_rng)
+from mmbu.benchmark_eval.scoring.outcomes import OUTCOME_COLUMNS, attach_metadata, score_records
+from mmbu.benchmark_eval.scoring.overall import overall_scores
+from mmbu.benchmark_eval.scoring.rundir import RunInputError, coverage, load_gold, open_run
+from mmbu.core.release import FORMS, TASKS, TEMPLATES, Form
 
-from .baselines import expected_f1
-from .bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap_f1, bootstrap_paired_delta, config_rng
-from .outcomes import OUTCOME_COLUMNS, attach_metadata, score_records
-from .overall import overall_scores
-from .rundir import RunInputError, coverage, load_gold, open_run
-
-FORMS = ("closed", "open")
 CONFIG = ["model", "task", "form", "template"]
 CLUSTER_COLUMN = "image_sha256"
 OUTCOME_FIELDS = {*CONFIG, "sample_id", "prompt_version", "status", "error_reason", *OUTCOME_COLUMNS}  # not release fields
@@ -165,7 +164,7 @@ def config_scores(frame: pd.DataFrame, options: ScoreOptions) -> list[dict]:
             interval = Interval(float("nan"), float("nan"), float("nan"))
         # the assisted score exists for closed configurations whose run has an extractor; never mixed into f1
         assisted = Interval(float("nan"), float("nan"), float("nan"))
-        if form == "closed" and len(kept) and (extraction[kept] != "off").any():
+        if form == Form.CLOSED and len(kept) and (extraction[kept] != "off").any():
             assisted = bootstrap_f1(assisted_counts[kept], resamples=options.resamples,
                                     clusters=clusters[kept] if options.cluster_by_image else None,
                                     rng=config_rng(options.seed, model, task, form, template, "assisted"))
@@ -175,7 +174,7 @@ def config_scores(frame: pd.DataFrame, options: ScoreOptions) -> list[dict]:
             "ci_high": _rounded(interval.high),
             "random_baseline": _rounded(expected_f1(random_p[kept], n_gold[kept])),
             "parse_failures": int(parse_failed[rows].sum()), "judge_errors": int(judge_errors[rows].sum()),
-            "unparseable_share": _rounded(parse_failed[kept].sum() / len(kept)) if form == "closed" and len(kept) else None,
+            "unparseable_share": _rounded(parse_failed[kept].sum() / len(kept)) if form == Form.CLOSED and len(kept) else None,
             "assisted_f1": _rounded(assisted.estimate), "assisted_ci_low": _rounded(assisted.low),
             "assisted_ci_high": _rounded(assisted.high),
             "extracted": int((extraction[kept] == "extracted").sum()),
@@ -187,8 +186,8 @@ def config_deltas(frame: pd.DataFrame, options: ScoreOptions) -> list[dict]:
     """One ``delta`` record per (model, task, template) with both forms: paired over shared samples."""
     keys = ["model", "task", "template", "sample_id"]
     scored = frame[frame["scored"]]
-    closed = scored.loc[scored["form"] == "closed", [*keys, "tp", "fp", "fn", "cluster"]]
-    opened = scored.loc[scored["form"] == "open", [*keys, "tp", "fp", "fn"]]
+    closed = scored.loc[scored["form"] == Form.CLOSED, [*keys, "tp", "fp", "fn", "cluster"]]
+    opened = scored.loc[scored["form"] == Form.OPEN, [*keys, "tp", "fp", "fn"]]
     both = closed.merge(opened, on=keys, suffixes=("", "_open"))
     first, clusters = _arrays(both)
     second, _ = _arrays(both, "_open")
