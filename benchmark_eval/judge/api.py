@@ -34,9 +34,9 @@ from mmbu.benchmark_eval.judge.extraction_cache import ExtractionCache
 from mmbu.benchmark_eval.judge.prompt import DEFAULT_JUDGE_MODEL, JUDGE_PROMPT_VERSION
 from mmbu.benchmark_eval.judge.run import (DEFAULT_VERDICT_ATTEMPTS, ChatFunction, JudgeItem, JudgeSummary, judge_items,
                                            open_items, write_judge_file)
-from mmbu.benchmark_eval.scoring.output import write_json
-from mmbu.benchmark_eval.scoring.rundir import load_gold, open_run
+from mmbu.benchmark_eval.rundir import load_gold, open_run
 from mmbu.core.cli import ExitCode
+from mmbu.core.outputs import write_json
 from mmbu.core.runs import RunFile
 
 Result = TypeVar("Result")

@@ -17,7 +17,7 @@ from mmbu.benchmark_eval.backends.preflight import PreflightError
 from mmbu.benchmark_eval.judge.api import JudgeConfig, run_judge
 from mmbu.benchmark_eval.judge.prompt import DEFAULT_JUDGE_MODEL
 from mmbu.benchmark_eval.judge.run import DEFAULT_VERDICT_ATTEMPTS, JudgeSummary
-from mmbu.benchmark_eval.scoring.rundir import RunInputError
+from mmbu.benchmark_eval.rundir import RunInputError
 from mmbu.core.cli import ExitCode, InvalidInput
 from mmbu.core.interrupt import on_interrupt, resume_command
 from mmbu.core.progress import PlainProgress, is_live, output_console

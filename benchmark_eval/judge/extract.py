@@ -29,8 +29,8 @@ from mmbu.benchmark_eval.judge.precheck import final_answer_text
 from mmbu.benchmark_eval.judge.prompt import last_line, neutralise, prompt_sha256
 from mmbu.benchmark_eval.judge.run import ChatFunction, ask_each
 from mmbu.benchmark_eval.parser import option_labels, parse_closed_answer
-from mmbu.benchmark_eval.scoring.output import write_json
-from mmbu.benchmark_eval.scoring.rundir import RunDir
+from mmbu.benchmark_eval.rundir import RunDir
+from mmbu.core.outputs import write_json
 from mmbu.core.release import Form
 from mmbu.core.runs import RunFile
 

@@ -21,10 +21,11 @@ import pandas as pd
 
 from mmbu.benchmark_eval.backends.base import BackendError
 from mmbu.benchmark_eval.judge.cache import AppendOnlyCache, Judgement, VerdictCache, now, verdict_key
-from mmbu.benchmark_eval.judge.precheck import final_answer_text, precheck_equivalent
+from mmbu.benchmark_eval.judge.precheck import read_open_answer
 from mmbu.benchmark_eval.judge.prompt import JUDGE_PROMPT_VERSION, judge_messages, parse_verdict, prompt_sha256
-from mmbu.benchmark_eval.scoring.output import write_json
-from mmbu.benchmark_eval.scoring.rundir import OPEN_ANSWER, RunDir, load_gold
+from mmbu.benchmark_eval.parser import DEFAULT_REASONING, ReasoningMarkers
+from mmbu.benchmark_eval.rundir import OPEN_ANSWER, RunDir, load_gold
+from mmbu.core.outputs import write_json
 from mmbu.core.release import Form, Task
 from mmbu.core.runs import RunFile
 from mmbu.core.secrets import redact_argv
@@ -38,9 +39,16 @@ Item = TypeVar("Item")
 
 @dataclass(frozen=True)
 class JudgeItem:
-    answer: str
+    answer: str  # the reply as the judge is shown it
     gold: str
     aliases: tuple[str, ...]
+    prechecked: bool  # the answer is the gold answer or an alias: no judge asked
+
+    @classmethod
+    def read(cls, output: str | None, gold: str, aliases: tuple[str, ...] = (),
+             reasoning: ReasoningMarkers = DEFAULT_REASONING) -> JudgeItem:
+        answer = read_open_answer(output, gold, aliases, reasoning)
+        return cls(answer.text, gold, aliases, answer.prechecked)
 
 
 @dataclass
@@ -70,8 +78,8 @@ def open_items(run: RunDir, gold: dict[str, pd.DataFrame] | None = None) -> list
                 continue
             row = table.loc[sample_id]
             aliases = row.get("answer_aliases")
-            items.append(JudgeItem(final_answer_text(output, run.reasoning), str(row[OPEN_ANSWER]),
-                                   tuple(aliases) if aliases is not None else ()))
+            items.append(JudgeItem.read(output, str(row[OPEN_ANSWER]), tuple(aliases) if aliases is not None else (),
+                                        run.reasoning))
     return items
 
 
@@ -109,7 +117,7 @@ async def judge_items(
     prechecked: dict[str, Judgement] = {}
     for item in items:
         key = verdict_key(item.answer, item.gold, judge_model, prompt_version)
-        if precheck_equivalent(item.answer, item.gold, item.aliases):
+        if item.prechecked:
             summary.precheck += 1
             if cache.get(key) is None and key not in prechecked:
                 prechecked[key] = Judgement(key=key, answer=item.answer, gold=item.gold, judge_model=judge_model,

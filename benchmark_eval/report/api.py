@@ -18,11 +18,11 @@ from mmbu.benchmark_eval.models.registry import RegistryError, default_registry
 from mmbu.benchmark_eval.report.plots import all_plots
 from mmbu.benchmark_eval.report.tables import markdown_report
 from mmbu.benchmark_eval.scoring.api import ScoringConfig, ScoringResult
-from mmbu.benchmark_eval.scoring.output import write_json, write_record_outcomes, write_unless_empty
+from mmbu.benchmark_eval.scoring.output import write_record_outcomes, write_unless_empty
 from mmbu.benchmark_eval.scoring.provenance import csv_columns, scoring_provenance
 from mmbu.benchmark_eval.scoring.scores import ScoreOptions, ScoreReport
 from mmbu.core.files import write_text_atomic
-from mmbu.core.outputs import write_csv
+from mmbu.core.outputs import write_csv, write_json
 from mmbu.core.runs import RunFile
 
 

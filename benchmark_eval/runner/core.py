@@ -59,7 +59,6 @@ class RunConfig:
     seed: int | None = 0
     concurrency: int = 32
     batch_size: int = 256          # for in-process backends (vLLM, transformers)
-    backend_name: str = "openai"
     shard: tuple[int, int] = (0, 1)  # (index, count): this process asks rows index, index + count, ...
     image_cache: Path | None = None  # prepared images kept here for later runs (tasks.image_cache)
 

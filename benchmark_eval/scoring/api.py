@@ -13,10 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mmbu.benchmark_eval.scoring.output import write_json, write_record_outcomes, write_unless_empty
+from mmbu.benchmark_eval.scoring.output import write_record_outcomes, write_unless_empty
 from mmbu.benchmark_eval.scoring.provenance import scoring_provenance
 from mmbu.benchmark_eval.scoring.scores import ScoreOptions, ScoreReport, score_runs
 from mmbu.core.cli import ExitCode
+from mmbu.core.outputs import write_json
 
 
 @dataclass(frozen=True, kw_only=True)

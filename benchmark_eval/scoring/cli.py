@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mmbu.benchmark_eval.rundir import RunInputError
 from mmbu.benchmark_eval.scoring.api import ScoreConfig, ScoringConfig, ScoringResult, run_score
-from mmbu.benchmark_eval.scoring.rundir import RunInputError
 from mmbu.benchmark_eval.scoring.scores import ScoreReport
 from mmbu.core.cli import InvalidInput
 from mmbu.core.interrupt import on_interrupt

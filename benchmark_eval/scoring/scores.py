@@ -32,12 +32,12 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import is_string_dtype
 
+from mmbu.benchmark_eval.rundir import RunInputError, coverage, load_gold, open_run
 from mmbu.benchmark_eval.scoring.baselines import expected_f1
 from mmbu.benchmark_eval.scoring.bootstrap import (DEFAULT_RESAMPLES, Interval, bootstrap_f1, bootstrap_paired_delta,
                                                    config_rng)
 from mmbu.benchmark_eval.scoring.outcomes import OUTCOME_COLUMNS, attach_metadata, score_records
 from mmbu.benchmark_eval.scoring.overall import overall_scores
-from mmbu.benchmark_eval.scoring.rundir import RunInputError, coverage, load_gold, open_run
 from mmbu.core.release import FORMS, TASKS, TEMPLATES, Form
 
 CONFIG = ["model", "task", "form", "template"]

@@ -17,9 +17,9 @@ from mmbu.benchmark_eval.judge.cache import Judgement, VerdictCache, verdict_key
 from mmbu.benchmark_eval.judge.prompt import JUDGE_PROMPT_VERSION
 from mmbu.benchmark_eval.judge.run import open_items, write_judge_file
 from mmbu.benchmark_eval.release import load_samples
+from mmbu.benchmark_eval.rundir import RunInputError, open_run
 from mmbu.benchmark_eval.scoring.api import ScoreConfig, run_score
 from mmbu.benchmark_eval.scoring.cli import score
-from mmbu.benchmark_eval.scoring.rundir import RunInputError, open_run
 from mmbu.benchmark_eval.scoring.scores import ScoreOptions, score_runs
 
 UNG, DET = "ungrounded_classification", "object_detection"
@@ -212,8 +212,7 @@ def test_detection_without_a_declared_convention_is_refused(tmp_path, release):
 
 
 def test_columnar_reader_matches_the_record_reader(tmp_path, release):
-    from mmbu.benchmark_eval.records import read_records
-    from mmbu.benchmark_eval.scoring.rundir import read_records_frame, records_frame
+    from mmbu.benchmark_eval.records import read_records, read_records_frame, records_frame
 
     records = closed_and_open_records(release, "model-x") + detection_records(
         release, "model-x", QWEN25, lambda s, b: f"[{b[0]}, {b[1]}, {b[2]}, {b[3]}]")

@@ -12,7 +12,7 @@ from support.eval_release import write_release  # noqa: E402
 
 from mmbu.benchmark_eval.models import default_registry, to_model_convention
 from mmbu.benchmark_eval.release import load_samples
-from mmbu.benchmark_eval.scoring.reasoning import run_markers
+from mmbu.benchmark_eval.rundir import run_markers
 from mmbu.benchmark_eval.scoring.scores import ScoreOptions, score_runs
 from mmbu.benchmark_eval.tasks import plan_frames
 
