@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -133,7 +134,24 @@ def open_run(run_dir: str | Path, release_override: str | Path | None = None) ->
                   selections)
 
 
-def coverage(run: RunDir, gold: dict[str, pd.DataFrame]) -> list[dict]:
+class Coverage(NamedTuple):
+    """One configuration a run was asked for: the records its selection calls for from the release, and how many
+    of them the run file has."""
+
+    model: str
+    task: str
+    form: str
+    template: str
+    expected: int
+    present: int
+    missing: int
+
+    @property
+    def config(self) -> tuple[str, str, str, str]:
+        return self.model, self.task, self.form, self.template
+
+
+def coverage(run: RunDir, gold: dict[str, pd.DataFrame]) -> list[Coverage]:
     """Per configuration the run was asked for: records expected from the release, present, missing.
 
     The expectation is what `mmbu eval run` itself expected, over every invocation recorded in run.json
@@ -159,8 +177,7 @@ def coverage(run: RunDir, gold: dict[str, pd.DataFrame]) -> list[dict]:
     rows = []
     for (task, form, template), ids in wanted.items():
         present = len(ids & have.get((task, form, template), set()))
-        rows.append({"model": run.model, "task": task, "form": form, "template": template,
-                     "expected": len(ids), "present": present, "missing": len(ids) - present})
+        rows.append(Coverage(run.model, task, form, template, len(ids), present, len(ids) - present))
     return rows
 
 

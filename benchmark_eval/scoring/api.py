@@ -96,7 +96,7 @@ def run_score(config: ScoreConfig, progress: Callable[[str], None] | None = None
 
 def incomplete(report: ScoreReport) -> list[str]:
     """What makes the scores incomplete: missing records, run errors and open records without a verdict."""
-    messages = [f"{row['model']} {row['task']}/{row['form']}/{row['template']}: {row['missing']} of {row['expected']} "
+    messages = [f"{row.model} {row.task}/{row.form}/{row.template}: {row.missing} of {row.expected} "
                 f"records are missing from the run file (a run cut short or a damaged copy); no F1 is reported for "
                 f"it — re-run `mmbu eval run` to complete it" for row in report.incomplete]
     for item in report.diagnostics:

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import is_string_dtype
 
-from mmbu.benchmark_eval.rundir import RunInputError, coverage, load_gold, open_run
+from mmbu.benchmark_eval.rundir import Coverage, RunInputError, coverage, load_gold, open_run
 from mmbu.benchmark_eval.scoring.baselines import expected_f1
 from mmbu.benchmark_eval.scoring.bootstrap import (DEFAULT_RESAMPLES, Interval, bootstrap_f1, bootstrap_paired_delta,
                                                    config_rng)
@@ -62,7 +62,7 @@ class ScoreReport:
     diagnostics: list[dict]
     outcomes: pd.DataFrame
     warnings: list[str] = field(default_factory=list)
-    coverage: list[dict] = field(default_factory=list)  # expected / present / missing per run configuration
+    coverage: list[Coverage] = field(default_factory=list)  # expected / present / missing per run configuration
 
     @property
     def overall(self) -> list[dict]:
@@ -70,9 +70,9 @@ class ScoreReport:
         return overall_scores(self.scores)
 
     @property
-    def incomplete(self) -> list[dict]:
+    def incomplete(self) -> list[Coverage]:
         """The configurations whose run lacks records the release and the run's selection call for."""
-        return [row for row in self.coverage if row["missing"]]
+        return [row for row in self.coverage if row.missing]
 
     def contract_records(self) -> list[dict]:
         return [*self.scores, *self.deltas]
@@ -275,7 +275,7 @@ def diagnostics(frame: pd.DataFrame) -> list[dict]:
 
 
 def score_outcomes(outcomes: pd.DataFrame, options: ScoreOptions, warnings: list[str] | None = None,
-                   coverage: list[dict] | None = None) -> ScoreReport:
+                   coverage: list[Coverage] | None = None) -> ScoreReport:
     """Every aggregate of a per-record outcome table (one or more models).
 
     With `coverage` (see `rundir.coverage`), a configuration that lacks records gets no F1: its score
@@ -295,19 +295,19 @@ def score_outcomes(outcomes: pd.DataFrame, options: ScoreOptions, warnings: list
     )
 
 
-def with_coverage(scores: list[dict], coverage: list[dict]) -> list[dict]:
+def with_coverage(scores: list[dict], coverage: list[Coverage]) -> list[dict]:
     """Score records with `expected` and `missing`; an incomplete configuration's F1 and CI are withheld."""
     if not coverage:
         return scores
     by_config = {tuple(item[k] for k in CONFIG): item for item in scores}
     merged = []
     for row in coverage:
-        item = by_config.pop(tuple(row[k] for k in CONFIG), None) or {
-            "kind": "score", **{k: row[k] for k in CONFIG}, "n": 0, "f1": None, "ci_low": None, "ci_high": None,
+        item = by_config.pop(row.config, None) or {
+            "kind": "score", **dict(zip(CONFIG, row.config)), "n": 0, "f1": None, "ci_low": None, "ci_high": None,
             "random_baseline": None, "parse_failures": 0, "judge_errors": 0, "unparseable_share": None,
             "assisted_f1": None, "assisted_ci_low": None, "assisted_ci_high": None, "extracted": 0}
-        item = {**item, "expected": row["expected"], "missing": row["missing"]}
-        if row["missing"]:  # scored as if whole, it would be the score of another, smaller benchmark
+        item = {**item, "expected": row.expected, "missing": row.missing}
+        if row.missing:  # scored as if whole, it would be the score of another, smaller benchmark
             item.update(f1=None, ci_low=None, ci_high=None, assisted_f1=None, assisted_ci_low=None, assisted_ci_high=None)
         merged.append(item)
     merged += by_config.values()  # configurations outside the run's selection (records of an earlier run)
@@ -315,7 +315,7 @@ def with_coverage(scores: list[dict], coverage: list[dict]) -> list[dict]:
 
 
 def _score_run_in_worker(run_dir: str, release: str | None,
-                         seed: int) -> tuple[str, str, str, pd.DataFrame, list[str], list[dict]]:
+                         seed: int) -> tuple[str, str, str, pd.DataFrame, list[str], list[Coverage]]:
     run = open_run(run_dir, release)
     warnings = list(run.warnings)
     gold = _gold_in_worker(str(run.release_dir.resolve()))
@@ -337,7 +337,7 @@ def _load_gold_cached(release_dir: str, fingerprint: tuple) -> dict[str, pd.Data
 
 def load_outcomes(run_dirs: Sequence[str | Path], release: str | Path | None = None, *, seed: int = 0,
                   jobs: int = 1, warn: Callable[[str], None] | None = None,
-                  progress: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[str], list[dict]]:
+                  progress: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[str], list[Coverage]]:
     """Per-record outcomes of several runs, concatenated, with the release metadata attached.
 
     With `jobs` > 1 the runs are scored in that many worker processes; the result is the same.

@@ -17,7 +17,7 @@ from mmbu.benchmark_eval.judge.cache import Judgement, VerdictCache, verdict_key
 from mmbu.benchmark_eval.judge.prompt import JUDGE_PROMPT_VERSION
 from mmbu.benchmark_eval.judge.run import open_items, write_judge_file
 from mmbu.benchmark_eval.release import load_samples
-from mmbu.benchmark_eval.rundir import RunInputError, open_run
+from mmbu.benchmark_eval.rundir import Coverage, RunInputError, open_run
 from mmbu.benchmark_eval.scoring.api import ScoreConfig, run_score
 from mmbu.benchmark_eval.scoring.cli import score
 from mmbu.benchmark_eval.scoring.scores import ScoreOptions, score_runs
@@ -374,6 +374,7 @@ def test_records_of_an_older_prompt_version_are_not_mixed_into_a_score(tmp_path,
     assert [scores["no_context"][k] for k in ("n", "f1", "expected", "missing")] == [2, None, 4, 2]
     assert any("2 records of an older prompt version" in w for w in result.report.warnings)
     assert any("2 of 4 records are missing" in m for m in result.incomplete) and result.exit_code == 1
+    assert result.report.incomplete == [Coverage("model-x", UNG, "closed", "no_context", expected=4, present=2, missing=2)]
     # a configuration asked with one prompt version throughout is scored as it was: all v1 answers wrong
     assert [scores["modality"][k] for k in ("n", "f1", "missing")] == [4, 0.0, 0]
 
