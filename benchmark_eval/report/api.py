@@ -20,6 +20,7 @@ from mmbu.benchmark_eval.report.tables import markdown_report
 from mmbu.benchmark_eval.scoring.api import ScoringConfig, ScoringResult
 from mmbu.benchmark_eval.scoring.output import write_record_outcomes, write_unless_empty
 from mmbu.benchmark_eval.scoring.provenance import csv_columns, scoring_provenance
+from mmbu.benchmark_eval.scoring.results import records
 from mmbu.benchmark_eval.scoring.scores import ScoreOptions, ScoreReport
 from mmbu.core.files import write_text_atomic
 from mmbu.core.outputs import write_csv, write_json
@@ -72,12 +73,13 @@ def write_report(report: ScoreReport, out_dir: Path, run_dirs: tuple[Path, ...],
     heads report.md, goes into provenance.json and into the columns of scores.csv."""
     out_dir.mkdir(parents=True, exist_ok=True)
     provenance = provenance if provenance is not None else scoring_provenance(run_dirs)
-    scores = [{**item, **csv_columns(provenance, item["model"])} for item in report.scores]
+    scores = [{**item, **csv_columns(provenance, item["model"])} for item in report.score_records()]
     tables = {
         "scores.json": (report.contract_records(), write_json), "scores.csv": (scores, write_csv),
-        "overall.csv": (report.overall, write_csv), "deltas.csv": (report.deltas, write_csv),
-        "breakdowns.json": (report.breakdowns, write_json), "breakdowns.csv": (report.breakdowns, write_csv),
-        "paired.csv": (report.paired, write_csv), "diagnostics.csv": (report.diagnostics, write_csv),
+        "overall.csv": (records(report.overall), write_csv), "deltas.csv": (records(report.deltas), write_csv),
+        "breakdowns.json": (records(report.breakdowns), write_json),
+        "breakdowns.csv": (records(report.breakdowns), write_csv),
+        "paired.csv": (records(report.paired), write_csv), "diagnostics.csv": (records(report.diagnostics), write_csv),
     }
     written = {name: write_unless_empty(out_dir / name, rows, writer) for name, (rows, writer) in tables.items()}
     written = {name: path for name, path in written.items() if path is not None}

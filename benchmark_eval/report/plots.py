@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from mmbu.benchmark_eval.report.tables import TEMPLATE_TITLES, random_baselines  # noqa: E402
+from mmbu.benchmark_eval.scoring.results import ConfigScore, Delta, records  # noqa: E402
 from mmbu.benchmark_eval.scoring.metrics import micro_f1  # noqa: E402
 from mmbu.core.files import write_bytes_atomic  # noqa: E402
 from mmbu.core.release import FORMS, TASK_TITLES, TASKS, TEMPLATES, Form  # noqa: E402
@@ -64,10 +65,10 @@ def heatmap_by_field(outcomes: pd.DataFrame, field: str, form: str, display: Cal
     return _save(figure, path)
 
 
-def f1_by_config(scores: list[dict], outcomes: pd.DataFrame, display: Callable[[str], str], path: Path,
+def f1_by_config(scores: list[ConfigScore], outcomes: pd.DataFrame, display: Callable[[str], str], path: Path,
                  baselines: dict[tuple[str, str], float]) -> Path | None:
     """Per task: F1 with its 95% CI for each form × template, one bar per model; dashed line = random."""
-    frame = pd.DataFrame(scores)
+    frame = pd.DataFrame(records(scores))
     if frame.empty:
         return None
     tasks = [t for t in TASKS if t in set(frame["task"])]
@@ -114,9 +115,9 @@ def f1_by_config(scores: list[dict], outcomes: pd.DataFrame, display: Callable[[
     return _save(figure, path)
 
 
-def delta_by_model(deltas: list[dict], display: Callable[[str], str], path: Path) -> Path | None:
+def delta_by_model(deltas: list[Delta], display: Callable[[str], str], path: Path) -> Path | None:
     """Per task: Δ = F1(closed) − F1(open) per model with its paired 95% CI, one marker per template."""
-    frame = pd.DataFrame(deltas)
+    frame = pd.DataFrame(records(deltas))
     if frame.empty:
         return None
     tasks = [t for t in TASKS if t in set(frame["task"])]
@@ -146,7 +147,7 @@ def delta_by_model(deltas: list[dict], display: Callable[[str], str], path: Path
     return _save(figure, path)
 
 
-def all_plots(scores: list[dict], deltas: list[dict], outcomes: pd.DataFrame, report, display: Callable[[str], str],
+def all_plots(scores: list[ConfigScore], deltas: list[Delta], outcomes: pd.DataFrame, report, display: Callable[[str], str],
               out_dir: Path, heatmap_field: str = "sub_modality") -> dict[str, str]:
     """Write every plot into `out_dir`; returns {title: file name} for the ones that had data."""
     made: dict[str, str] = {}
