@@ -185,7 +185,7 @@ def open_answers(table: pd.DataFrame) -> pd.Series:
     """The open form's gold answer per row: the class (``label``) where the release has it, else ``answer``.
 
     They differ where the build left the class out of the options (``none_answer_rate``): the closed answer is
-    then "None of the above", which answers no open question (README: the ``label`` column keeps the true
+    then "None of the above", which answers no open question (docs/build.md: the ``label`` column keeps the true
     class for the open form).
     """
     if "label" not in table:

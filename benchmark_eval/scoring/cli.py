@@ -2,6 +2,7 @@
 closed−open deltas, baselines and breakdowns."""
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -116,9 +117,18 @@ def scoring_options(out_option: Callable) -> Callable:
     return decorate
 
 
+def scores_file(_ctx: click.Context, _param: click.Parameter, value: str) -> Path:
+    """`--out scores/` or an existing folder means `scores.json` inside it: a trailing separator names a folder, and
+    writing a file called `scores` there would surprise the user."""
+    if value.endswith(("/", os.sep)) or Path(value).is_dir():
+        return Path(value) / "scores.json"
+    return Path(value)
+
+
 @click.command("score")
-@scoring_options(click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-                              help="scores.json to write (breakdowns, paired comparisons and diagnostics go beside it)."))
+@scoring_options(click.option("--out", "out", required=True, type=str, callback=scores_file,
+                              help="scores.json to write, or a folder to write scores.json into (breakdowns, paired "
+                                   "comparisons and diagnostics go beside it)."))
 def score(run_dirs: tuple[Path, ...], out: Path, release: Path | None, by: tuple[str, ...], cluster_by_image: bool,
           seed: int, resamples: int, jobs: int) -> None:
     """Score one or more runs (RUNS_DIR/<model>): micro-F1, CIs, deltas, baselines.

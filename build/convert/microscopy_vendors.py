@@ -1,6 +1,6 @@
 """Adapters from each vendor reader to `microscopy.VendorFile`: describe the series, read one channel plane.
 
-Readers, chosen by maintenance and licence (README, "Vendor microscopy"):
+Readers, chosen by maintenance and licence (docs/formats.md, "Vendor microscopy"):
 * CZI — pylibCZIrw (Zeiss's own libCZI, LGPL-3.0): zoomed reads compose a scene from its pyramid
   subblocks at the output size, so a whole-slide scan never materialises at full resolution.
 * LIF — liffile (BSD-3-Clause, the tifffile author's): memory-maps the uncompressed memory blocks.

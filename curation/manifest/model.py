@@ -200,7 +200,7 @@ class DatasetManifest(_Strict):
     curation: CurationHistory
     budget: BudgetSpec | None = Field(
         None, description="Lower limits than the toolkit's for what one image, volume, cell or annotation file of "
-                          "this dataset may cost (README 'Security and limits').")
+                          "this dataset may cost (docs/security.md).")
     evidence: Evidence | None = Field(
         None, description="Where host, licence, layout, label provenance and sample count were read, with a level "
                           "each; `mmbu manifests validate` requires it (the build only prints its level).")

@@ -3,6 +3,7 @@ what the commands print, without click (the commands are thin wrappers over them
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -57,6 +58,13 @@ def test_run_judge_score_report_from_python(release_dir, tmp_path):
                                       "--resamples", "50"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert (tmp_path / "cli.json").read_bytes() == scored.written["scores"].read_bytes()
+    # `--out folder/` names a folder (a trailing separator, or one that exists): scores.json goes inside it
+    (tmp_path / "existing").mkdir()
+    for folder in (f"{tmp_path / 'new'}/", str(tmp_path / "existing")):
+        result = CliRunner().invoke(cli, ["eval", "score", str(report.run_dir), "--out", folder, "--resamples", "50"],
+                                    catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        assert (Path(folder) / "scores.json").read_bytes() == scored.written["scores"].read_bytes()
 
     reported = run_report(ReportConfig(run_dirs=(report.run_dir,), out_dir=tmp_path / "report", resamples=50))
     assert reported.exit_code == ExitCode.OK and reported.written["report.md"].read_text().startswith("#")
