@@ -11,24 +11,38 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
+from mmbu.core.text import printable_path
+
 DEFAULT_MAX_JSON_BYTES = 64 * 1024**2
+
+
+class NotRegularFile(ValueError):
+    """`path` is a FIFO, socket, device or folder; the message is one sentence naming it and what it is."""
+
+
+def open_regular(path: str | Path, refusal: str = "give a file") -> BinaryIO:
+    """`path` opened for reading if it is a regular file, without blocking on the way: NotRegularFile (ending with
+    `refusal`) for anything else; OSError as `os.open` raises it (missing, no permission)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    mode = os.fstat(descriptor).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(descriptor)
+        raise NotRegularFile(f"{printable_path(path)} is not a regular file ({_kind(mode)}); {refusal}")
+    return os.fdopen(descriptor, "rb")  # O_NONBLOCK changes nothing for a regular file's reads
 
 
 def read_regular_file(path: str | Path, max_bytes: int) -> bytes:
     """The bytes of `path`, a regular file of at most `max_bytes`; ValueError otherwise."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        handle = open_regular(path)
     except OSError as exc:
         raise ValueError(f"{path} cannot be read ({exc.strerror or exc})") from None
-    status = os.fstat(descriptor)
-    if not stat.S_ISREG(status.st_mode):
-        os.close(descriptor)
-        raise ValueError(f"{path} is not a regular file ({_kind(status.st_mode)}); give a file")
-    with os.fdopen(descriptor, "rb") as handle:
+    with handle:
+        status = os.fstat(handle.fileno())
         if status.st_size > max_bytes:
             raise ValueError(f"{path} holds {status.st_size:,} bytes, more than the {max_bytes:,} read")
         data = handle.read(max_bytes + 1)

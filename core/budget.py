@@ -31,7 +31,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import BinaryIO
 
+from mmbu.core.bounded_read import NotRegularFile, open_regular
 from mmbu.core.text import printable_path
 
 PILLOW_MAX_IMAGE_PIXELS = 89_478_485  # PIL.Image.MAX_IMAGE_PIXELS as Pillow ships it (tests check it still is)
@@ -162,16 +164,36 @@ def check_instances(what: str | Path, count: int) -> None:
                     "max_instances", "its objects are not listed")
 
 
+@contextmanager
+def _annotation_file(path: Path) -> Iterator[BinaryIO]:
+    """`path` open for reading once it is a regular file within `max_bytes`. A FIFO, socket or device is refused
+    before anything waits on it (a FIFO without a writer blocks a plain open for ever, /dev/zero never ends):
+    OverBudget, since reading it could cost without bound."""
+    try:
+        handle = open_regular(path, "it is not read (a FIFO, socket or device could block or never end)")
+    except NotRegularFile as exc:
+        raise OverBudget(str(exc)) from None
+    with handle:
+        check_bytes(path, os.fstat(handle.fileno()).st_size, "an annotation file")
+        yield handle
+
+
+def read_annotation_bytes(path: str | Path) -> bytes:
+    """The bytes of an annotation file (VOC, Aperio or CVAT XML...), read only when it is a regular file within
+    `max_bytes`; OverBudget otherwise, OSError when it cannot be opened."""
+    with _annotation_file(Path(path)) as handle:
+        return handle.read()
+
+
 def read_json_bytes(path: str | Path) -> bytes:
     """The bytes of a JSON annotation file, read only after its size (`max_bytes`) and the values it may hold
-    (`max_json_values`) are within the budget.
+    (`max_json_values`) are within the budget (and only from a regular file: see `read_annotation_bytes`).
 
     Every value but the first of a list or object follows a comma, and every first one an opening bracket, so
     commas plus brackets (counted at C speed a MiB at a time, strings included) bound the values from above: a
     120 MB COCO file of 60 M numbers is refused without materialising them (~2 GiB as Python objects)."""
     path = Path(path)
-    with path.open("rb") as handle:
-        check_bytes(path, os.fstat(handle.fileno()).st_size, "an annotation file")
+    with _annotation_file(path) as handle:
         bound = 1
         for block in iter(lambda: handle.read(1 << 20), b""):
             bound += _json_value_bound(block) - 1

@@ -22,16 +22,28 @@ def relative(path: Path, raw_dir: Path) -> str:
     return path.resolve().relative_to(raw_dir.resolve()).as_posix()
 
 
-def glob_files(raw_dir: Path, pattern: str) -> list[Path]:
+def glob_files(raw_dir: Path, pattern: str, *, special_files: bool = False) -> list[Path]:
     """Files (not folders) matching a glob under `raw_dir`, sorted so every rebuild sees the same order.
 
     A file that resolves outside `raw_dir` (a symbolic link out of the dataset) is left out: the layout's
     `add` then reports any table row that names it. So is what the toolkit writes there (`.mmbu-fetch.json`:
-    pathlib's `*.json` matches dot files, and the completion record is no annotation file).
+    pathlib's `*.json` matches dot files, and the completion record is no annotation file). FIFOs, sockets and
+    devices are left out too, unless `special_files`: a reader that refuses them itself without blocking
+    (`core.budget`'s annotation readers) then names each in one sentence instead of passing over it in silence.
     """
     folder = ResolvedFolder(raw_dir)
     return sorted(p for p in raw_dir.glob(pattern)
-                  if not is_toolkit_file(p.relative_to(raw_dir)) and p.is_file() and folder.inside(p))
+                  if not is_toolkit_file(p.relative_to(raw_dir)) and (p.is_file() or special_files and _special(p))
+                  and folder.inside(p))
+
+
+def _special(path: Path) -> bool:
+    """A FIFO, socket or device (links followed)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def is_toolkit_file(relative: Path) -> bool:

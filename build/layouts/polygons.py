@@ -107,8 +107,11 @@ def _aperio(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:
     """MoNuSeg-style pairs: `Annotations/Annotation[@Name]/Regions/Region[@Id]/Vertices/Vertex[@X,@Y]`."""
     for xml_path, image in paired_files(ctx, layout.images or "", layout.annotations):
         try:
-            root = ET.parse(xml_path).getroot()
-        except ET.ParseError as exc:
+            root = ET.fromstring(budget.read_annotation_bytes(xml_path))
+        except budget.OverBudget as exc:
+            ctx.exclude(ctx.rel(xml_path), str(exc))
+            continue
+        except (OSError, ET.ParseError) as exc:
             ctx.exclude(ctx.rel(xml_path), f"not a readable XML file ({exc})")
             continue
         shapes, problems = [], []
@@ -166,7 +169,7 @@ def _labelme_image(layout: PolygonsLayout, ctx: LayoutContext, json_path: Path, 
 
 def _labelme(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:
     """LabelMe: `{"imagePath", "imageHeight", "imageWidth", "shapes": [{"label", "points", "shape_type"}]}`."""
-    files = glob_files(ctx.raw_dir, layout.annotations)
+    files = glob_files(ctx.raw_dir, layout.annotations, special_files=True)
     if not files:
         ctx.exclude(layout.annotations, "no LabelMe JSON file matches the annotations glob")
     for json_path in files:
@@ -207,7 +210,10 @@ def _cvat(layout: PolygonsLayout, ctx: LayoutContext) -> Iterator[Annotated]:
     """CVAT for images 1.1: `<image name width height>` with `<polygon label points>` and `<box label xtl ...>`."""
     xml_path = ctx.path(layout.annotations)
     try:
-        root = ET.parse(xml_path).getroot()
+        root = ET.fromstring(budget.read_annotation_bytes(xml_path))
+    except budget.OverBudget as exc:
+        ctx.exclude(layout.annotations, str(exc))
+        return
     except (OSError, ET.ParseError) as exc:
         ctx.exclude(layout.annotations, f"not a readable CVAT XML file ({exc})")
         return

@@ -7,21 +7,25 @@ from mmbu.build.layouts.boxes import clip_box
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import glob_files
 from mmbu.build.layouts.sample import Region
+from mmbu.core import budget
 from mmbu.curation.manifest.layout import VocLayout
 
 
 def read(layout: VocLayout, ctx: LayoutContext) -> None:
-    files = glob_files(ctx.raw_dir, layout.annotations)
+    files = glob_files(ctx.raw_dir, layout.annotations, special_files=True)
     if not files:
         ctx.exclude(layout.annotations, "the VOC annotation glob matches no file")
     for xml_path in files:
         where = ctx.rel(xml_path)
         try:
-            root = ET.parse(xml_path).getroot()
+            root = ET.fromstring(budget.read_annotation_bytes(xml_path))
             filename = root.findtext("filename").strip()
             width, height = int(root.findtext("size/width")), int(root.findtext("size/height"))
             size = (width, height) if width > 0 and height > 0 else None
-        except (ET.ParseError, AttributeError, TypeError, ValueError) as exc:
+        except budget.OverBudget as exc:
+            ctx.exclude(where, str(exc))
+            continue
+        except (OSError, ET.ParseError, AttributeError, TypeError, ValueError) as exc:
             ctx.exclude(where, f"not a VOC annotation with filename and size ({exc})")
             continue
         regions = []

@@ -7,6 +7,7 @@ import tarfile
 import zipfile
 from typing import Any
 
+from support.hub_server import LFS_SUFFIXES
 from support.loopback import LoopbackServer, Reply, Request, file_with_range
 
 
@@ -60,24 +61,39 @@ def serve_zenodo_record(server: LoopbackServer, record: int, files: dict[str, by
     return reply
 
 
-def serve_hf_dataset(server: LoopbackServer, repo: str, revision: str, files: dict[str, bytes]) -> None:
-    """The Hub endpoints huggingface_hub 2.x uses for snapshot_download at a commit sha: the tree listing
-    (`/api/datasets/<repo>/tree/<rev>`), repo info (`/revision/<rev>`) and `/datasets/<repo>/resolve/<rev>/<path>`
-    with `X-Repo-Commit`, `ETag` and `Content-Length`."""
+def serve_hf_dataset(server: LoopbackServer, repo: str, revision: str, files: dict[str, bytes], *,
+                     cut_first_at: dict[str, int] | None = None) -> None:
+    """The Hub endpoints a fetch at a commit sha uses: the tree listing (`/api/datasets/<repo>/tree/<rev>`), repo
+    info (`/revision/<rev>`) and `/datasets/<repo>/resolve/<rev>/<path>` with `X-Repo-Commit`, `ETag` and Range.
+    As on the Hub, a file its default `.gitattributes` stores in LFS (`.parquet`, `.png`, `.arrow`) is answered with
+    a redirect to the storage (`/lfs-objects/<sha256>` on `localhost` here), which serves the bytes; `cut_first_at`
+    drops a file's first full answer after that many bytes (a broken connection)."""
     tree = [{"type": "file", "oid": hashlib.sha1(data).hexdigest(), "size": len(data), "path": path}
             for path, data in files.items()]
     server.add("GET", f"^/api/datasets/{repo}/tree/{revision}", Reply(200, tree))
     server.add("GET", f"/api/datasets/{repo}/revision/{revision}", Reply(200, {
         "_id": "66a1b2c3d4e5f60718293a4b", "id": repo, "sha": revision, "private": False, "gated": False,
         "siblings": [{"rfilename": path} for path in files]}))
+    served = {path: file_with_range(data, etag=f'"{hashlib.sha1(data).hexdigest()}"',
+                                    cut_first_at=(cut_first_at or {}).get(path)) for path, data in files.items()}
+    for path, data in files.items():
+        if path.endswith(LFS_SUFFIXES):
+            server.add("HEAD", f"/lfs-objects/{sha256(data)}", served[path])
+            server.add("GET", f"/lfs-objects/{sha256(data)}", served[path])
+
+    storage = server.url.replace("127.0.0.1", "localhost")  # another host name, as the Hub's storage has
 
     def resolve(request: Request) -> Reply:
         path = request.path.split(f"/resolve/{revision}/", 1)[1]
         if path not in files:
             return Reply(404, {"error": "Entry not found"}, {"X-Error-Code": "EntryNotFound"})
-        data = files[path]
-        return Reply(200, data, {"X-Repo-Commit": revision, "ETag": f'"{hashlib.sha1(data).hexdigest()}"',
-                                 "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"})
+        if path.endswith(LFS_SUFFIXES):
+            return Reply(302, b"", {"Location": f"{storage}/lfs-objects/{sha256(files[path])}",
+                                    "X-Repo-Commit": revision, "X-Linked-Size": str(len(files[path])),
+                                    "X-Linked-Etag": f'"{sha256(files[path])}"'})
+        reply = served[path](request)
+        reply.headers["X-Repo-Commit"] = revision
+        return reply
 
     server.add("HEAD", f"^/datasets/{repo}/resolve/{revision}/", resolve)
     server.add("GET", f"^/datasets/{repo}/resolve/{revision}/", resolve)

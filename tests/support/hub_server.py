@@ -1,7 +1,7 @@
 """A loopback Hugging Face Hub for dataset repositories: what huggingface_hub 2.x calls to create a repository and
 a branch, commit a folder (YAML check, preupload, the LFS batch API with basic transfers, the NDJSON commit) and
-download a snapshot of a commit (repo info, tree listing, `resolve`). Commits are kept in memory, so a test can
-push a release and evaluate it back from `hf://owner/name@<commit>`.
+download a snapshot of a commit (repo info at a commit or the default branch, tree listing, `resolve`). Commits are
+kept in memory, so a test can push a release and evaluate it back from `hf://owner/name@<commit>`.
 
 The Xet transfer path needs Hugging Face's CAS service and is not emulated: tests that upload set huggingface_hub's
 own switch `HF_HUB_DISABLE_XET`, and the client falls back to LFS, as it does without the `hf_xet` package.
@@ -44,6 +44,7 @@ class LoopbackHub:
             ("POST", rf"^/datasets/{REPO}\.git/info/lfs/objects/batch$", self._lfs_batch),
             ("POST", "/lfs-verify", self._lfs_verify),
             ("POST", rf"^/api/datasets/{REPO}/commit/(?P<rev>[^/]+)$", self._commit),
+            ("GET", rf"^/api/datasets/{REPO}$", self._default_branch_info),
             ("GET", rf"^/api/datasets/{REPO}/revision/(?P<rev>[^/]+)$", self._repo_info),
             ("GET", rf"^/api/datasets/{REPO}/tree/(?P<rev>[^/]+)", self._tree),
             ("GET", rf"^/datasets/{REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)$", self._resolve),
@@ -190,6 +191,10 @@ class LoopbackHub:
         return Reply(200, {"_id": "66a1b2c3d4e5f60718293a4b", "id": repo, "sha": sha, "gated": False,
                            "private": self.repos[repo].private,
                            "siblings": [{"rfilename": path} for path in sorted(self.repos[repo].commits[sha])]})
+
+    def _default_branch_info(self, request: Request, repo: str) -> Reply:
+        """`GET /api/datasets/<repo>`: the repo info at its default branch (what `HfApi.dataset_info` asks)."""
+        return self._repo_info(request, repo, "main")
 
     def _tree(self, request: Request, repo: str, rev: str) -> Reply:
         sha = self._sha(repo, rev)

@@ -72,8 +72,8 @@ class FetchContext:
         An archive is hard-linked instead when the file system allows it: it is only read (hashed, extracted) and
         then removed from staging, so a copy of it (gigabytes, written and deleted again) buys nothing; every other
         file is copied, so that raw/ keeps what was fetched even if the source tree changes later. The source must
-        resolve inside `links_within`: huggingface_hub's snapshot links into its blob store, a local source may link
-        within the repository, and nothing may link out of them."""
+        resolve inside `links_within`: a local source may link within the repository, and nothing may link out of
+        it."""
         source, target = source_root / relative, self.staged(relative)
         if not inside(links_within, source):
             raise FetchError(f"{source} resolves outside {links_within}; a fetched tree may not link to files "
@@ -124,7 +124,7 @@ class RemoteContext:
 def tree_files(root: Path, patterns: list[str] | None = None, *, follow_links: bool = False) -> list[str]:
     """Regular files under `root` (relative POSIX paths, sorted), optionally filtered by glob patterns.
 
-    A symlink is refused unless `follow_links` (huggingface_hub's snapshot folders link into its blob store).
+    A symlink is refused unless `follow_links` (a tree of links into a store, as huggingface_hub's snapshots are).
     """
     return [name for name, _ in tree_file_sizes(root, patterns, follow_links=follow_links)]
 
