@@ -21,8 +21,9 @@ that names two options is a hedge and is unparseable; an explicit answer field o
 nothing (``Answer: I am not sure``) withdraws what came before it, though later commitments still
 count (a tag holding a computed value that is no option, ``\\boxed{110^\\circ}``, withdraws nothing). A letter
 contradicted by the option value the reply then concludes on ("The answer is (A). … so ∠A is 27°." with 27°
-option C's) is unparseable (``letter_value_conflict``), and so is a final reading by an option's value after a
-different letter. A phrase, label-first verdict or copula whose clause denies it ("I don't think the answer is A",
+option C's), or by the one the sentence just before it concludes on ("… the minimum number is 2.\nTherefore, the
+answer is B." with 2 option C's), is unparseable (``letter_value_conflict``), and so is a final reading by an
+option's value after a different letter. A phrase, label-first verdict or copula whose clause denies it ("I don't think the answer is A",
 "I doubt that A is correct") is no commitment, and "it is not A" said of the label last committed to takes that
 answer back (``retracted``). Only when a reply commits nowhere are fallbacks tried: its first line, sentence or
 clause as a whole (``response``: "B", "B. Monocyte", an option's exact text, "No, Magenta is not greater …"),
@@ -48,7 +49,7 @@ from mmbu.benchmark_eval.parser._labels import (Resolution, bare_answer, clean_c
 from mmbu.benchmark_eval.parser._markers import (COPULAS, DENIALS, FIELD_KEYS, FILLERS, JOINED_VERDICT_TAILS,
                                                  LABEL_FIRST_TAILS, NOT_ANSWER_SUBJECTS, PHRASES, STEMS, VERDICT_STEMS)
 from mmbu.benchmark_eval.parser._stated import (first_clause, first_sentence, last_stated_value, single_mention,
-                                                stated_text)
+                                                stated_text, value_stated_just_before)
 from mmbu.benchmark_eval.parser._text import (DEFAULT_REASONING, ReasoningMarkers, plain_markup, strip_reasoning,
                                               tag_pairs)
 
@@ -433,8 +434,9 @@ def _letter_value_conflict(text: str, options: tuple[str, ...], readings: list[t
     """Why a reply that states a letter and concludes on another option's value has no answer, or None.
 
     "The answer is (A). … so ∠A is 27°." with 27° option C's value, "The correct option letter is C. The area
-    is 3." with 3 option A's, "Answer: B … therefore the answer is 30°." with 30° option A's: the letter and
-    the value disagree, and a careful reader takes neither.
+    is 3." with 3 option A's, "Answer: B … therefore the answer is 30°." with 30° option A's, "… 10 days ago
+    would be 02/19/2016.\nTherefore, the answer is B." with that date option F's: the letter and the value
+    disagree, and a careful reader takes neither.
     """
     label = reading.label
     if reading.form == "option_text":
@@ -447,7 +449,14 @@ def _letter_value_conflict(text: str, options: tuple[str, ...], readings: list[t
     stated = last_stated_value(text, options, first)
     if stated is not None and option_labels(len(options))[stated[1]] != label:
         return "letter_value_conflict"
+    before = value_stated_just_before(text, options, first)
+    if before is not None and not _same_text(options[before], options[option_labels(len(options)).index(label)]):
+        return "letter_value_conflict"
     return None
+
+
+def _same_text(a: str, b: str) -> bool:
+    return a.strip().casefold() == b.strip().casefold()  # options repeated under two letters ("6 kmph")
 
 
 def _whole_response(scan: _Scan, options: tuple[str, ...]) -> Resolution | None:

@@ -15,8 +15,9 @@ An option's text counts as named where it is not merely part of a longer option'
 `plain_math`). A reply that names two options' texts, negates ("is not a monocyte") or qualifies the text
 ("monocyte-like") is not read. Texts shorter than three characters are searched for only when they are numbers.
 
-:func:`last_stated_value` serves the strict side: the option whose value a reply states last, so that a letter
-contradicted by the value the reply concludes on is not taken (see `_closed`).
+:func:`last_stated_value` and :func:`value_stated_just_before` serve the strict side: the option whose value a
+reply states last, or states in the sentence just before its letter, so that a letter contradicted by the value the
+reply concludes on is not taken (see `_closed`).
 """
 from __future__ import annotations
 
@@ -139,6 +140,25 @@ def single_mention(text: str, options: Sequence[str]) -> Resolution | None:
     if _AGAINST.match(text[mention.end():]):
         return None
     return Resolution(option_labels(len(options))[named[0]], "single_mention")
+
+
+def value_stated_just_before(text: str, options: Sequence[str], position: int) -> int | None:
+    """The option whose value the sentence just before the one at `position` states as a result, or None.
+
+    "Therefore, the minimum number of copper coins she could have brought is 2.\nTherefore, among A through E,
+    the answer is B.": that sentence is the reply's conclusion, and a letter after it that is another option's is
+    contradicted by it. Only the one sentence before counts: a derivation states other options' values earlier.
+    """
+    starts = [0] + [m.end() for m in _BOUNDARY.finditer(text, 0, position)]
+    sentences = [(a, b) for a, b in zip(starts, starts[1:] + [position]) if text[a:b].strip()]
+    if len(sentences) < 2:
+        return None
+    start, end = sentences[-2]
+    stated = last_stated_value(text[:end], options, start)
+    return stated[1] if stated is not None else None
+
+
+_BOUNDARY = re.compile(r"[.!?。](?=\s)|\n")
 
 
 def last_stated_value(text: str, options: Sequence[str], after: int) -> tuple[int, int] | None:

@@ -28,6 +28,12 @@ def real(*ids: str) -> list:
     return found
 
 
+# a letter after a sentence that concludes on another option's value (text-davinci-002's zero-shot CoT logs)
+CONCLUDED_BEFORE = ("zero-shot-cot/text-davinci-002/aqua-61@", "zero-shot-cot/text-davinci-002/aqua-247@",
+                    "zero-shot-cot/text-davinci-002/date_understanding-63@",
+                    "zero-shot-cot/text-davinci-002/date_understanding-252@",
+                    "zero-shot-cot/text-davinci-002/date_understanding-345@")
+
 READ = {
     "answer_field_other_convention": [
         ("【答案】A<eoa>", CELLS, "A"),
@@ -44,6 +50,13 @@ READ = {
         ("Option (B) is the correct one.", CELLS, "B"),
         ("I believe option D is right.", CELLS, "D"),
         *real("mathvista/claude/55@", "mathvista/chatgpt/858@"),
+    ],
+    "values_of_a_derivation_before_the_letter": [
+        ("Half of 90° is 45°, and a third of that is 30°.\nSo the angle needed is the other one.\nThe answer is D.",
+         ANGLES, "D"),
+        ("The angle is 45°, the answer is B.", ANGLES, "B"),  # the value and the letter in one sentence agree
+        *real("zero-shot-cot/text-davinci-002/aqua-101@", "zero-shot-cot/text-davinci-002/aqua-136@",
+              "zero-shot-cot/text-davinci-002/commonsensqa-218@", "zero-shot-cot/text-davinci-002/date_understanding-70@"),
     ],
     "answer_first_then_rejected_options": [
         ("The correct answer is (C).\n\nChoice (A) is incorrect because it is too small.\n"
@@ -107,6 +120,11 @@ UNPARSEABLE = {
         *[pytest.param(p.values[0], p.values[1], id=p.id) for p in real("mathvista/bard/94@",
                                                                            "mathvista/mplugowl/256@")],
     ],
+    "value_concluded_just_before_another_letter": [
+        ("So the angle is 30°.\nTherefore, among A through D, the answer is B.", ANGLES),
+        ("The cell would be a monocyte. The answer is (C).", CELLS),
+        *[pytest.param(p.values[0], p.values[1], id=p.id) for p in real(*CONCLUDED_BEFORE)],
+    ],
     "refusal_that_starts_with_an_option_text": [
         ("No, I cannot tell from the image.", YES_NO), ("Yes, I can help with that.", YES_NO),
     ],
@@ -124,5 +142,5 @@ def test_families_that_stay_unparseable(reply, options):
 def test_the_real_instances_are_labelled_as_the_tests_expect():
     """The corpus labels agree with the families they are quoted for (no test rests on a mislabelled case)."""
     for prefix in ("mathvista/bard/94@", "mathvista/mplugowl/256@", "gaokao/gpt-4-0314/Physics-3",
-                   "gaokao/gpt-4-0314/History-38"):
+                   "gaokao/gpt-4-0314/History-38", *CONCLUDED_BEFORE):
         assert (CASES.get(prefix) or next(c for k, c in CASES.items() if k.startswith(prefix)))["label"] is None
