@@ -11,14 +11,18 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from mmbu.core.release import FORMS, TEMPLATES, Form, Task, Template
 
 log = logging.getLogger(__name__)
 
-Form = Literal["closed", "open"]
-Template = Literal["no_context", "modality", "full_context"]
 Status = Literal["ok", "error"]
 RecordKey = tuple[str, str, str, str, str, str]
 
@@ -192,3 +196,92 @@ def latest_by_key(records: Iterable[RunRecord]) -> dict[RecordKey, RunRecord]:
     for record in records:
         latest[record_key(record)] = record
     return latest
+
+
+# -- the run file as a table (judge, score and report read it so) ---------------------------------------
+RECORD_COLUMNS = ("sample_id", "task", "form", "template", "model", "prompt_version", "status", "output",
+                  "error_reason", "image_size", "sent_size", "content_size", "content_offset", "box_format")
+TEXT_COLUMNS = RECORD_COLUMNS[:9]
+GEOMETRY_COLUMNS = RECORD_COLUMNS[9:]  # needed for detection records only
+REQUIRED = ("sample_id", "task", "form", "template", "model", "prompt_version", "status", "request_hash")
+ALLOWED = {"form": FORMS, "template": TEMPLATES, "status": get_args(Status)}
+
+
+def read_records_table(path: Path, warnings: list[str]) -> pd.DataFrame:
+    """The newest record per (sample, task, form, template) of a run file, as a DataFrame of :data:`RECORD_COLUMNS`.
+
+    Read column-wise (pyarrow) when the file fits that path, which large runs need; otherwise record by record, which
+    names a damaged line (:class:`RecordsError`). A truncated last line is skipped and said in `warnings`.
+    """
+    frame = read_records_frame(path, warnings)
+    if frame is None:
+        frame = records_frame(read_records(path, on_truncated=warnings.append))
+    return frame
+
+
+def records_frame(records: list[RunRecord]) -> pd.DataFrame:
+    """The newest record per (sample, task, form, template) as a DataFrame of :data:`RECORD_COLUMNS`."""
+    rows = [{name: getattr(r, name, None) for name in RECORD_COLUMNS} for r in records]
+    return _newest(pd.DataFrame(rows, columns=list(RECORD_COLUMNS)))
+
+
+def _newest(frame: pd.DataFrame) -> pd.DataFrame:
+    # records are in write order; a re-run (or a new prompt version) appends newer ones
+    for name in ("output", "error_reason"):
+        frame[name] = frame[name].astype(object).where(frame[name].notna(), None)
+    return frame.drop_duplicates(["sample_id", "task", "form", "template"], keep="last").reset_index(drop=True)
+
+
+def _complete_lines(path: Path, warnings: list[str]) -> pa.BufferReader | Path:
+    """The file, or its bytes up to the last newline when a killed writer left half a line."""
+    with open(path, "rb") as handle:
+        handle.seek(0, 2)
+        size = handle.tell()
+        if size == 0:
+            return path
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return path
+        handle.seek(0)
+        data = handle.read()
+    cut = data.rfind(b"\n") + 1
+    line = data[:cut].count(b"\n") + 1
+    warnings.append(f"{path}: line {line} is truncated (a run was killed mid-write); it was skipped")
+    return pa.BufferReader(data[:cut])
+
+
+def read_records_frame(path: Path, warnings: list[str]) -> pd.DataFrame | None:
+    """Columnar read of a run file (pyarrow): the fast path for large runs.
+
+    Returns None when the file does not fit the fast path (a damaged line, a missing field, a value
+    outside the contract); the caller then reads it record by record, which names the bad line.
+    Geometry columns are materialised for detection records only (the rest do not need them).
+    """
+    schema = pa.schema([(name, pa.string()) for name in (*TEXT_COLUMNS, "request_hash")])
+    local: list[str] = []
+    try:
+        table = pajson.read_json(_complete_lines(path, local), parse_options=pajson.ParseOptions(
+            explicit_schema=schema, unexpected_field_behavior="infer"))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows == 0:
+        return pd.DataFrame(columns=list(RECORD_COLUMNS))
+    for name in REQUIRED:
+        if table.column(name).null_count:
+            return None
+    for name, allowed in ALLOWED.items():
+        if not pc.all(pc.is_in(table.column(name), value_set=pa.array(allowed))).as_py():
+            return None
+    frame = table.select(list(TEXT_COLUMNS)).to_pandas()
+    detection = pc.equal(table.column("task"), Task.DETECTION.value)
+    rows = pc.indices_nonzero(detection).to_numpy()
+    for name in GEOMETRY_COLUMNS:
+        column = pd.Series([None] * len(frame), dtype=object)
+        if len(rows) and name in table.column_names:
+            values = table.column(name).take(pa.array(rows)).to_pylist()
+            column.iloc[rows] = pd.Series(values, index=rows, dtype=object)
+        frame[name] = column
+    warnings.extend(local)
+    return _newest(frame)
+
+

@@ -14,11 +14,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from mmbu.benchmark_eval.release import ReleaseError
 from mmbu.core.checksums import SUMS_NAME, verify_sha256sums
 from mmbu.core.files import write_text_atomic
 from mmbu.core.secrets import redact_secrets
-
-from .release import ReleaseError
 
 HUB_PREFIX = "hf://"
 

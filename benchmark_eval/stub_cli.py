@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .stub_server import FAMILIES, serve
+from mmbu.benchmark_eval.stub_server import FAMILIES, serve
 
 
 @click.command("serve-stub")

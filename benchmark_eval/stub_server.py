@@ -45,9 +45,8 @@ import numpy as np
 from aiohttp import web
 from PIL import Image
 
+from mmbu.benchmark_eval.backends.preflight import PREFLIGHT_PROMPT
 from mmbu.core.boxes import iou
-
-from .backends.preflight import PREFLIGHT_PROMPT
 
 # family -> how it writes answers. `box` is (scale, order, template); scale is one of
 # pixel (of the image as received), norm1000, norm1.
@@ -472,7 +471,7 @@ def _family_of(model: str, default: str) -> str:
     """`default`, or for ``auto`` the family answering in the box convention the registry declares for `model`."""
     if default != "auto":
         return default
-    from .models.registry import RegistryError, default_registry
+    from mmbu.benchmark_eval.models.registry import RegistryError, default_registry
 
     try:
         entry = default_registry().find(model)
@@ -487,7 +486,7 @@ def serve(*, host: str = "127.0.0.1", port: int = 8000, latency_s: float = 0.0, 
           served_models: list[str] | None = None, announce: Callable[[str], None] = print) -> None:
     """Serve until interrupted (Ctrl-C or SIGTERM), announcing the base URL first. Without `served_models` it
     answers any name and lists the served names of every registered model."""
-    from .models.registry import default_registry
+    from mmbu.benchmark_eval.models.registry import default_registry
 
     listed = sorted({entry.served_name for entry in default_registry().models})
     server = OpenAIServer(default_family=family, latency_s=latency_s, record_bodies=False, port=port, host=host,

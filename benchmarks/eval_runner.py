@@ -66,7 +66,8 @@ from mmbu.benchmark_eval.models import default_registry  # noqa: E402
 from mmbu.benchmark_eval.records import iter_records  # noqa: E402
 from mmbu.benchmark_eval.release import iter_images  # noqa: E402
 from mmbu.benchmark_eval.runner import RunConfig, Runner  # noqa: E402
-from mmbu.benchmark_eval.runner.workers import OpenAIBackendRecipe, run_sharded  # noqa: E402
+from mmbu.benchmark_eval.backends.recipe import BackendRecipe  # noqa: E402
+from mmbu.benchmark_eval.runner.workers import run_sharded  # noqa: E402
 from mmbu.benchmark_eval.tasks.images import prepare_image  # noqa: E402
 from support.eval_release import write_release  # noqa: E402
 
@@ -243,7 +244,7 @@ def runner_throughput(url: str, concurrency: int, release: Path, runs: Path, wor
     if workers == 1:
         outcome = asyncio.run(one_process())
     else:
-        outcome = run_sharded(config, OpenAIBackendRecipe((url,), entry.served_name, None, quirks=entry.chat), workers)
+        outcome = run_sharded(config, BackendRecipe("openai", entry, (url,), entry.served_name, None), workers)
     elapsed = time.perf_counter() - started
     records = [r for r in iter_records(config.predictions) if r.status == "ok"]
     first_sent = min(r.created_at - r.latency_s for r in records)

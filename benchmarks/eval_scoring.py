@@ -37,11 +37,10 @@ from scipy import stats
 from mmbu.benchmark_eval.judge.cache import Judgement, verdict_key
 from mmbu.benchmark_eval.judge.precheck import final_answer_text, precheck_equivalent
 from mmbu.benchmark_eval.judge.prompt import JUDGE_PROMPT_VERSION
-from mmbu.benchmark_eval.records import RunRecord, read_records
+from mmbu.benchmark_eval.records import RunRecord, read_records, read_records_frame
 from mmbu.benchmark_eval.release import TASKS
 from mmbu.benchmark_eval.scoring.bootstrap import bootstrap_f1, percentile_interval
 from mmbu.benchmark_eval.scoring.metrics import micro_f1
-from mmbu.benchmark_eval.scoring.rundir import read_records_frame
 from mmbu.benchmark_eval.scoring.scores import ScoreOptions, load_outcomes, score_outcomes
 
 FORMS, TEMPLATES = ("closed", "open"), ("no_context", "modality", "full_context")

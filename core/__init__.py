@@ -12,7 +12,8 @@ its full name (`from mmbu.core.files import write_text_atomic`), so that importi
     boxes       `Box` / `PixelBox`, IoU and the release's spelling of a box
     exclusions  `Exclusion`: an item some stage dropped, and the columns of `exclusions.csv`
     geometry    `ConversionGeometry`: how a converter took the stored pixel grid to the PNG, step by step
-    release     the release contract: tasks, templates, every column with its type (and the HF features)
+    release     the release contract: tasks, forms, templates, every column with its type (and the HF features)
+    runs        the file names of an evaluation run directory
     text        file names as printable text, long values shortened in messages
     secrets     credentials kept out of every error, record and log line
     yaml_io     YAML read safely, strictly and within bounds

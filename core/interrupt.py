@@ -5,7 +5,7 @@ cleanup a command already does for Ctrl-C (the `finally` blocks that flush recor
 SIGTERM too. A command registers what it has done so far with `on_interrupt(describe)`; the `mmbu` entry point
 catches the interrupt, prints that and the command that resumes (its own command line, secrets masked), and exits
 with the shell's codes: 128 + the signal number (130 for SIGINT, 143 for SIGTERM), distinct from 1 "some items
-failed" (DESIGN §3.1).
+failed" (docs/architecture.md §3.1).
 """
 from __future__ import annotations
 

@@ -15,16 +15,21 @@ the toolkit writes goes through `write_csv`, and every Markdown table cell throu
 * `markdown_cell`: every line break and control character becomes a space, `&`, `<` and `>` become HTML
   entities, and the characters that make Markdown links, images, code or table cells (`\\`, `` ` ``, `[`, `]`,
   `|`) are backslash-escaped; the text reads the same once rendered.
+
+JSON results (scores, judge and extractor descriptions) go through `write_json`: NaN and infinities become null
+(JSON has neither), numpy scalars plain numbers, text stays UTF-8, and the file is written atomically.
 """
 from __future__ import annotations
 
 import html
+import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mmbu.core.files import atomic_path
+from mmbu.core.files import atomic_path, write_bytes_atomic
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,3 +79,21 @@ def markdown_cell(value: object) -> str:
         return ""
     text = _LINE_BREAKS.sub(" ", str(value))
     return _MARKDOWN.sub(r"\\\1", html.escape(text, quote=False))
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_json(path: str | Path, payload: Any) -> Path:
+    """`payload` as indented UTF-8 JSON in the order it was built, NaN and infinities as null, written atomically."""
+    text = json.dumps(_json_safe(payload), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return write_bytes_atomic(path, text.encode("utf-8"))

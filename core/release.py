@@ -39,7 +39,28 @@ TASK_SHORT_TITLES: dict[str, str] = {
 }
 """... where space is short (legends, console tables)."""
 SPLIT = "test"
-TEMPLATES: tuple[str, ...] = ("no_context", "modality", "full_context")
+
+
+class Form(StrEnum):
+    """How a question is asked; the two forms share a release row and are scored apart."""
+
+    CLOSED = "closed"  # options to choose from (the row's `options`)
+    OPEN = "open"  # free text (classification) or boxes (detection)
+
+
+FORMS: tuple[str, ...] = tuple(form.value for form in Form)
+"""The forms in canonical order (closed before open: run selections, score tables)."""
+
+
+class Template(StrEnum):
+    """The three prompt templates; they differ only in how the image is described."""
+
+    NO_CONTEXT = "no_context"
+    MODALITY = "modality"
+    FULL_CONTEXT = "full_context"
+
+
+TEMPLATES: tuple[str, ...] = tuple(template.value for template in Template)
 QUESTION_COLUMNS: dict[str, str] = {template: f"question_{template}" for template in TEMPLATES}
 """template -> the column holding its question."""
 CLOSED_QUESTION_COLUMNS: dict[str, str] = {template: f"closed_question_{template}" for template in TEMPLATES}

@@ -36,16 +36,14 @@ import orjson
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
+from mmbu.benchmark_eval.backends.base import Backend, BackendError, ChatResult, ModelRequest, chat_messages
+from mmbu.benchmark_eval.backends.bounded_body import (DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MIN_RESPONSE_RATE,
+                                                       ResponseTooLarge, ResponseTooSlow, read_bounded_body)
+from mmbu.benchmark_eval.backends.limiter import AdaptiveConcurrency
+from mmbu.benchmark_eval.models.registry import ChatQuirks
 from mmbu.core.chat import chat_body, chat_url, read_chat_answer
 from mmbu.core.retry_after import retry_after_seconds
-
 from mmbu.core.secrets import has_userinfo, redact_secrets, redact_url
-
-from ..models.registry import ChatQuirks
-from .base import Backend, BackendError, ChatResult, ModelRequest, chat_messages
-from .bounded_body import (DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MIN_RESPONSE_RATE, ResponseTooLarge, ResponseTooSlow,
-                           read_bounded_body)
-from .limiter import AdaptiveConcurrency
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_MAX_CONSECUTIVE_FAILURES = 20

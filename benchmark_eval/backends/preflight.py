@@ -18,11 +18,10 @@ from dataclasses import dataclass
 import aiohttp
 import orjson
 
+from mmbu.benchmark_eval.backends.bounded_body import ResponseTooLarge, ResponseTooSlow, read_bounded_body
+from mmbu.benchmark_eval.backends.openai_compat import HttpAnswer, OpenAICompatClient, _describe, _error_text
 from mmbu.core.chat import chat_body, read_chat_answer
 from mmbu.core.secrets import redact_secrets
-
-from .bounded_body import ResponseTooLarge, ResponseTooSlow, read_bounded_body
-from .openai_compat import HttpAnswer, OpenAICompatClient, _describe, _error_text
 
 # Recognisable in server logs; asks for the shortest possible answer.
 PREFLIGHT_PROMPT = "mmbu preflight: reply with the word OK."

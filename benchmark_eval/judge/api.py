@@ -23,22 +23,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from mmbu.benchmark_eval.backends.bounded_body import DEFAULT_MIN_RESPONSE_RATE
+from mmbu.benchmark_eval.backends.openai_compat import (DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES,
+                                                        OpenAICompatClient)
+from mmbu.benchmark_eval.backends.preflight import preflight
+from mmbu.benchmark_eval.judge.agreement import judge_agreement
+from mmbu.benchmark_eval.judge.cache import VerdictCache
+from mmbu.benchmark_eval.judge.extract import ExtractionSummary, extract_items, unparseable_items, write_extractor_file
+from mmbu.benchmark_eval.judge.extraction_cache import ExtractionCache
+from mmbu.benchmark_eval.judge.prompt import DEFAULT_JUDGE_MODEL, JUDGE_PROMPT_VERSION
+from mmbu.benchmark_eval.judge.run import (DEFAULT_VERDICT_ATTEMPTS, ChatFunction, JudgeItem, JudgeSummary, judge_items,
+                                           open_items, write_judge_file)
+from mmbu.benchmark_eval.rundir import load_gold, open_run
 from mmbu.core.cli import ExitCode
+from mmbu.core.outputs import write_json
+from mmbu.core.runs import RunFile
 
-from ..backends.bounded_body import DEFAULT_MIN_RESPONSE_RATE
-from ..backends.openai_compat import DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES, OpenAICompatClient
-from ..backends.preflight import preflight
-from ..scoring.output import write_json
-from ..scoring.rundir import load_gold, open_run
-from .agreement import judge_agreement
-from .cache import JUDGEMENTS_FILE, VerdictCache
-from .extract import ExtractionSummary, extract_items, unparseable_items, write_extractor_file
-from .extraction_cache import EXTRACTIONS_FILE, ExtractionCache
-from .prompt import DEFAULT_JUDGE_MODEL, JUDGE_PROMPT_VERSION
-from .run import (DEFAULT_VERDICT_ATTEMPTS, ChatFunction, JudgeItem, JudgeSummary, judge_items, open_items,
-                  write_judge_file)
-
-AGREEMENT_FILE = "judge_agreement.json"
 Result = TypeVar("Result")
 
 
@@ -92,7 +92,7 @@ def run_judge(config: JudgeConfig, progress: JudgeProgress | None = None) -> Jud
         raise ValueError("--second-judge-model must differ from --judge-model")
     run = open_run(config.run_dir, config.release_dir)
     items = open_items(run, load_gold(run.release_dir))
-    cache = VerdictCache(run.path / JUDGEMENTS_FILE)
+    cache = VerdictCache(run.path / RunFile.JUDGEMENTS)
     report = JudgeReport()
     report.summaries.append(_judge_pass(items, cache, config.judge_model, config.judge_base_url, config, progress))
     write_judge_file(run.path, config.judge_model, JUDGE_PROMPT_VERSION, config.second_judge_model,
@@ -104,7 +104,7 @@ def run_judge(config: JudgeConfig, progress: JudgeProgress | None = None) -> Jud
                          reported=report.summaries[0].reported_models, command_line=_command_line(config),
                          second_reported=report.summaries[1].reported_models)
         report.agreement = judge_agreement(cache, config.judge_model, config.second_judge_model, JUDGE_PROMPT_VERSION)
-        report.agreement_file = write_json(run.path / AGREEMENT_FILE, report.agreement)
+        report.agreement_file = write_json(run.path / RunFile.JUDGE_AGREEMENT, report.agreement)
     if config.extract_closed:
         report.extraction = _extraction_pass(run, config, progress)
     return report
@@ -114,7 +114,7 @@ def _extraction_pass(run, config: JudgeConfig, progress: JudgeProgress | None) -
     """Ask the extractor about the run's unparseable closed replies; write extractor.json for the assisted score."""
     model = config.extractor_model or config.judge_model
     items = unparseable_items(run, load_gold(run.release_dir))
-    cache = ExtractionCache(run.path / EXTRACTIONS_FILE)
+    cache = ExtractionCache(run.path / RunFile.EXTRACTIONS)
     on_start, on_advance = progress(f"{model} (extraction)") if progress else (None, None)
     if on_start:
         on_start(len(items))

@@ -19,7 +19,6 @@ from pydantic import BaseModel, ValidationError
 
 from mmbu.benchmark_eval.records import repair_truncated_tail
 
-JUDGEMENTS_FILE = "judgements.jsonl"
 Verdict = Literal["equivalent", "not_equivalent", "error"]
 Entry = TypeVar("Entry", bound=BaseModel)
 

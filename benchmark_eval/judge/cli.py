@@ -2,26 +2,26 @@
 answers, cached beside the run."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import contextlib
+from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from mmbu.benchmark_eval.backends.bounded_body import DEFAULT_MIN_RESPONSE_RATE
+from mmbu.benchmark_eval.backends.openai_compat import (DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES,
+                                                        CircuitOpen)
+from mmbu.benchmark_eval.backends.preflight import PreflightError
+from mmbu.benchmark_eval.judge.api import JudgeConfig, run_judge
+from mmbu.benchmark_eval.judge.prompt import DEFAULT_JUDGE_MODEL
+from mmbu.benchmark_eval.judge.run import DEFAULT_VERDICT_ATTEMPTS, JudgeSummary
+from mmbu.benchmark_eval.rundir import RunInputError
 from mmbu.core.cli import ExitCode, InvalidInput
 from mmbu.core.interrupt import on_interrupt, resume_command
 from mmbu.core.progress import PlainProgress, is_live, output_console
-
-from ..backends.bounded_body import DEFAULT_MIN_RESPONSE_RATE
-from ..backends.openai_compat import DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES, CircuitOpen
-from ..backends.preflight import PreflightError
-from ..scoring.rundir import RunInputError
-from .api import JudgeConfig, run_judge
-from .prompt import DEFAULT_JUDGE_MODEL
-from .run import DEFAULT_VERDICT_ATTEMPTS, JudgeSummary
+from mmbu.core.runs import RunFile
 
 
 def _report(console: Console, summary: JudgeSummary) -> None:
@@ -137,7 +137,7 @@ def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str
                          max_consecutive_failures=max_consecutive_failures, preflight=not no_preflight)
     counts = {"done": 0, "total": 0}
     on_interrupt(lambda: f"judged {counts['done']:,} of {counts['total']:,} pairs this run; every verdict had is "
-                         f"cached in {run_dir / 'judgements.jsonl'}")
+                         f"cached in {run_dir / RunFile.JUDGEMENTS}")
     try:
         with _judge_progress(console, counts) as progress:
             report = run_judge(config, progress)
@@ -150,7 +150,7 @@ def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str
     except CircuitOpen as exc:
         console.print(f"stopped: {exc}", markup=False, highlight=False)
         console.print(f"judged {counts['done']:,} of {counts['total']:,} pairs before it; their verdicts are cached in "
-                      f"{run_dir / 'judgements.jsonl'}", markup=False, highlight=False)
+                      f"{run_dir / RunFile.JUDGEMENTS}", markup=False, highlight=False)
         console.print(f"when the judge server is back, resume with:\n  {resume_command()}", markup=False,
                       highlight=False)
         raise SystemExit(ExitCode.ITEMS_FAILED) from None

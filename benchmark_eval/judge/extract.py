@@ -23,14 +23,16 @@ import pandas as pd
 
 from mmbu.benchmark_eval.backends.base import BackendError
 from mmbu.benchmark_eval.judge.cache import now
-from mmbu.benchmark_eval.judge.extraction_cache import (EXTRACT_PROMPT_VERSION, EXTRACTIONS_FILE, EXTRACTOR_FILE,
-                                                        Extraction, ExtractionCache, extraction_key)
+from mmbu.benchmark_eval.judge.extraction_cache import (EXTRACT_PROMPT_VERSION, Extraction, ExtractionCache,
+                                                        extraction_key)
 from mmbu.benchmark_eval.judge.precheck import final_answer_text
 from mmbu.benchmark_eval.judge.prompt import last_line, neutralise, prompt_sha256
 from mmbu.benchmark_eval.judge.run import ChatFunction, ask_each
 from mmbu.benchmark_eval.parser import option_labels, parse_closed_answer
-from mmbu.benchmark_eval.scoring.output import write_json
-from mmbu.benchmark_eval.scoring.rundir import RunDir
+from mmbu.benchmark_eval.rundir import RunDir
+from mmbu.core.outputs import write_json
+from mmbu.core.release import Form
+from mmbu.core.runs import RunFile
 
 DEFAULT_EXTRACTION_ATTEMPTS = 3
 
@@ -109,7 +111,7 @@ class ExtractionSummary:
 
 def unparseable_items(run: RunDir, gold: dict[str, pd.DataFrame]) -> list[ClosedItem]:
     """The closed answers of a run that the strict parser leaves unparseable (what the extractor is asked)."""
-    records = run.records[(run.records["form"] == "closed") & (run.records["status"] == "ok")]
+    records = run.records[(run.records["form"] == Form.CLOSED) & (run.records["status"] == "ok")]
     items = []
     for task, group in records.groupby("task", sort=False):
         if task not in gold or "options" not in gold[task]:
@@ -169,8 +171,8 @@ async def extract_items(items: list[ClosedItem], chat: ChatFunction, cache: Extr
 
 def write_extractor_file(run_dir: Path, extractor_model: str, prompt_version: str = EXTRACT_PROMPT_VERSION) -> Path:
     """``extractor.json``: whose extractions the assisted score uses for this run."""
-    return write_json(run_dir / EXTRACTOR_FILE, {"extractor_model": extractor_model, "prompt_version": prompt_version,
+    return write_json(run_dir / RunFile.EXTRACTOR, {"extractor_model": extractor_model, "prompt_version": prompt_version,
                                                  "prompt_sha256": extract_prompt_sha256(),
-                                                 "extractions": EXTRACTIONS_FILE})
+                                                 "extractions": RunFile.EXTRACTIONS})
 
 

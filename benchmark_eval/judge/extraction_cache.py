@@ -12,10 +12,9 @@ from typing import Literal
 from pydantic import BaseModel
 
 from mmbu.benchmark_eval.judge.cache import AppendOnlyCache
+from mmbu.core.runs import RunFile
 
 EXTRACT_PROMPT_VERSION = "mmbu-extract-v1"
-EXTRACTIONS_FILE = "extractions.jsonl"
-EXTRACTOR_FILE = "extractor.json"
 
 
 class Extraction(BaseModel):
@@ -52,11 +51,11 @@ def extraction_key(reply: str, options: tuple[str, ...], extractor_model: str, p
 
 def extractions_of(run_dir: Path) -> tuple[ExtractionCache, str, str] | None:
     """(cache, extractor model, prompt version) named by the run's ``extractor.json``, or None (no assisted score)."""
-    path = run_dir / EXTRACTOR_FILE
+    path = run_dir / RunFile.EXTRACTOR
     if not path.exists():
         return None
     meta = json.loads(path.read_text(encoding="utf-8"))
-    return ExtractionCache(run_dir / EXTRACTIONS_FILE), meta["extractor_model"], meta["prompt_version"]
+    return ExtractionCache(run_dir / RunFile.EXTRACTIONS), meta["extractor_model"], meta["prompt_version"]
 
 
 def assisted_label(strict_label: str | None, reply: str, options: tuple[str, ...],

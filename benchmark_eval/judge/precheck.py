@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from mmbu.benchmark_eval.parser import DEFAULT_REASONING, ReasoningMarkers, normalise_label_text, strip_reasoning
 
@@ -26,10 +27,27 @@ def final_answer_text(output: str | None, reasoning: ReasoningMarkers = DEFAULT_
     return strip_reasoning(output or "", reasoning)
 
 
+class OpenAnswer(NamedTuple):
+    """An open classification reply as the judge and the scorer both read it."""
+
+    text: str  # what the judge is shown, and what its verdict is cached under (`final_answer_text`)
+    prechecked: bool  # the answer is the gold answer or an alias: equivalent, no judge asked
+
+
+def read_open_answer(output: str | None, gold: str, aliases: Iterable[str] | None = (),
+                     reasoning: ReasoningMarkers = DEFAULT_REASONING) -> OpenAnswer:
+    """The reply's shown text and its pre-check, computed once for `mmbu eval judge` and `score` alike."""
+    text = final_answer_text(output, reasoning)
+    return OpenAnswer(text, _is_gold(text, gold, aliases))
+
+
 def precheck_equivalent(output: str | None, gold: str, aliases: Iterable[str] | None = (),
                         reasoning: ReasoningMarkers = DEFAULT_REASONING) -> bool:
     """True when the answer is the gold answer (or an alias) up to normalisation."""
-    text = final_answer_text(output, reasoning)
+    return read_open_answer(output, gold, aliases, reasoning).prechecked
+
+
+def _is_gold(text: str, gold: str, aliases: Iterable[str] | None) -> bool:
     answers = _forms(text)
     lines = _ANSWER_LINE.findall(text)
     if lines:

@@ -19,18 +19,18 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from mmbu.core.release import Task
+from mmbu.benchmark_eval.backends.base import BackendError
+from mmbu.benchmark_eval.judge.cache import AppendOnlyCache, Judgement, VerdictCache, now, verdict_key
+from mmbu.benchmark_eval.judge.precheck import read_open_answer
+from mmbu.benchmark_eval.judge.prompt import JUDGE_PROMPT_VERSION, judge_messages, parse_verdict, prompt_sha256
+from mmbu.benchmark_eval.parser import DEFAULT_REASONING, ReasoningMarkers
+from mmbu.benchmark_eval.rundir import OPEN_ANSWER, RunDir, load_gold
+from mmbu.core.outputs import write_json
+from mmbu.core.release import Form, Task
+from mmbu.core.runs import RunFile
 from mmbu.core.secrets import redact_argv
 from mmbu.core.version import toolkit_version
 
-from ..backends.base import BackendError
-from ..scoring.output import write_json
-from ..scoring.rundir import JUDGE_FILE, OPEN_ANSWER, RunDir, load_gold
-from .cache import JUDGEMENTS_FILE, AppendOnlyCache, Judgement, VerdictCache, now, verdict_key
-from .precheck import final_answer_text, precheck_equivalent
-from .prompt import JUDGE_PROMPT_VERSION, judge_messages, parse_verdict, prompt_sha256
-
-DETECTION = Task.DETECTION.value
 DEFAULT_VERDICT_ATTEMPTS = 3
 SAVE_EVERY = 32
 ChatFunction = Callable[[list[dict]], Awaitable[str]]
@@ -39,9 +39,16 @@ Item = TypeVar("Item")
 
 @dataclass(frozen=True)
 class JudgeItem:
-    answer: str
+    answer: str  # the reply as the judge is shown it
     gold: str
     aliases: tuple[str, ...]
+    prechecked: bool  # the answer is the gold answer or an alias: no judge asked
+
+    @classmethod
+    def read(cls, output: str | None, gold: str, aliases: tuple[str, ...] = (),
+             reasoning: ReasoningMarkers = DEFAULT_REASONING) -> JudgeItem:
+        answer = read_open_answer(output, gold, aliases, reasoning)
+        return cls(answer.text, gold, aliases, answer.prechecked)
 
 
 @dataclass
@@ -59,7 +66,7 @@ class JudgeSummary:
 def open_items(run: RunDir, gold: dict[str, pd.DataFrame] | None = None) -> list[JudgeItem]:
     """The open classification answers of a run that have a model answer, joined to their gold."""
     gold = gold if gold is not None else load_gold(run.release_dir)
-    records = run.records[(run.records["form"] == "open") & (run.records["task"] != DETECTION)
+    records = run.records[(run.records["form"] == Form.OPEN) & (run.records["task"] != Task.DETECTION)
                           & (run.records["status"] == "ok")]
     items = []
     for task, group in records.groupby("task", sort=False):
@@ -71,8 +78,8 @@ def open_items(run: RunDir, gold: dict[str, pd.DataFrame] | None = None) -> list
                 continue
             row = table.loc[sample_id]
             aliases = row.get("answer_aliases")
-            items.append(JudgeItem(final_answer_text(output, run.reasoning), str(row[OPEN_ANSWER]),
-                                   tuple(aliases) if aliases is not None else ()))
+            items.append(JudgeItem.read(output, str(row[OPEN_ANSWER]), tuple(aliases) if aliases is not None else (),
+                                        run.reasoning))
     return items
 
 
@@ -110,7 +117,7 @@ async def judge_items(
     prechecked: dict[str, Judgement] = {}
     for item in items:
         key = verdict_key(item.answer, item.gold, judge_model, prompt_version)
-        if precheck_equivalent(item.answer, item.gold, item.aliases):
+        if item.prechecked:
             summary.precheck += 1
             if cache.get(key) is None and key not in prechecked:
                 prechecked[key] = Judgement(key=key, answer=item.answer, gold=item.gold, judge_model=judge_model,
@@ -183,21 +190,21 @@ def write_judge_file(run_dir: Path, judge_model: str, prompt_version: str = JUDG
         earlier = previous.get(key) or [] if previous.get(model_key) == model else []
         return sorted(set(names or ()) | set(earlier))
 
-    return write_json(run_dir / JUDGE_FILE, {
+    return write_json(run_dir / RunFile.JUDGE, {
         "judge_model": judge_model,
         "judge_model_reported": over_runs(reported, judge_model, "judge_model_reported", "judge_model"),
         "prompt_version": prompt_version, "prompt_sha256": prompt_sha256(),
         "second_judge_model": second_judge_model,
         "second_judge_model_reported": over_runs(second_reported, second_judge_model, "second_judge_model_reported",
                                                  "second_judge_model"),
-        "judgements": JUDGEMENTS_FILE, "toolkit_version": toolkit_version(),
+        "judgements": RunFile.JUDGEMENTS, "toolkit_version": toolkit_version(),
         "judged_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command_line": redact_argv(command_line) if command_line else None,
     })
 
 
 def read_judge_file(run_dir: Path) -> dict | None:
-    path = run_dir / JUDGE_FILE
+    path = run_dir / RunFile.JUDGE
     try:
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
     except ValueError:

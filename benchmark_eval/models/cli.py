@@ -7,11 +7,10 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from mmbu.benchmark_eval.models.box_format import SmartResize
+from mmbu.benchmark_eval.models.registry import ModelEntry, Registry, RegistryError, load_registry
 from mmbu.core.cli import InvalidInput
 from mmbu.core.progress import output_console
-
-from .box_format import SmartResize
-from .registry import ModelEntry, Registry, RegistryError, load_registry
 
 
 def box_convention(entry: ModelEntry) -> str:

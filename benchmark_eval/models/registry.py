@@ -17,7 +17,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .box_format import BoxFormat, SmartResize
+from mmbu.benchmark_eval.models.box_format import BoxFormat, SmartResize
 from mmbu.core.yaml_io import read_yaml
 
 REGISTRY_PATH = Path(__file__).with_name("registry.yaml")

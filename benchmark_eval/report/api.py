@@ -14,17 +14,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from mmbu.benchmark_eval.models.registry import RegistryError, default_registry
+from mmbu.benchmark_eval.report.plots import all_plots
+from mmbu.benchmark_eval.report.tables import markdown_report
+from mmbu.benchmark_eval.scoring.api import ScoringConfig, ScoringResult
+from mmbu.benchmark_eval.scoring.output import write_record_outcomes, write_unless_empty
+from mmbu.benchmark_eval.scoring.provenance import csv_columns, scoring_provenance
+from mmbu.benchmark_eval.scoring.results import records
+from mmbu.benchmark_eval.scoring.scores import ScoreOptions, ScoreReport
 from mmbu.core.files import write_text_atomic
-
-from ..models.registry import RegistryError, default_registry
-from ..scoring.api import ScoringConfig, ScoringResult
-from mmbu.core.outputs import write_csv
-
-from ..scoring.output import write_json, write_record_outcomes, write_unless_empty
-from ..scoring.provenance import csv_columns, scoring_provenance
-from ..scoring.scores import ScoreOptions, ScoreReport
-from .plots import all_plots
-from .tables import markdown_report
+from mmbu.core.outputs import write_csv, write_json
+from mmbu.core.runs import RunFile
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +60,7 @@ def display_name(model: str) -> str:
 def judge_agreements(run_dirs: tuple[Path, ...]) -> list[dict]:
     found = []
     for run_dir in run_dirs:
-        path = Path(run_dir) / "judge_agreement.json"
+        path = Path(run_dir) / RunFile.JUDGE_AGREEMENT
         if path.exists():
             found.append({"run": Path(run_dir).name, **json.loads(path.read_text(encoding="utf-8"))})
     return found
@@ -73,12 +73,13 @@ def write_report(report: ScoreReport, out_dir: Path, run_dirs: tuple[Path, ...],
     heads report.md, goes into provenance.json and into the columns of scores.csv."""
     out_dir.mkdir(parents=True, exist_ok=True)
     provenance = provenance if provenance is not None else scoring_provenance(run_dirs)
-    scores = [{**item, **csv_columns(provenance, item["model"])} for item in report.scores]
+    scores = [{**item, **csv_columns(provenance, item["model"])} for item in report.score_records()]
     tables = {
         "scores.json": (report.contract_records(), write_json), "scores.csv": (scores, write_csv),
-        "overall.csv": (report.overall, write_csv), "deltas.csv": (report.deltas, write_csv),
-        "breakdowns.json": (report.breakdowns, write_json), "breakdowns.csv": (report.breakdowns, write_csv),
-        "paired.csv": (report.paired, write_csv), "diagnostics.csv": (report.diagnostics, write_csv),
+        "overall.csv": (records(report.overall), write_csv), "deltas.csv": (records(report.deltas), write_csv),
+        "breakdowns.json": (records(report.breakdowns), write_json),
+        "breakdowns.csv": (records(report.breakdowns), write_csv),
+        "paired.csv": (records(report.paired), write_csv), "diagnostics.csv": (records(report.diagnostics), write_csv),
     }
     written = {name: write_unless_empty(out_dir / name, rows, writer) for name, (rows, writer) in tables.items()}
     written = {name: path for name, path in written.items() if path is not None}

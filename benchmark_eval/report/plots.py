@@ -14,9 +14,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from mmbu.benchmark_eval.report.tables import TEMPLATE_TITLES, random_baselines  # noqa: E402
+from mmbu.benchmark_eval.scoring.results import ConfigScore, Delta, records  # noqa: E402
 from mmbu.benchmark_eval.scoring.metrics import micro_f1  # noqa: E402
 from mmbu.core.files import write_bytes_atomic  # noqa: E402
-from mmbu.core.release import TASK_TITLES, TASKS, TEMPLATES  # noqa: E402
+from mmbu.core.release import FORMS, TASK_TITLES, TASKS, TEMPLATES, Form  # noqa: E402
 
 DPI = 120
 NO_SCORE_COLOUR = "#888888"
@@ -64,15 +65,15 @@ def heatmap_by_field(outcomes: pd.DataFrame, field: str, form: str, display: Cal
     return _save(figure, path)
 
 
-def f1_by_config(scores: list[dict], outcomes: pd.DataFrame, display: Callable[[str], str], path: Path,
+def f1_by_config(scores: list[ConfigScore], outcomes: pd.DataFrame, display: Callable[[str], str], path: Path,
                  baselines: dict[tuple[str, str], float]) -> Path | None:
     """Per task: F1 with its 95% CI for each form × template, one bar per model; dashed line = random."""
-    frame = pd.DataFrame(scores)
+    frame = pd.DataFrame(records(scores))
     if frame.empty:
         return None
     tasks = [t for t in TASKS if t in set(frame["task"])]
     models = list(dict.fromkeys(frame["model"]))
-    configs = [(form, template) for form in ("closed", "open") for template in TEMPLATES]
+    configs = [(form, template) for form in FORMS for template in TEMPLATES]
     figure, axes = plt.subplots(len(tasks), 1, figsize=(10, 3.1 * len(tasks)), squeeze=False, sharey=True)
     width = 0.8 / max(1, len(models))
     colors = plt.get_cmap("tab10")
@@ -94,7 +95,7 @@ def f1_by_config(scores: list[dict], outcomes: pd.DataFrame, display: Callable[[
             # the edge keeps an F1 of exactly 0 visible as a line on the axis
             axis.bar(xs, ys, width=width * 0.9, color=colors(k % 10), edgecolor=colors(k % 10), linewidth=1.5,
                      label=display(model), yerr=[low, high], capsize=2, error_kw={"elinewidth": 0.8})
-        for half, form in ((0, "closed"), (1, "open")):
+        for half, form in enumerate(FORMS):
             baseline = baselines.get((task, form))
             if baseline is not None and np.isfinite(baseline):
                 start, end = half * 3 - 0.45, half * 3 + 2.45
@@ -114,9 +115,9 @@ def f1_by_config(scores: list[dict], outcomes: pd.DataFrame, display: Callable[[
     return _save(figure, path)
 
 
-def delta_by_model(deltas: list[dict], display: Callable[[str], str], path: Path) -> Path | None:
+def delta_by_model(deltas: list[Delta], display: Callable[[str], str], path: Path) -> Path | None:
     """Per task: Δ = F1(closed) − F1(open) per model with its paired 95% CI, one marker per template."""
-    frame = pd.DataFrame(deltas)
+    frame = pd.DataFrame(records(deltas))
     if frame.empty:
         return None
     tasks = [t for t in TASKS if t in set(frame["task"])]
@@ -146,7 +147,7 @@ def delta_by_model(deltas: list[dict], display: Callable[[str], str], path: Path
     return _save(figure, path)
 
 
-def all_plots(scores: list[dict], deltas: list[dict], outcomes: pd.DataFrame, report, display: Callable[[str], str],
+def all_plots(scores: list[ConfigScore], deltas: list[Delta], outcomes: pd.DataFrame, report, display: Callable[[str], str],
               out_dir: Path, heatmap_field: str = "sub_modality") -> dict[str, str]:
     """Write every plot into `out_dir`; returns {title: file name} for the ones that had data."""
     made: dict[str, str] = {}
@@ -155,9 +156,9 @@ def all_plots(scores: list[dict], deltas: list[dict], outcomes: pd.DataFrame, re
          "f1_by_config.png"),
         ("Closed − open gap per model", lambda p: delta_by_model(deltas, display, p), "delta_by_model.png"),
         (f"Model × {heatmap_field.replace('_', '-')} (closed)",
-         lambda p: heatmap_by_field(outcomes, heatmap_field, "closed", display, p), f"heatmap_{heatmap_field}_closed.png"),
+         lambda p: heatmap_by_field(outcomes, heatmap_field, Form.CLOSED, display, p), f"heatmap_{heatmap_field}_closed.png"),
         (f"Model × {heatmap_field.replace('_', '-')} (open)",
-         lambda p: heatmap_by_field(outcomes, heatmap_field, "open", display, p), f"heatmap_{heatmap_field}_open.png"),
+         lambda p: heatmap_by_field(outcomes, heatmap_field, Form.OPEN, display, p), f"heatmap_{heatmap_field}_open.png"),
     ]
     for title, draw, name in candidates:
         if draw(out_dir / name) is not None:

@@ -5,12 +5,12 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from mmbu.benchmark_eval.scoring.baselines import expected_f1
+from mmbu.benchmark_eval.scoring.overall import AVERAGING
+from mmbu.benchmark_eval.scoring.results import OverallDelta, OverallScore
+from mmbu.benchmark_eval.scoring.scores import ScoreReport
 from mmbu.core.outputs import markdown_cell
-from mmbu.core.release import TASK_TITLES, TASKS, TEMPLATES
-
-from ..scoring.baselines import expected_f1
-from ..scoring.overall import AVERAGING
-from ..scoring.scores import ScoreReport
+from mmbu.core.release import FORMS, TASK_TITLES, TASKS, TEMPLATES, Form
 
 TEMPLATE_TITLES = {"no_context": "No Context", "modality": "Modality", "full_context": "Full Context"}
 
@@ -41,33 +41,33 @@ def random_baselines(report: ScoreReport) -> dict[tuple[str, str], float]:
 def results_table(report: ScoreReport, template: str, display: Callable[[str], str]) -> pd.DataFrame:
     """The paper's table for one template: a row per model, a ``closed / open (Δ)`` cell per task, and the overall
     (the unweighted mean of the tasks, `scoring.overall`) beside them."""
-    scores = {(s["model"], s["task"], s["form"]): s for s in report.scores if s["template"] == template}
-    deltas = {(d["model"], d["task"]): d for d in report.deltas if d["template"] == template}
-    overall = {(o["model"], o["form"]): o["f1"] for o in report.overall
-               if o["kind"] == "overall" and o["template"] == template}
-    overall_deltas = {o["model"]: o["delta"] for o in report.overall
-                      if o["kind"] == "overall_delta" and o["template"] == template}
+    scores = {(s.model, s.task, s.form): s for s in report.scores if s.template == template}
+    deltas = {(d.model, d.task): d for d in report.deltas if d.template == template}
+    overall = {(o.model, o.form): o.f1 for o in report.overall
+               if isinstance(o, OverallScore) and o.template == template}
+    overall_deltas = {o.model: o.delta for o in report.overall
+                      if isinstance(o, OverallDelta) and o.template == template}
     tasks = [t for t in TASKS if any(key[1] == t for key in scores)]
-    models = list(dict.fromkeys(s["model"] for s in report.scores))
+    models = list(dict.fromkeys(s.model for s in report.scores))
     rows = []
     for model in models:
         row = {"Model": display(model)}
         for task in tasks:
-            closed = scores.get((model, task, "closed"))
-            opened = scores.get((model, task, "open"))
+            closed = scores.get((model, task, Form.CLOSED))
+            opened = scores.get((model, task, Form.OPEN))
             delta = deltas.get((model, task))
-            text = f"{_f(closed['f1'] if closed else None)} / {_f(opened['f1'] if opened else None)}"
-            row[TASK_TITLES[task]] = text + (f" ({_f(delta['delta'])})" if delta else "")
-        closed, opened = overall.get((model, "closed")), overall.get((model, "open"))
+            text = f"{_f(closed.f1 if closed else None)} / {_f(opened.f1 if opened else None)}"
+            row[TASK_TITLES[task]] = text + (f" ({_f(delta.delta)})" if delta else "")
+        closed, opened = overall.get((model, Form.CLOSED)), overall.get((model, Form.OPEN))
         row["Overall"] = f"{_f(closed)} / {_f(opened)}" + (
             f" ({_f(overall_deltas[model])})" if model in overall_deltas else "")
         rows.append(row)
     baselines = random_baselines(report)
     random_row = {"Model": "Random"}
     for task in tasks:
-        random_row[TASK_TITLES[task]] = f"{_f(baselines.get((task, 'closed')))} / {_f(baselines.get((task, 'open')))}"
+        random_row[TASK_TITLES[task]] = " / ".join(_f(baselines.get((task, form))) for form in FORMS)
     random_row["Overall"] = " / ".join(_f(_mean([baselines.get((task, form)) for task in tasks]))
-                                       for form in ("closed", "open"))
+                                       for form in FORMS)
     rows.append(random_row)
     return pd.DataFrame(rows)
 
@@ -94,22 +94,22 @@ def provenance_table(provenance: dict, display: Callable[[str], str]) -> pd.Data
     return pd.DataFrame(rows)
 
 
-def _configuration(item: dict, display: Callable[[str], str]) -> dict:
+def _configuration(model: str, task: str, form: str, template: str, display: Callable[[str], str]) -> dict:
     """The four cells naming a configuration, in the report's words."""
-    return {"Model": display(item["model"]), "Task": TASK_TITLES.get(item["task"], item["task"]), "Form": item["form"],
-            "Template": TEMPLATE_TITLES.get(item["template"], item["template"])}
+    return {"Model": display(model), "Task": TASK_TITLES.get(task, task), "Form": form,
+            "Template": TEMPLATE_TITLES.get(template, template)}
 
 
 def ci_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataFrame:
     """A row per configuration, then per model, form and template the overall row (mean of the tasks, no CI)."""
     rows = []
     for s in report.scores:
-        rows.append({**_configuration(s, display), "n": s["n"], "F1": _f(s["f1"]),
-                     "95% CI": f"[{_f(s['ci_low'])}, {_f(s['ci_high'])}]", "Random": _f(s["random_baseline"])})
+        rows.append({**_configuration(*s.config, display), "n": s.n, "F1": _f(s.f1),
+                     "95% CI": f"[{_f(s.ci_low)}, {_f(s.ci_high)}]", "Random": _f(s.random_baseline)})
     for o in report.overall:
-        if o["kind"] == "overall":
-            rows.append({**_configuration({**o, "task": f"Overall ({o['tasks']} tasks)"}, display), "n": o["n"],
-                         "F1": _f(o["f1"]), "95% CI": "—", "Random": "—"})
+        if isinstance(o, OverallScore):
+            rows.append({**_configuration(o.model, f"Overall ({o.tasks} tasks)", o.form, o.template, display),
+                         "n": o.n, "F1": _f(o.f1), "95% CI": "—", "Random": "—"})
     return pd.DataFrame(rows)
 
 
@@ -117,38 +117,39 @@ def strict_assisted_table(report: ScoreReport, display: Callable[[str], str]) ->
     """Closed configurations: the strict F1 (the paper's protocol) beside the assisted F1, and the unparseable share."""
     rows = []
     for s in report.scores:
-        if s["form"] != "closed":
+        if s.form != Form.CLOSED:
             continue
-        assisted = "—" if s.get("assisted_f1") is None else (
-            f"{_f(s['assisted_f1'])} [{_f(s['assisted_ci_low'])}, {_f(s['assisted_ci_high'])}]")
-        rows.append({"Model": display(s["model"]), "Task": TASK_TITLES.get(s["task"], s["task"]),
-                     "Template": TEMPLATE_TITLES.get(s["template"], s["template"]), "n": s["n"],
-                     "Strict F1": f"{_f(s['f1'])} [{_f(s['ci_low'])}, {_f(s['ci_high'])}]", "Assisted F1": assisted,
-                     "Unparseable": f"{s['parse_failures']} ({_f(s.get('unparseable_share'), 3)})",
-                     "Read by the extractor": s.get("extracted", 0) if s.get("assisted_f1") is not None else "—"})
+        assisted = "—" if s.assisted_f1 is None else (
+            f"{_f(s.assisted_f1)} [{_f(s.assisted_ci_low)}, {_f(s.assisted_ci_high)}]")
+        rows.append({"Model": display(s.model), "Task": TASK_TITLES.get(s.task, s.task),
+                     "Template": TEMPLATE_TITLES.get(s.template, s.template), "n": s.n,
+                     "Strict F1": f"{_f(s.f1)} [{_f(s.ci_low)}, {_f(s.ci_high)}]", "Assisted F1": assisted,
+                     "Unparseable": f"{s.parse_failures} ({_f(s.unparseable_share, 3)})",
+                     "Read by the extractor": s.extracted if s.assisted_f1 is not None else "—"})
     return pd.DataFrame(rows)
 
 
 def diagnostics_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataFrame:
     rows = []
     for d in report.diagnostics:
-        rows.append({**_configuration(d, display), "Records": d["records"], "Run errors": d["run_errors"],
-                     "Parse failures": f"{d['parse_failures']} ({_f(d['parse_failure_rate'], 3)})",
-                     "Judge errors": f"{d['judge_failed'] + d['judge_pending']} ({_f(d['judge_error_rate'], 3)})",
-                     "Pre-checked": d["precheck"]})
+        rows.append({**_configuration(d.model, d.task, d.form, d.template, display), "Records": d.records,
+                     "Run errors": d.run_errors,
+                     "Parse failures": f"{d.parse_failures} ({_f(d.parse_failure_rate, 3)})",
+                     "Judge errors": f"{d.judge_failed + d.judge_pending} ({_f(d.judge_error_rate, 3)})",
+                     "Pre-checked": d.precheck})
     return pd.DataFrame(rows)
 
 
 def paired_table(report: ScoreReport, display: Callable[[str], str]) -> pd.DataFrame:
     rows = []
     for p in report.paired:
-        if p["task"] != "all" and p["template"] != "no_context":
+        if p.task != "all" and p.template != "no_context":
             continue
-        rows.append({"A": display(p["model_a"]), "B": display(p["model_b"]),
-                     "Task": TASK_TITLES.get(p["task"], "all records"), "Form": p["form"],
-                     "Template": TEMPLATE_TITLES.get(p["template"], p["template"]), "n": p["n"],
-                     "A wins": f"{p['wins']} ({_f(p['win_rate'], 3)})", "Ties": p["ties"],
-                     "B wins": f"{p['losses']} ({_f(p['loss_rate'], 3)})"})
+        rows.append({"A": display(p.model_a), "B": display(p.model_b),
+                     "Task": TASK_TITLES.get(p.task, "all records"), "Form": p.form,
+                     "Template": TEMPLATE_TITLES.get(p.template, p.template), "n": p.n,
+                     "A wins": f"{p.wins} ({_f(p.win_rate, 3)})", "Ties": p.ties,
+                     "B wins": f"{p.losses} ({_f(p.loss_rate, 3)})"})
     return pd.DataFrame(rows)
 
 
@@ -167,7 +168,7 @@ def markdown_report(report: ScoreReport, display: Callable[[str], str], plots: d
               f"answer (closed / open). **Overall** is the {AVERAGING}, over the tasks shown; it is withheld (—) "
               "when a task's F1 is. " + options_text, ""]
     for template in TEMPLATES:
-        if not any(s["template"] == template for s in report.scores):
+        if not any(s.template == template for s in report.scores):
             continue
         parts += [f"## Results — {TEMPLATE_TITLES[template]} template", "",
                   _markdown(results_table(report, template, display)), ""]

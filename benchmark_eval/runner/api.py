@@ -7,9 +7,10 @@
                                  model="Qwen/Qwen2.5-VL-7B-Instruct", base_urls=("http://gpu:8000/v1",)))
     report.ok, report.expected, report.completeness   # records in report.predictions
 
-It resolves the model (registry entry, box convention), checks the selection against the release, builds the
-backend, holds the run directory's lock, records `run.json` before and after, runs the `Runner` (or its
-worker processes) and writes `completeness.json`. Unusable input raises `ReleaseError`, `RegistryError`,
+It resolves the model (registry entry, box convention), checks the selection against the release, states the
+backend's options once (`BackendRecipe`, which builds this process's backend and each worker's), holds the run
+directory's lock, records `run.json` before and after, runs the `Runner` (or its worker processes) and writes
+`completeness.json`. Unusable input raises `ReleaseError`, `RegistryError`,
 `RecordsError` or `RunLocked` (files) or `EvalUsageError` (options), each one sentence naming the cause; an
 endpoint that cannot serve (refused, wrong model name, authentication, 5xx) raises `PreflightError` before any
 question is asked; one that fails `max_consecutive_failures` requests in a row during the run raises `RunStopped`
@@ -25,29 +26,27 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
+from mmbu.benchmark_eval.backends.base import Backend
+from mmbu.benchmark_eval.backends.bounded_body import DEFAULT_MAX_RESPONSE_BYTES
+from mmbu.benchmark_eval.backends.openai_compat import (DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES,
+                                                        CircuitOpen, OpenAICompatClient)
+from mmbu.benchmark_eval.backends.preflight import EndpointCheck, preflight
+from mmbu.benchmark_eval.backends.recipe import BackendKind, BackendRecipe
+from mmbu.benchmark_eval.models.box_format import BoxFormat
+from mmbu.benchmark_eval.models.registry import ModelEntry, ad_hoc_entry, load_registry
+from mmbu.benchmark_eval.release import ReleaseError, list_tasks
+from mmbu.benchmark_eval.release_source import resolve_release
+from mmbu.benchmark_eval.runner.core import Progress, RunConfig, Runner, completeness, run_lock
+from mmbu.benchmark_eval.runner.manifest import build_manifest, read_previous, write_json_atomic
+from mmbu.benchmark_eval.runner.workers import run_sharded
+from mmbu.benchmark_eval.tasks.image_cache import remove_stale_temporaries
+from mmbu.benchmark_eval.tasks.prompts import PROMPT_VERSION
+from mmbu.benchmark_eval.tasks.spec import parse_choice
 from mmbu.core.cli import ExitCode
+from mmbu.core.release import FORMS, TASKS, TEMPLATES
+from mmbu.core.runs import RunFile
 from mmbu.core.secrets import redact_url
-from mmbu.core.release import TASKS
-
-from ..backends.bounded_body import DEFAULT_MAX_RESPONSE_BYTES
-from ..backends.base import Backend
-from ..backends.openai_compat import (DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES, CircuitOpen,
-                                      OpenAICompatBackend, OpenAICompatClient)
-from ..backends.preflight import EndpointCheck, preflight
-from ..models.box_format import BoxFormat
-from ..models.registry import ModelEntry, ad_hoc_entry, load_registry
-from ..release import ReleaseError, list_tasks
-from ..release_source import resolve_release
-from ..tasks.image_cache import remove_stale_temporaries
-from ..tasks.prompts import PROMPT_VERSION
-from ..tasks.spec import FORMS, TEMPLATES, parse_choice
-from .core import Progress, RunConfig, Runner, completeness, run_lock
-from .manifest import COMPLETENESS_FILE, RUN_FILE, build_manifest, read_previous, write_json_atomic
-from .workers import OpenAIBackendRecipe, run_sharded
-
-BackendKind = Literal["openai", "vllm", "hf"]
 
 
 class EvalUsageError(ValueError):
@@ -136,25 +135,6 @@ def resolve_model(name: str, box_format: str | None, registry_path: Path | None)
     return entry
 
 
-def make_backend(kind: str, entry: ModelEntry, *, base_urls: list[str], api_key_env: str, served_model: str,
-                 concurrency: int, timeout: float, max_attempts: int, retry_backoff: float,
-                 tensor_parallel_size: int, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES) -> Backend:
-    if kind == "openai":
-        client = OpenAICompatClient(base_urls, served_model, api_key_env=api_key_env, concurrency=concurrency,
-                                    timeout_s=timeout, max_attempts=max_attempts, backoff_s=retry_backoff,
-                                    max_response_bytes=max_response_bytes,
-                                    max_consecutive_failures=max_consecutive_failures)
-        return OpenAICompatBackend(client, entry.chat)
-    if kind == "vllm":
-        from ..backends.vllm_offline import VLLMOfflineBackend
-
-        return VLLMOfflineBackend(entry, tensor_parallel_size=tensor_parallel_size)
-    from ..backends.transformers_local import TransformersBackend
-
-    return TransformersBackend(entry)
-
-
 def _selection(config: EvalConfig) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """The (tasks, forms, templates) to ask, checked against the release and the options' vocabularies."""
     present = list_tasks(config.release_dir)
@@ -217,23 +197,18 @@ def run_eval(config: EvalConfig, on_progress: Callable[[Progress], None] | None 
     run_config = RunConfig(release_dir=config.release_dir, runs_dir=config.runs_dir, entry=entry, tasks=tasks,
                            forms=forms, templates=templates, limit=config.limit,
                            max_tokens=config.max_tokens or entry.max_tokens, seed=config.seed,
-                           concurrency=config.concurrency, batch_size=config.batch_size, backend_name=config.backend,
+                           concurrency=config.concurrency, batch_size=config.batch_size,
                            image_cache=config.image_cache)
-    try:
-        backend = make_backend(config.backend, entry, base_urls=urls, api_key_env=key_env, served_model=served,
-                               concurrency=config.concurrency, timeout=config.timeout,
-                               max_attempts=config.max_attempts, retry_backoff=config.retry_backoff,
-                               tensor_parallel_size=config.tensor_parallel_size,
-                               max_response_bytes=config.max_response_bytes,
-                               max_consecutive_failures=config.max_consecutive_failures)
+    recipe = BackendRecipe(config.backend, entry, tuple(urls), served, key_env, timeout_s=config.timeout,
+                           max_attempts=config.max_attempts, backoff_s=config.retry_backoff,
+                           max_response_bytes=config.max_response_bytes,
+                           max_consecutive_failures=config.max_consecutive_failures,
+                           tensor_parallel_size=config.tensor_parallel_size)
+    try:  # this process's backend: the preflight, the run record's description and a one-process run
+        backend = recipe.build(config.concurrency)
     except ValueError as exc:  # e.g. credentials in a base URL: said without repeating them
         raise EvalUsageError(str(exc)) from None
     endpoints = _preflight(backend, entry) if config.preflight else []
-    recipe = OpenAIBackendRecipe(tuple(urls), served, key_env, timeout_s=config.timeout,
-                                 max_attempts=config.max_attempts, backoff_s=config.retry_backoff,
-                                 quirks=entry.chat, max_response_bytes=config.max_response_bytes,
-                                 max_consecutive_failures=config.max_consecutive_failures) \
-        if config.workers > 1 else None
     generation = {"temperature": run_config.temperature, "max_tokens": run_config.max_tokens, "seed": config.seed}
     selection = {"tasks": list(tasks), "forms": list(forms), "templates": list(templates), "limit": config.limit}
     manifest_args = dict(release_dir=config.release_dir, entry=entry.model_dump(mode="json"), served_model=served,
@@ -241,7 +216,7 @@ def run_eval(config: EvalConfig, on_progress: Callable[[Progress], None] | None 
                          generation=generation, selection=selection, argv=_command_line(config),
                          started_at=time.time(), endpoints=[_endpoint_record(check) for check in endpoints],
                          release_source=source.source)
-    run_file = run_config.run_dir / RUN_FILE
+    run_file = run_config.run_dir / RunFile.RUN
     run_config.run_dir.mkdir(parents=True, exist_ok=True)
     progress = Progress(on_change=_with_client_retries(backend, on_progress))
     with contextlib.ExitStack() as stack:
@@ -261,7 +236,7 @@ def run_eval(config: EvalConfig, on_progress: Callable[[Progress], None] | None 
         remove_stale_temporaries(config.image_cache)
     rows = completeness(run_config.predictions, expected)
     if stopped is None:  # a stopped run does not know every expected record: the last complete table stays
-        write_json_atomic(run_config.run_dir / COMPLETENESS_FILE, {"model": entry.name,
+        write_json_atomic(run_config.run_dir / RunFile.COMPLETENESS, {"model": entry.name,
                                                                   "prompt_version": PROMPT_VERSION, "configs": rows})
     report = EvalReport(run_dir=run_config.run_dir, predictions=run_config.predictions, completeness=rows,
                         progress=progress, truncated_tail=outcome is not None and outcome.truncated_tail is not None,
@@ -307,9 +282,8 @@ def _with_client_retries(backend: Backend, on_progress: Callable[[Progress], Non
     return changed
 
 
-def _execute(config: RunConfig, backend: Backend, progress: Progress, recipe: OpenAIBackendRecipe | None,
-             workers: int):
-    if recipe is not None:
+def _execute(config: RunConfig, backend: Backend, progress: Progress, recipe: BackendRecipe, workers: int):
+    if workers > 1:  # each worker builds its own backend from the recipe; this process's only did the preflight
         return run_sharded(config, recipe, workers, progress)
 
     async def go():

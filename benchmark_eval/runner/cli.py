@@ -10,20 +10,20 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mmbu.benchmark_eval.backends.bounded_body import DEFAULT_MAX_RESPONSE_BYTES
+from mmbu.benchmark_eval.backends.openai_compat import DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES
+from mmbu.benchmark_eval.backends.preflight import PreflightError
+from mmbu.benchmark_eval.models.registry import RegistryError, load_registry, model_slug
+from mmbu.benchmark_eval.records import RecordsError
+from mmbu.benchmark_eval.release import ReleaseError
+from mmbu.benchmark_eval.runner.api import EvalConfig, EvalReport, EvalUsageError, RunStopped, run_eval
+from mmbu.benchmark_eval.runner.core import Progress, RunLocked
+from mmbu.benchmark_eval.runner.workers import WorkerFailed
 from mmbu.core.cli import ExitCode, InvalidInput
 from mmbu.core.interrupt import on_interrupt, resume_command
 from mmbu.core.progress import PlainProgress, clock_text, is_live, output_console
 from mmbu.core.release import TASKS
-
-from ..backends.bounded_body import DEFAULT_MAX_RESPONSE_BYTES
-from ..backends.openai_compat import DEFAULT_API_KEY_ENV, DEFAULT_MAX_CONSECUTIVE_FAILURES
-from ..backends.preflight import PreflightError
-from ..models.registry import RegistryError, load_registry, model_slug
-from ..records import RecordsError
-from ..release import ReleaseError
-from .api import EvalConfig, EvalReport, EvalUsageError, RunStopped, run_eval
-from .core import PREDICTIONS_FILE, Progress, RunLocked
-from .workers import WorkerFailed
+from mmbu.core.runs import RunFile
 
 
 def completeness_table(rows: list[dict]) -> Table:
@@ -174,7 +174,7 @@ def _run_with_bar(config: EvalConfig, console: Console) -> EvalReport:
     """`run_eval` behind a rich progress bar (redrawn at most 10 times a second) on a terminal, plain progress lines
     elsewhere; an interrupt reports the counts so far."""
     last_seen: list[Progress] = [Progress()]
-    on_interrupt(lambda: saved_text(last_seen[0], config.runs_dir / _slug(config) / PREDICTIONS_FILE))
+    on_interrupt(lambda: saved_text(last_seen[0], config.runs_dir / _slug(config) / RunFile.PREDICTIONS))
     if not is_live(console):
         with PlainProgress(f"eval run {config.model}", unit="req/s") as plain:
             def line(progress: Progress, force: bool = False) -> None:

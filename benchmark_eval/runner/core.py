@@ -33,11 +33,12 @@ from mmbu.benchmark_eval.tasks.image_cache import ImageCache, prepare_cached
 from mmbu.benchmark_eval.tasks.images import (Frames, ImageTooLarge, ImageUnreadable, image_size_of, plan_frames,
                                               prepare_image)
 from mmbu.benchmark_eval.tasks.prompts import PROMPT_VERSION, Prompt, PromptError, build_prompt
-from mmbu.benchmark_eval.tasks.spec import FORMS, TASK_SPECS, TEMPLATES
+from mmbu.benchmark_eval.tasks.spec import TASK_SPECS
+from mmbu.core.release import FORMS, TEMPLATES
+from mmbu.core.runs import RunFile
 
 TASKS_ORDER = tuple(TASK_SPECS)
 
-PREDICTIONS_FILE = "predictions.jsonl"
 WRITE_INTERVAL_S = 0.25   # least time between two appends (each one fsyncs)
 READ_AHEAD_ROWS = 64      # release rows read per worker-thread hop ...
 READ_AHEAD_BYTES = 16 << 20  # ... or fewer, once their images reach this size
@@ -58,7 +59,6 @@ class RunConfig:
     seed: int | None = 0
     concurrency: int = 32
     batch_size: int = 256          # for in-process backends (vLLM, transformers)
-    backend_name: str = "openai"
     shard: tuple[int, int] = (0, 1)  # (index, count): this process asks rows index, index + count, ...
     image_cache: Path | None = None  # prepared images kept here for later runs (tasks.image_cache)
 
@@ -68,7 +68,7 @@ class RunConfig:
 
     @property
     def predictions(self) -> Path:
-        return self.run_dir / PREDICTIONS_FILE
+        return self.run_dir / RunFile.PREDICTIONS
 
 
 @dataclass
@@ -140,7 +140,7 @@ class RunLocked(Exception):
 @contextlib.contextmanager
 def run_lock(run_dir: Path) -> Iterator[None]:
     """An exclusive lock on the run directory, so two runs never interleave their appends."""
-    path = run_dir / ".lock"
+    path = run_dir / RunFile.LOCK
     with open(path, "a+") as handle:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -19,8 +19,6 @@ from mmbu.core.files import write_json_atomic as _write_json
 from mmbu.core.secrets import redact_argv
 from mmbu.core.version import toolkit_version
 
-RUN_FILE = "run.json"
-COMPLETENESS_FILE = "completeness.json"
 _PACKAGES = ("mmbu", "aiohttp", "pyarrow", "pandas", "pillow", "pydantic", "tenacity", "vllm", "transformers", "torch")
 
 

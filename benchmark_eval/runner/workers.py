@@ -19,46 +19,20 @@ import pickle
 import time
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
-from typing import Any
 
 import orjson
 
-from ..backends.bounded_body import DEFAULT_MAX_RESPONSE_BYTES
-from ..backends.openai_compat import DEFAULT_MAX_CONSECUTIVE_FAILURES, OpenAICompatBackend, OpenAICompatClient
-from ..models.registry import ChatQuirks
-from ..records import RecordKey, RecordsError, RecordWriter, repair_truncated_tail
-from ..release import ReleaseError
-from .core import WRITE_INTERVAL_S, Progress, RunConfig, RunOutcome, Runner
+from mmbu.benchmark_eval.backends.openai_compat import OpenAICompatBackend
+from mmbu.benchmark_eval.backends.recipe import BackendRecipe
+from mmbu.benchmark_eval.records import RecordKey, RecordsError, RecordWriter, repair_truncated_tail
+from mmbu.benchmark_eval.release import ReleaseError
+from mmbu.benchmark_eval.runner.core import WRITE_INTERVAL_S, Progress, RunConfig, Runner, RunOutcome
 
 PARENT_CHECK_S = 1.0
 
 
 class WorkerFailed(Exception):
     """A worker process ended without finishing its rows; the message says which and why."""
-
-
-@dataclass(frozen=True)
-class OpenAIBackendRecipe:
-    """What a worker needs to build its own client (clients and sessions do not cross processes)."""
-
-    base_urls: tuple[str, ...]
-    served_model: str
-    api_key_env: str | None
-    timeout_s: float = 120.0
-    max_attempts: int = 6
-    backoff_s: float = 1.0
-    quirks: ChatQuirks = ChatQuirks()
-    extra_body: dict[str, Any] | None = None
-    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
-    max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES  # per worker: each has its own client
-
-    def build(self, concurrency: int) -> OpenAICompatBackend:
-        client = OpenAICompatClient(list(self.base_urls), self.served_model, api_key_env=self.api_key_env,
-                                    concurrency=concurrency, timeout_s=self.timeout_s,
-                                    max_attempts=self.max_attempts, backoff_s=self.backoff_s,
-                                    max_response_bytes=self.max_response_bytes,
-                                    max_consecutive_failures=self.max_consecutive_failures)
-        return OpenAICompatBackend(client, self.quirks, extra_body=self.extra_body)
 
 
 def split_concurrency(total: int, workers: int) -> list[int]:
@@ -103,7 +77,7 @@ async def _watch_parent(parent: int) -> None:
     os._exit(3)
 
 
-async def _work(config: RunConfig, recipe: OpenAIBackendRecipe, concurrency: int, connection: Connection,
+async def _work(config: RunConfig, recipe: BackendRecipe, concurrency: int, connection: Connection,
                 parent: int) -> RunOutcome:
     backend = recipe.build(concurrency)
     watchdog = asyncio.create_task(_watch_parent(parent))
@@ -114,7 +88,7 @@ async def _work(config: RunConfig, recipe: OpenAIBackendRecipe, concurrency: int
         await backend.aclose()
 
 
-def _worker_main(config: RunConfig, recipe: OpenAIBackendRecipe, concurrency: int, connection: Connection,
+def _worker_main(config: RunConfig, recipe: BackendRecipe, concurrency: int, connection: Connection,
                  parent: int) -> None:
     try:
         outcome = asyncio.run(_work(config, recipe, concurrency, connection, parent))
@@ -152,7 +126,7 @@ class _Worker:
     finished: bool = False
 
 
-def run_sharded(config: RunConfig, recipe: OpenAIBackendRecipe, workers: int,
+def run_sharded(config: RunConfig, recipe: BackendRecipe, workers: int,
                 progress: Progress | None = None) -> RunOutcome:
     """Run `config` on `workers` processes; the caller holds the run lock. Returns the merged outcome."""
     progress = progress or Progress()

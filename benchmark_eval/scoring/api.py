@@ -13,11 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mmbu.benchmark_eval.scoring.output import write_record_outcomes, write_unless_empty
+from mmbu.benchmark_eval.scoring.provenance import scoring_provenance
+from mmbu.benchmark_eval.scoring.results import records
+from mmbu.benchmark_eval.scoring.scores import ScoreOptions, ScoreReport, score_runs
 from mmbu.core.cli import ExitCode
-
-from .output import write_json, write_record_outcomes, write_unless_empty
-from .provenance import scoring_provenance
-from .scores import ScoreOptions, ScoreReport, score_runs
+from mmbu.core.outputs import write_json
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,10 +85,10 @@ def run_score(config: ScoreConfig, progress: Callable[[str], None] | None = None
     paths = side_files(config.out)
     written = {
         "scores": write_json(config.out, report.contract_records()),
-        "breakdowns": write_unless_empty(paths["breakdowns"], report.breakdowns, write_json),
-        "paired": write_unless_empty(paths["paired"], report.paired, write_json),
-        "diagnostics": write_unless_empty(paths["diagnostics"], report.diagnostics, write_json),
-        "overall": write_unless_empty(paths["overall"], report.overall, write_json),
+        "breakdowns": write_unless_empty(paths["breakdowns"], records(report.breakdowns), write_json),
+        "paired": write_unless_empty(paths["paired"], records(report.paired), write_json),
+        "diagnostics": write_unless_empty(paths["diagnostics"], records(report.diagnostics), write_json),
+        "overall": write_unless_empty(paths["overall"], records(report.overall), write_json),
         "provenance": write_json(paths["provenance"], config.provenance()),
         "records": write_record_outcomes(paths["records"], report.outcomes),
     }
@@ -96,18 +97,18 @@ def run_score(config: ScoreConfig, progress: Callable[[str], None] | None = None
 
 def incomplete(report: ScoreReport) -> list[str]:
     """What makes the scores incomplete: missing records, run errors and open records without a verdict."""
-    messages = [f"{row['model']} {row['task']}/{row['form']}/{row['template']}: {row['missing']} of {row['expected']} "
+    messages = [f"{row.model} {row.task}/{row.form}/{row.template}: {row.missing} of {row.expected} "
                 f"records are missing from the run file (a run cut short or a damaged copy); no F1 is reported for "
                 f"it — re-run `mmbu eval run` to complete it" for row in report.incomplete]
     for item in report.diagnostics:
-        where = f"{item['model']} {item['task']}/{item['form']}/{item['template']}"
-        if item["judge_pending"]:
-            messages.append(f"{where}: {item['judge_pending']} open answers have no verdict — `mmbu eval judge` has not "
+        where = f"{item.model} {item.task}/{item.form}/{item.template}"
+        if item.judge_pending:
+            messages.append(f"{where}: {item.judge_pending} open answers have no verdict — `mmbu eval judge` has not "
                             f"run on them; they are left out of F1 and counted in judge_errors")
-        if item["judge_failed"]:
-            messages.append(f"{where}: {item['judge_failed']} open answers got no readable verdict from the judge "
+        if item.judge_failed:
+            messages.append(f"{where}: {item.judge_failed} open answers got no readable verdict from the judge "
                             f"(judge errors, left out of F1; re-run `mmbu eval judge` to retry them)")
-        if item["run_errors"]:
-            messages.append(f"{where}: {item['run_errors']} records have no model answer (run errors, left out; "
+        if item.run_errors:
+            messages.append(f"{where}: {item.run_errors} records have no model answer (run errors, left out; "
                             f"re-run `mmbu eval run` to retry them)")
     return messages

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from mmbu.benchmark_eval.parser import normalise_label_text
+from mmbu.benchmark_eval.rundir import OPEN_ANSWER
 from mmbu.benchmark_eval.scoring.metrics import IOU_THRESHOLD, iou_matrix
-from mmbu.benchmark_eval.scoring.rundir import OPEN_ANSWER
 
 BOX_DRAWS = 512
 

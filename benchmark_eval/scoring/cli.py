@@ -12,16 +12,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from mmbu.benchmark_eval.rundir import RunInputError
+from mmbu.benchmark_eval.scoring.api import ScoreConfig, ScoringConfig, ScoringResult, run_score
+from mmbu.benchmark_eval.scoring.scores import ScoreReport
 from mmbu.core.cli import InvalidInput
 from mmbu.core.interrupt import on_interrupt
 from mmbu.core.progress import PlainProgress, is_live, output_console
 from mmbu.core.release import TASK_SHORT_TITLES
-
-from .api import ScoreConfig, ScoringConfig, ScoringResult, run_score
-from .rundir import RunInputError
-from .scores import ScoreReport
-
-
 
 
 def split_fields(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -80,7 +77,7 @@ def print_incomplete(result: ScoringResult) -> None:
 def summary_table(report: ScoreReport, *, fit_terminal: bool = True) -> Table:
     """The scores as a table; on a terminal a long model name is cut to fit (`fit_terminal`), never in a file."""
     table = Table(title="micro-F1 with 95% bootstrap interval", show_lines=False)
-    assisted = any(item.get("assisted_f1") is not None for item in report.scores)
+    assisted = any(item.assisted_f1 is not None for item in report.scores)
     columns = ("model", "task", "form", "template", "n", "F1", "95% CI", *(("assisted F1",) if assisted else ()),
                "random", "parse fail", "judge err")
     for column in columns:
@@ -88,12 +85,12 @@ def summary_table(report: ScoreReport, *, fit_terminal: bool = True) -> Table:
                          max_width=28 if column == "model" and fit_terminal else None,
                          justify="left" if column in ("model", "task", "form", "template") else "right")
     for item in report.scores:
-        f1 = "—" if item["f1"] is None or item["n"] == 0 else f"{item['f1']:.3f}"
-        ci = "—" if item["ci_low"] is None else f"{item['ci_low']:.3f}–{item['ci_high']:.3f}"
-        random = "—" if item["random_baseline"] is None else f"{item['random_baseline']:.3f}"
-        extra = ("—" if item.get("assisted_f1") is None else f"{item['assisted_f1']:.3f}",) if assisted else ()
-        table.add_row(item["model"], TASK_SHORT_TITLES.get(item["task"], item["task"]), item["form"], item["template"],
-                      str(item["n"]), f1, ci, *extra, random, str(item["parse_failures"]), str(item["judge_errors"]))
+        f1 = "—" if item.f1 is None or item.n == 0 else f"{item.f1:.3f}"
+        ci = "—" if item.ci_low is None else f"{item.ci_low:.3f}–{item.ci_high:.3f}"
+        random = "—" if item.random_baseline is None else f"{item.random_baseline:.3f}"
+        extra = ("—" if item.assisted_f1 is None else f"{item.assisted_f1:.3f}",) if assisted else ()
+        table.add_row(item.model, TASK_SHORT_TITLES.get(item.task, item.task), item.form, item.template,
+                      str(item.n), f1, ci, *extra, random, str(item.parse_failures), str(item.judge_errors))
     return table
 
 

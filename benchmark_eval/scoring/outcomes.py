@@ -19,9 +19,7 @@ number of gold items; a configuration's baseline is ``2·Σp / (n + Σn_gold)`` 
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -29,19 +27,19 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from mmbu.benchmark_eval.judge.cache import JUDGEMENTS_FILE, VerdictCache, verdict_key
+from mmbu.benchmark_eval.judge.cache import VerdictCache, verdict_key
 from mmbu.benchmark_eval.judge.extraction_cache import assisted_label, extractions_of
-from mmbu.benchmark_eval.judge.precheck import final_answer_text, precheck_equivalent
+from mmbu.benchmark_eval.judge.precheck import final_answer_text, read_open_answer
 from mmbu.benchmark_eval.models.box_format import BoxFormat
 from mmbu.benchmark_eval.parser import (extract_boxes, option_labels, parse_box_string, parse_closed_answer,
                                         to_original_pixels)
 from mmbu.benchmark_eval.release import iter_images
+from mmbu.benchmark_eval.rundir import OPEN_ANSWER, JudgeSelection, RunDir, RunInputError
 from mmbu.benchmark_eval.scoring.baselines import open_label_odds, random_box_hit_odds
 from mmbu.benchmark_eval.scoring.metrics import detection_counts
-from mmbu.benchmark_eval.scoring.rundir import OPEN_ANSWER, RunDir, RunInputError
-from mmbu.core.release import Task
-
-DETECTION = Task.DETECTION.value
+from mmbu.benchmark_eval.tasks.spec import TASK_SPECS
+from mmbu.core.release import Form
+from mmbu.core.runs import RunFile
 
 
 class Outcome(NamedTuple):
@@ -65,24 +63,6 @@ class Outcome(NamedTuple):
 
 
 OUTCOME_COLUMNS = Outcome._fields
-
-
-@dataclass(frozen=True)
-class JudgeSelection:
-    """Which judge's verdicts count for a run: the one recorded in ``judge.json`` by ``mmbu eval judge``."""
-
-    judge_model: str
-    prompt_version: str
-
-
-def read_judge_selection(run: RunDir) -> JudgeSelection | None:
-    if not run.judge_file.exists():
-        return None
-    try:
-        meta = json.loads(run.judge_file.read_text(encoding="utf-8"))
-        return JudgeSelection(meta["judge_model"], meta["prompt_version"])
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise RunInputError(f"{run.judge_file}: not a judge description ({exc})") from None
 
 
 def gold_label(options: list[str], answer: str) -> str | None:
@@ -184,12 +164,12 @@ class _RecordScorer:
         return outcome
 
     def _judge_open(self, output: str | None, answer: str, aliases: tuple[str, ...], odds: float) -> Outcome:
-        if precheck_equivalent(output, answer, aliases, self.run.reasoning):
+        reply = read_open_answer(output, answer, aliases, self.run.reasoning)
+        if reply.prechecked:
             return Outcome(True, 1, 0, 0, True, "precheck", "precheck", odds, 1)
         if self.judge is None or self.cache is None:
             return Outcome(False, 0, 0, 0, True, "judge_pending", "pending", odds, 1)
-        entry = self.cache.latest(verdict_key(final_answer_text(output, self.run.reasoning), answer, self.judge.judge_model,
-                                              self.judge.prompt_version))
+        entry = self.cache.latest(verdict_key(reply.text, answer, self.judge.judge_model, self.judge.prompt_version))
         if entry is None:
             return Outcome(False, 0, 0, 0, True, "judge_pending", "pending", odds, 1)
         if entry.verdict == "error":
@@ -226,8 +206,8 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
 
     The raw output and the box geometry are not carried over (they are scored here).
     """
-    judge = read_judge_selection(run)
-    scorer = _RecordScorer(run, judge, VerdictCache(run.path / JUDGEMENTS_FILE) if judge else None, seed)
+    judge = run.judge_selection()
+    scorer = _RecordScorer(run, judge, VerdictCache(run.path / RunFile.JUDGEMENTS) if judge else None, seed)
     frames = []
     for task, records in run.records.groupby("task", sort=False):
         if task not in gold:
@@ -245,15 +225,16 @@ def score_records(run: RunDir, gold: dict[str, pd.DataFrame], *, seed: int = 0,
         for column in SCORING_COLUMNS:
             if column not in joined:
                 joined[column] = None
-        sizes = _detection_sizes(run, task, joined) if task == DETECTION else {}
+        detection = TASK_SPECS[task].detection
+        sizes = _detection_sizes(run, task, joined) if detection else {}
         label_odds = open_label_odds(table)
         rows = []
         for record in map(RecordToScore._make, zip(*(joined[c].tolist() for c in SCORING_COLUMNS))):
             if record.status != "ok":
                 rows.append(_RUN_ERROR)
-            elif record.form == "closed":
+            elif record.form == Form.CLOSED:
                 rows.append(scorer.closed(record.output, record.options, record.answer))
-            elif task == DETECTION:
+            elif detection:
                 rows.append(scorer.open_detection(
                     record.sample_id, record.output, gold_boxes(record.boxes, record.answer), sizes[record.sample_id],
                     record.sent_size, record.content_size, record.content_offset, record.box_format,

@@ -1,36 +1,14 @@
-"""Score artefacts as JSON and Parquet, each written atomically (`mmbu.core.files`); CSV files go through
-`mmbu.core.outputs.write_csv`."""
+"""Score artefacts as Parquet, written atomically (`mmbu.core.files`); JSON and CSV files go through
+`mmbu.core.outputs` (`write_json`, `write_csv`)."""
 from __future__ import annotations
 
 import io
-import json
-import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from mmbu.core.files import write_bytes_atomic
-
-
-
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN/inf become null, numpy scalars become Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def write_json(path: str | Path, payload: Any) -> Path:
-    text = json.dumps(_clean(payload), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    return write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_unless_empty(path: str | Path, records: list[dict], writer: Callable[[str | Path, list[dict]], Path]

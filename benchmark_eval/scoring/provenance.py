@@ -14,10 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mmbu.core.runs import RunFile
 from mmbu.core.secrets import redact_argv
 from mmbu.core.version import toolkit_version
-
-from .rundir import JUDGE_FILE, RUN_FILE
 
 # scores.csv gets these per row, from the row's model (a spreadsheet of scores then says where each came from)
 CSV_FIELDS = ("release_version", "release_inputs_hash", "run_toolkit_version", "prompt_version",
@@ -47,8 +46,8 @@ def _release_info(run: dict[str, Any], release_dir: Path | None) -> dict[str, An
 def run_provenance(run_dir: str | Path, release_dir: str | Path | None = None) -> dict[str, Any]:
     """One run's provenance (see the module docstring); fields a run.json lacks are None."""
     path = Path(run_dir)
-    run = _read_json(path / RUN_FILE)
-    judge = _read_json(path / JUDGE_FILE)
+    run = _read_json(path / RunFile.RUN)
+    judge = _read_json(path / RunFile.JUDGE)
     release = Path(release_dir) if release_dir else (Path(run["release"]) if run.get("release") else None)
     info = _release_info(run, release)
     invocations = [i for i in run.get("invocations") or [] if isinstance(i, dict)]

@@ -1,21 +1,16 @@
 """Aggregate per-record outcomes into the ``scores.json`` contract, deltas, breakdowns and comparisons.
 
-``scores.json`` is a list of records of two kinds (``kind`` tells them apart):
-
-* ``{"kind": "score", "model", "task", "form", "template", "n", "f1", "ci_low", "ci_high",
-  "random_baseline", "parse_failures", "judge_errors", "unparseable_share", "assisted_f1", "assisted_ci_low",
-  "assisted_ci_high", "extracted"}`` — ``n`` counts the scored records;
-  ``parse_failures`` the scored records whose answer could not be read (counted wrong);
-  ``judge_errors`` the open records left out of F1 because no verdict exists (judge failed, or
-  ``mmbu eval judge`` has not run for them). Records whose model call failed are in neither.
-  ``f1`` is the strict score (the paper's protocol). ``assisted_f1`` (closed forms of a run judged with
-  ``--extract-closed``, else null) reads the replies the strict parser cannot read with the run's extractor;
-  ``extracted`` counts them, ``unparseable_share`` is the strict parse-failure share of the scored records.
-  ``expected`` / ``missing``: records the run's selection (run.json) calls for from the release, and how
-  many of them the run file lacks (or has only for an older prompt version than the configuration's newest); a configuration with missing records has no ``f1`` or CI (it would
-  be the score of a smaller benchmark), and one with no record at all is still listed.
-* ``{"kind": "delta", "model", "task", "template", "delta", "ci_low", "ci_high"}`` —
-  F1(closed) − F1(open) on the samples scored in both forms, paired bootstrap.
+``scores.json`` is a list of records of two kinds (``kind`` tells them apart), typed in `results.py`, which says
+what each field holds: a `ConfigScore` (``"kind": "score"``) per (model, task, form, template), then a `Delta`
+(``"kind": "delta"``) per (model, task, template) with both forms. ``f1`` is the strict score (the paper's
+protocol): an answer the parser cannot read is wrong; records whose model call failed, and open answers without a
+verdict, are left out. ``assisted_f1`` (closed forms of a run judged with ``--extract-closed``, else null) reads the
+replies the strict parser cannot read with the run's extractor and is never mixed into ``f1``. With the runs'
+coverage (`rundir.coverage`), ``expected`` / ``missing`` say how many records the run's selection (run.json) calls
+for and how many of them the run file lacks (or has only for an older prompt version than the configuration's
+newest); a configuration with missing records has no ``f1`` or CI (it would be the score of a smaller benchmark),
+and one with no record at all is still listed. Δ = F1(closed) − F1(open) on the samples scored in both forms,
+paired bootstrap. Breakdowns, paired comparisons, diagnostics and the overall means go beside it.
 """
 from __future__ import annotations
 
@@ -23,24 +18,26 @@ import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 from pandas.api.types import is_string_dtype
 
-from mmbu.core.release import TASKS, TEMPLATES
+from mmbu.benchmark_eval.rundir import Coverage, RunInputError, coverage, load_gold, open_run
+from mmbu.benchmark_eval.scoring.baselines import expected_f1
+from mmbu.benchmark_eval.scoring.bootstrap import (DEFAULT_RESAMPLES, Interval, bootstrap_f1, bootstrap_paired_delta,
+                                                   config_rng)
+from mmbu.benchmark_eval.scoring.outcomes import OUTCOME_COLUMNS, attach_metadata, score_records
+from mmbu.benchmark_eval.scoring.overall import overall_scores
+from mmbu.benchmark_eval.scoring.results import (Breakdown, ConfigScore, Delta, Diagnostics, OverallDelta, OverallScore,
+                                                 PairedComparison)
+from mmbu.core.release import FORMS, TASKS, TEMPLATES, Form
 
-from .baselines import expected_f1
-from .bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap_f1, bootstrap_paired_delta, config_rng
-from .outcomes import OUTCOME_COLUMNS, attach_metadata, score_records
-from .overall import overall_scores
-from .rundir import RunInputError, coverage, load_gold, open_run
-
-FORMS = ("closed", "open")
 CONFIG = ["model", "task", "form", "template"]
 CLUSTER_COLUMN = "image_sha256"
 OUTCOME_FIELDS = {*CONFIG, "sample_id", "prompt_version", "status", "error_reason", *OUTCOME_COLUMNS}  # not release fields
@@ -56,44 +53,46 @@ class ScoreOptions:
 
 @dataclass
 class ScoreReport:
-    scores: list[dict]
-    deltas: list[dict]
-    breakdowns: list[dict]
-    paired: list[dict]
-    diagnostics: list[dict]
+    scores: list[ConfigScore]
+    deltas: list[Delta]
+    breakdowns: list[Breakdown]
+    paired: list[PairedComparison]
+    diagnostics: list[Diagnostics]
     outcomes: pd.DataFrame
     warnings: list[str] = field(default_factory=list)
-    coverage: list[dict] = field(default_factory=list)  # expected / present / missing per run configuration
+    coverage: list[Coverage] = field(default_factory=list)  # expected / present / missing per run configuration
 
     @property
-    def overall(self) -> list[dict]:
+    def overall(self) -> list[OverallScore | OverallDelta]:
         """The mean of the tasks' F1 per model, form and template, and its closed − open (`overall.py`)."""
         return overall_scores(self.scores)
 
     @property
-    def incomplete(self) -> list[dict]:
+    def incomplete(self) -> list[Coverage]:
         """The configurations whose run lacks records the release and the run's selection call for."""
-        return [row for row in self.coverage if row["missing"]]
+        return [row for row in self.coverage if row.missing]
+
+    def score_records(self) -> list[dict]:
+        """The score records as scores.json and scores.csv spell them."""
+        return [item.as_record(with_coverage=bool(self.coverage)) for item in self.scores]
 
     def contract_records(self) -> list[dict]:
-        return [*self.scores, *self.deltas]
+        """scores.json: the score records, then the deltas."""
+        return [*self.score_records(), *(item.as_record() for item in self.deltas)]
 
 
-def _order(frame: pd.DataFrame) -> pd.DataFrame:
+Ordered = TypeVar("Ordered", ConfigScore, Delta, Breakdown, Diagnostics)
+
+
+def _ordered(items: list[Ordered]) -> list[Ordered]:
     """Canonical order: models as given, tasks as in the release, closed before open, templates as in §3.5."""
-    keys = {
-        "task": {t: i for i, t in enumerate(TASKS)},
-        "form": {f: i for i, f in enumerate(FORMS)},
-        "template": {t: i for i, t in enumerate(TEMPLATES)},
-    }
-    ranked = frame.assign(**{f"_{k}": frame[k].map(v).fillna(99) for k, v in keys.items() if k in frame})
-    models = {m: i for i, m in enumerate(dict.fromkeys(frame["model"]))} if "model" in frame else {}
-    if models:
-        ranked["_model"] = frame["model"].map(models)
-    order = [c for c in ("_model", "_task", "_form", "_template") if c in ranked]
-    ordered = ranked.sort_values(order, kind="stable").drop(columns=order)
-    # a withheld value is None (the contract's null), not the NaN a float column turns it into
-    return ordered.astype(object).where(ordered.notna(), None)
+    models = {model: index for index, model in enumerate(dict.fromkeys(item.model for item in items))}
+
+    def rank(values: tuple[str, ...], value: str | None) -> int:
+        return values.index(value) if value in values else len(values)
+
+    return sorted(items, key=lambda item: (models[item.model], rank(TASKS, item.task),
+                                           rank(FORMS, getattr(item, "form", None)), rank(TEMPLATES, item.template)))
 
 
 def _rounded(value: float) -> float | None:
@@ -146,7 +145,7 @@ def _arrays(frame: pd.DataFrame, prefix: str = "") -> tuple[np.ndarray, np.ndarr
     return counts, frame["cluster"].to_numpy()
 
 
-def config_scores(frame: pd.DataFrame, options: ScoreOptions) -> list[dict]:
+def config_scores(frame: pd.DataFrame, options: ScoreOptions) -> list[ConfigScore]:
     """One ``score`` record per (model, task, form, template) of a :func:`slim_outcomes` frame."""
     counts, clusters = _arrays(frame)
     scored = frame["scored"].to_numpy(bool)
@@ -165,30 +164,27 @@ def config_scores(frame: pd.DataFrame, options: ScoreOptions) -> list[dict]:
             interval = Interval(float("nan"), float("nan"), float("nan"))
         # the assisted score exists for closed configurations whose run has an extractor; never mixed into f1
         assisted = Interval(float("nan"), float("nan"), float("nan"))
-        if form == "closed" and len(kept) and (extraction[kept] != "off").any():
+        if form == Form.CLOSED and len(kept) and (extraction[kept] != "off").any():
             assisted = bootstrap_f1(assisted_counts[kept], resamples=options.resamples,
                                     clusters=clusters[kept] if options.cluster_by_image else None,
                                     rng=config_rng(options.seed, model, task, form, template, "assisted"))
-        records.append({
-            "kind": "score", "model": model, "task": task, "form": form, "template": template,
-            "n": int(len(kept)), "f1": _rounded(interval.estimate), "ci_low": _rounded(interval.low),
-            "ci_high": _rounded(interval.high),
-            "random_baseline": _rounded(expected_f1(random_p[kept], n_gold[kept])),
-            "parse_failures": int(parse_failed[rows].sum()), "judge_errors": int(judge_errors[rows].sum()),
-            "unparseable_share": _rounded(parse_failed[kept].sum() / len(kept)) if form == "closed" and len(kept) else None,
-            "assisted_f1": _rounded(assisted.estimate), "assisted_ci_low": _rounded(assisted.low),
-            "assisted_ci_high": _rounded(assisted.high),
-            "extracted": int((extraction[kept] == "extracted").sum()),
-        })
-    return _order(pd.DataFrame(records)).to_dict("records") if records else []
+        records.append(ConfigScore(
+            model, task, form, template, n=int(len(kept)), f1=_rounded(interval.estimate),
+            ci_low=_rounded(interval.low), ci_high=_rounded(interval.high),
+            random_baseline=_rounded(expected_f1(random_p[kept], n_gold[kept])),
+            parse_failures=int(parse_failed[rows].sum()), judge_errors=int(judge_errors[rows].sum()),
+            unparseable_share=_rounded(parse_failed[kept].sum() / len(kept)) if form == Form.CLOSED and len(kept) else None,
+            assisted_f1=_rounded(assisted.estimate), assisted_ci_low=_rounded(assisted.low),
+            assisted_ci_high=_rounded(assisted.high), extracted=int((extraction[kept] == "extracted").sum())))
+    return _ordered(records)
 
 
-def config_deltas(frame: pd.DataFrame, options: ScoreOptions) -> list[dict]:
+def config_deltas(frame: pd.DataFrame, options: ScoreOptions) -> list[Delta]:
     """One ``delta`` record per (model, task, template) with both forms: paired over shared samples."""
     keys = ["model", "task", "template", "sample_id"]
     scored = frame[frame["scored"]]
-    closed = scored.loc[scored["form"] == "closed", [*keys, "tp", "fp", "fn", "cluster"]]
-    opened = scored.loc[scored["form"] == "open", [*keys, "tp", "fp", "fn"]]
+    closed = scored.loc[scored["form"] == Form.CLOSED, [*keys, "tp", "fp", "fn", "cluster"]]
+    opened = scored.loc[scored["form"] == Form.OPEN, [*keys, "tp", "fp", "fn"]]
     both = closed.merge(opened, on=keys, suffixes=("", "_open"))
     first, clusters = _arrays(both)
     second, _ = _arrays(both, "_open")
@@ -198,13 +194,12 @@ def config_deltas(frame: pd.DataFrame, options: ScoreOptions) -> list[dict]:
             first[rows], second[rows], resamples=options.resamples,
             clusters=clusters[rows] if options.cluster_by_image else None,
             rng=config_rng(options.seed, model, task, "delta", template))
-        records.append({"kind": "delta", "model": model, "task": task, "template": template,
-                        "delta": _rounded(interval.estimate), "ci_low": _rounded(interval.low),
-                        "ci_high": _rounded(interval.high)})
-    return _order(pd.DataFrame(records)).to_dict("records") if records else []
+        records.append(Delta(model, task, template, delta=_rounded(interval.estimate), ci_low=_rounded(interval.low),
+                             ci_high=_rounded(interval.high)))
+    return _ordered(records)
 
 
-def breakdowns(frame: pd.DataFrame, by: Sequence[str], options: ScoreOptions) -> list[dict]:
+def breakdowns(frame: pd.DataFrame, by: Sequence[str], options: ScoreOptions) -> list[Breakdown]:
     """Micro-F1 with CI per value of each metadata field in `by`, per configuration."""
     scored = frame[frame["scored"]]
     counts, clusters = _arrays(scored)
@@ -215,11 +210,11 @@ def breakdowns(frame: pd.DataFrame, by: Sequence[str], options: ScoreOptions) ->
             interval = bootstrap_f1(counts[rows], resamples=options.resamples,
                                     clusters=clusters[rows] if options.cluster_by_image else None,
                                     rng=config_rng(options.seed, model, task, form, template, name, str(value)))
-            records.append({"model": model, "task": task, "form": form, "template": template, "field": name,
-                            "value": value, "n": int(len(rows)), "f1": _rounded(interval.estimate),
-                            "ci_low": _rounded(interval.low), "ci_high": _rounded(interval.high),
-                            "random_baseline": _rounded(expected_f1(random_p[rows], n_gold[rows]))})
-    return _order(pd.DataFrame(records)).to_dict("records") if records else []
+            records.append(Breakdown(model, task, form, template, field=name, value=value, n=int(len(rows)),
+                                     f1=_rounded(interval.estimate), ci_low=_rounded(interval.low),
+                                     ci_high=_rounded(interval.high),
+                                     random_baseline=_rounded(expected_f1(random_p[rows], n_gold[rows]))))
+    return _ordered(records)
 
 
 def sample_scores(frame: pd.DataFrame) -> np.ndarray:
@@ -229,7 +224,7 @@ def sample_scores(frame: pd.DataFrame) -> np.ndarray:
     return np.divide(2 * tp, denominator, out=np.zeros_like(tp), where=denominator > 0)
 
 
-def paired_comparisons(frame: pd.DataFrame) -> list[dict]:
+def paired_comparisons(frame: pd.DataFrame) -> list[PairedComparison]:
     """Win/tie/loss of each pair of models on the records both have scored, per config and overall."""
     keys = ["task", "form", "template", "sample_id"]
     scored = frame.loc[frame["scored"], ["model", *keys]].assign(score=sample_scores(frame[frame["scored"]]))
@@ -246,14 +241,14 @@ def paired_comparisons(frame: pd.DataFrame) -> list[dict]:
         rows += [(key, int(t[("wins", "sum")]), int(t[("losses", "sum")]), int(t[("wins", "size")]))
                  for key, t in tallies.iterrows()]
         for (task, form, template), wins, losses, n in rows:
-            records.append({"model_a": first, "model_b": second, "task": task, "form": form, "template": template,
-                            "n": n, "wins": wins, "ties": n - wins - losses, "losses": losses,
-                            "win_rate": _rounded(wins / n) if n else None,
-                            "loss_rate": _rounded(losses / n) if n else None})
+            records.append(PairedComparison(first, second, task, form, template, n=n, wins=wins,
+                                            ties=n - wins - losses, losses=losses,
+                                            win_rate=_rounded(wins / n) if n else None,
+                                            loss_rate=_rounded(losses / n) if n else None))
     return records
 
 
-def diagnostics(frame: pd.DataFrame) -> list[dict]:
+def diagnostics(frame: pd.DataFrame) -> list[Diagnostics]:
     """Per configuration: run errors, parse failures, judge errors and pending verdicts, with rates."""
     flags = pd.DataFrame({
         "records": 1, "scored": frame["scored"].astype(int), "run_errors": (frame["status"] != "ok").astype(int),
@@ -270,13 +265,13 @@ def diagnostics(frame: pd.DataFrame) -> list[dict]:
         item["parse_failure_rate"] = _rounded(item["parse_failures"] / item["scored"]) if item["scored"] else None
         item["judge_error_rate"] = (_rounded((item["judge_failed"] + item["judge_pending"]) / judgeable)
                                     if judgeable else None)
-        records.append({key: (int(value) if isinstance(value, (np.integer, int)) else value)
-                        for key, value in item.items()})
-    return _order(pd.DataFrame(records)).to_dict("records") if records else []
+        records.append(Diagnostics(**{key: (int(value) if isinstance(value, (np.integer, int)) else value)
+                                      for key, value in item.items()}))
+    return _ordered(records)
 
 
 def score_outcomes(outcomes: pd.DataFrame, options: ScoreOptions, warnings: list[str] | None = None,
-                   coverage: list[dict] | None = None) -> ScoreReport:
+                   coverage: list[Coverage] | None = None) -> ScoreReport:
     """Every aggregate of a per-record outcome table (one or more models).
 
     With `coverage` (see `rundir.coverage`), a configuration that lacks records gets no F1: its score
@@ -296,27 +291,25 @@ def score_outcomes(outcomes: pd.DataFrame, options: ScoreOptions, warnings: list
     )
 
 
-def with_coverage(scores: list[dict], coverage: list[dict]) -> list[dict]:
+def with_coverage(scores: list[ConfigScore], coverage: list[Coverage]) -> list[ConfigScore]:
     """Score records with `expected` and `missing`; an incomplete configuration's F1 and CI are withheld."""
     if not coverage:
         return scores
-    by_config = {tuple(item[k] for k in CONFIG): item for item in scores}
+    by_config = {item.config: item for item in scores}
     merged = []
     for row in coverage:
-        item = by_config.pop(tuple(row[k] for k in CONFIG), None) or {
-            "kind": "score", **{k: row[k] for k in CONFIG}, "n": 0, "f1": None, "ci_low": None, "ci_high": None,
-            "random_baseline": None, "parse_failures": 0, "judge_errors": 0, "unparseable_share": None,
-            "assisted_f1": None, "assisted_ci_low": None, "assisted_ci_high": None, "extracted": 0}
-        item = {**item, "expected": row["expected"], "missing": row["missing"]}
-        if row["missing"]:  # scored as if whole, it would be the score of another, smaller benchmark
-            item.update(f1=None, ci_low=None, ci_high=None, assisted_f1=None, assisted_ci_low=None, assisted_ci_high=None)
+        item = by_config.pop(row.config, None) or ConfigScore.unscored(*row.config)
+        item = replace(item, expected=row.expected, missing=row.missing)
+        if row.missing:  # scored as if whole, it would be the score of another, smaller benchmark
+            item = replace(item, f1=None, ci_low=None, ci_high=None, assisted_f1=None, assisted_ci_low=None,
+                           assisted_ci_high=None)
         merged.append(item)
     merged += by_config.values()  # configurations outside the run's selection (records of an earlier run)
-    return _order(pd.DataFrame(merged)).to_dict("records")
+    return _ordered(merged)
 
 
 def _score_run_in_worker(run_dir: str, release: str | None,
-                         seed: int) -> tuple[str, str, str, pd.DataFrame, list[str], list[dict]]:
+                         seed: int) -> tuple[str, str, str, pd.DataFrame, list[str], list[Coverage]]:
     run = open_run(run_dir, release)
     warnings = list(run.warnings)
     gold = _gold_in_worker(str(run.release_dir.resolve()))
@@ -338,7 +331,7 @@ def _load_gold_cached(release_dir: str, fingerprint: tuple) -> dict[str, pd.Data
 
 def load_outcomes(run_dirs: Sequence[str | Path], release: str | Path | None = None, *, seed: int = 0,
                   jobs: int = 1, warn: Callable[[str], None] | None = None,
-                  progress: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[str], list[dict]]:
+                  progress: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[str], list[Coverage]]:
     """Per-record outcomes of several runs, concatenated, with the release metadata attached.
 
     With `jobs` > 1 the runs are scored in that many worker processes; the result is the same.

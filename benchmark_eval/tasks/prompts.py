@@ -27,7 +27,7 @@ from typing import Any
 from mmbu.benchmark_eval.models.box_format import BoxFormat, describe_convention, model_frame_size, to_model_convention
 from mmbu.benchmark_eval.tasks.images import ROI_COLOUR_NAME, Frames
 from mmbu.benchmark_eval.tasks.spec import TASK_SPECS
-from mmbu.core.release import CLOSED_QUESTION_COLUMNS, QUESTION_COLUMNS
+from mmbu.core.release import CLOSED_QUESTION_COLUMNS, QUESTION_COLUMNS, Form
 
 # In every prediction record and its key (a rerun skips the records of this version): bump it whenever what a model
 # is shown changes (a prompt's text, or how tasks/images.py draws and sizes the image), so that no answer given to one
@@ -101,7 +101,7 @@ def build_prompt(task: str, form: str, template: str, row: Mapping[str, Any], *,
         frame = model_frame_size(box_format, frames.sent_size)
         convention = describe_convention(box_format, frame)
         corners = "[y1, x1, y2, x2]" if box_format.order == "yxyx" else "[x1, y1, x2, y2]"
-        if form == "open":
+        if form == Form.OPEN:
             # every instance: detection is scored by greedy IoU matching against all gold boxes
             parts.append(f'Give a bounding box for every "{target}" you can see. {convention}')
             parts.append(f'Answer in the form "Answer: [{corners}, ...]", one box per "{target}".')
@@ -115,7 +115,7 @@ def build_prompt(task: str, form: str, template: str, row: Mapping[str, Any], *,
                 parts.append(f'Which box contains the "{target}"? {convention}')
             parts.append("Options:\n" + "\n".join(f"{k}. {t}" for k, t in zip(letters, shown)))
             parts.append(_closed_instruction(letters))
-    elif form == "closed":
+    elif form == Form.CLOSED:
         options = _options(row)
         letters, shown = tuple(string.ascii_uppercase[: len(options)]), tuple(options)
         parts.append("Options:\n" + "\n".join(f"{k}. {t}" for k, t in zip(letters, shown)))

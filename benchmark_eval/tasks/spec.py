@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from mmbu.core.release import CLOSED_QUESTION_COLUMNS, QUESTION_COLUMNS, TASKS, TEMPLATES
+from mmbu.core.release import CLOSED_QUESTION_COLUMNS, FORMS, QUESTION_COLUMNS, TASKS, TEMPLATES, Task
 
-FORMS: tuple[str, ...] = ("closed", "open")
+__all__ = ["FORMS", "TASK_SPECS", "TEMPLATES", "TaskSpec", "parse_choice"]
 
 
 @dataclass(frozen=True)
@@ -26,12 +26,12 @@ class TaskSpec:
         return tuple(CLOSED_QUESTION_COLUMNS.values()) if self.detection else ()
 
 
-TASK_SPECS: dict[str, TaskSpec] = {
-    "ungrounded_classification": TaskSpec("ungrounded_classification", "none", False),
-    "box_grounded_classification": TaskSpec("box_grounded_classification", "box", False),
-    "mask_grounded_classification": TaskSpec("mask_grounded_classification", "mask", False),
-    "object_detection": TaskSpec("object_detection", "none", True),
-}
+TASK_SPECS: dict[str, TaskSpec] = {spec.name: spec for spec in (
+    TaskSpec(Task.UNGROUNDED, "none", False),
+    TaskSpec(Task.BOX_GROUNDED, "box", False),
+    TaskSpec(Task.MASK_GROUNDED, "mask", False),
+    TaskSpec(Task.DETECTION, "none", True),
+)}
 assert tuple(TASK_SPECS) == TASKS
 
 

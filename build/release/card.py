@@ -14,7 +14,7 @@ from mmbu.curation.manifest import DatasetManifest
 
 # The paper, as its arXiv abstract page lists it (read at arxiv.cnoctave.top/abs/2606.06696, a mirror of
 # arxiv.org/abs/2606.06696: title, first author "Ryan D'Cunha and 19 other authors", submitted 4 Jun 2026,
-# cs.CV); the venue is the project's (DESIGN §1: ECCV 2026).
+# cs.CV); the venue is the project's (docs/architecture.md §1: ECCV 2026).
 MMBU_CITATION = """@misc{dcunha2026mmbu,
   title         = {{MMBU}: A Massive Multi-modal Biomedical Understanding Benchmark to Probe the Perception
                    Capabilities of Vision-Language Models},

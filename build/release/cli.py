@@ -1,5 +1,5 @@
-"""`mmbu release ...`: what is done with a built release (DESIGN §3.1): `preview`, the static HTML review sheet, and
-`push`, publishing it to a Hugging Face dataset repository."""
+"""`mmbu release ...`: what is done with a built release (docs/architecture.md §3.1): `preview`, the static HTML
+review sheet, and `push`, publishing it to a Hugging Face dataset repository."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -103,10 +103,10 @@ def test_extract_closed_then_strict_and_assisted_scores_side_by_side(run):
     assert sorted(e.option for e in entries if e.option in ("error", "none")) == ["error", "none"] and len(entries) == 4
 
     result = run_score(ScoreConfig(run_dirs=(run_dir,), out=tmp_path / "scores.json", resamples=50))
-    scores = {s["template"]: s for s in result.report.scores if s["form"] == "closed"}
+    scores = {s.template: s for s in result.report.scores if s.form == "closed"}
     no_context = scores["no_context"]
-    assert no_context["f1"] == 0.25 and no_context["assisted_f1"] == 0.5  # strict: 1 of 4; assisted: 2 of 4
-    assert no_context["parse_failures"] == 3 and no_context["unparseable_share"] == 0.75 and no_context["extracted"] == 1
+    assert no_context.f1 == 0.25 and no_context.assisted_f1 == 0.5  # strict: 1 of 4; assisted: 2 of 4
+    assert no_context.parse_failures == 3 and no_context.unparseable_share == 0.75 and no_context.extracted == 1
     records = result.report.outcomes
     assert set(records["extraction"]) == {"strict", "extracted", "none", "pending"}
     wrong = records[records["template"] == "modality"].iloc[0]  # extracted, but another sample's option text
@@ -124,8 +124,8 @@ def test_extract_closed_then_strict_and_assisted_scores_side_by_side(run):
 def test_without_an_extractor_the_assisted_score_is_absent_and_the_strict_one_unchanged(run):
     run_dir, tmp_path = run
     result = run_score(ScoreConfig(run_dirs=(run_dir,), out=tmp_path / "scores.json", resamples=50))
-    closed = next(s for s in result.report.scores if s["form"] == "closed" and s["template"] == "no_context")
-    assert closed["f1"] == 0.25 and closed["assisted_f1"] is None and closed["extracted"] == 0
+    closed = next(s for s in result.report.scores if s.form == "closed" and s.template == "no_context")
+    assert closed.f1 == 0.25 and closed.assisted_f1 is None and closed.extracted == 0
 
 
 def test_the_agreement_command_measures_the_extractor_against_human_labels(tmp_path):

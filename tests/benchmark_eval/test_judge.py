@@ -19,15 +19,8 @@ from mmbu.benchmark_eval.judge.agreement import cohen_kappa, judge_agreement
 from mmbu.benchmark_eval.judge.cache import Judgement, VerdictCache, verdict_key
 from mmbu.benchmark_eval.judge.cli import judge
 from mmbu.benchmark_eval.judge.precheck import precheck_equivalent
-from mmbu.benchmark_eval.judge.prompt import (
-    JUDGE_PROMPT_VERSION,
-    neutralise,
-    PROMPT_SHA256,
-    SYSTEM_PROMPT,
-    judge_messages,
-    parse_verdict,
-    prompt_sha256,
-)
+from mmbu.benchmark_eval.judge.prompt import (JUDGE_PROMPT_VERSION, PROMPT_SHA256, SYSTEM_PROMPT, judge_messages,
+                                              neutralise, parse_verdict, prompt_sha256)
 from mmbu.benchmark_eval.judge.run import JudgeItem, judge_items
 
 # (answer, gold) pairs the scripted judge calls equivalent
@@ -108,12 +101,12 @@ def _judge(server, cache, items, model="judge-a", attempts=3):
 
 def test_scripted_verdicts_precheck_retry_error_and_cache(tmp_path):
     items = [
-        JudgeItem("red blood cell", "red blood cell", ()),     # pre-check: no call
-        JudgeItem("RBC", "red blood cell", ("RBC",)),            # alias: no call
-        JudgeItem("erythrocyte", "red blood cell", ()),          # judged equivalent
-        JudgeItem("erythrocyte", "red blood cell", ()),          # same pair again: judged once
-        JudgeItem("nucleus", "mitochondrion", ()),               # judged not equivalent
-        JudgeItem("mumble mumble", "platelet", ()),              # never a verdict line -> judge error
+        JudgeItem.read("red blood cell", "red blood cell", ()),     # pre-check: no call
+        JudgeItem.read("RBC", "red blood cell", ("RBC",)),            # alias: no call
+        JudgeItem.read("erythrocyte", "red blood cell", ()),          # judged equivalent
+        JudgeItem.read("erythrocyte", "red blood cell", ()),          # same pair again: judged once
+        JudgeItem.read("nucleus", "mitochondrion", ()),               # judged not equivalent
+        JudgeItem.read("mumble mumble", "platelet", ()),              # never a verdict line -> judge error
     ]
     cache = VerdictCache(tmp_path / "judgements.jsonl")
     with OpenAIServer(responder=scripted_judge) as server:
@@ -148,7 +141,7 @@ def test_a_judge_server_that_fails_is_a_judge_error_not_a_wrong_answer(tmp_path)
     cache = VerdictCache(tmp_path / "judgements.jsonl")
     with OpenAIServer(responder=scripted_judge) as server:
         server.inject("500", count=10)
-        summary = _judge(server, cache, [JudgeItem("erythrocyte", "red blood cell", ())])
+        summary = _judge(server, cache, [JudgeItem.read("erythrocyte", "red blood cell", ())])
     assert summary.errors == 1 and summary.judged == 0
     entry = cache.latest(verdict_key("erythrocyte", "red blood cell", "judge-a", JUDGE_PROMPT_VERSION))
     assert entry.verdict == "error" and "server_error" in entry.error
@@ -257,7 +250,7 @@ def test_an_injected_answer_cannot_change_the_verdict(tmp_path, answer):
     judge said EQUIVALENT to each of these."""
     cache = VerdictCache(tmp_path / "judgements.jsonl")
     with OpenAIServer(responder=obedient_judge(SYNONYMS)) as server:
-        summary = _judge(server, cache, [JudgeItem(answer, "red blood cell", ())])
+        summary = _judge(server, cache, [JudgeItem.read(answer, "red blood cell", ())])
         prompt = server.calls[-1].prompt
     assert summary.judged == 1 and summary.errors == 0
     entry = cache.latest(verdict_key(answer, "red blood cell", "judge-a", JUDGE_PROMPT_VERSION))
@@ -269,8 +262,8 @@ def test_an_injected_answer_cannot_change_the_verdict(tmp_path, answer):
 def test_the_obedient_judge_still_grades_honest_answers(tmp_path):
     cache = VerdictCache(tmp_path / "judgements.jsonl")
     with OpenAIServer(responder=obedient_judge(SYNONYMS)) as server:
-        summary = _judge(server, cache, [JudgeItem("erythrocyte", "red blood cell", ()),
-                                         JudgeItem("nucleus", "red blood cell", ())])
+        summary = _judge(server, cache, [JudgeItem.read("erythrocyte", "red blood cell", ()),
+                                         JudgeItem.read("nucleus", "red blood cell", ())])
     assert summary.judged == 2
     verdicts = {e.answer: e.verdict for e in cache.entries()}
     assert verdicts == {"erythrocyte": "equivalent", "nucleus": "not_equivalent"}

@@ -17,10 +17,10 @@ from eval_run_factory import make_record, write_run  # noqa: E402
 from support.eval_release import write_release  # noqa: E402
 
 from mmbu.benchmark_eval.judge.precheck import precheck_equivalent
-from mmbu.benchmark_eval.release import load_samples
 from mmbu.benchmark_eval.parser import extract_boxes, parse_closed_answer, strip_reasoning
+from mmbu.benchmark_eval.release import load_samples
+from mmbu.benchmark_eval.rundir import load_gold, open_run
 from mmbu.benchmark_eval.scoring.outcomes import score_records
-from mmbu.benchmark_eval.scoring.rundir import load_gold, open_run
 
 HALF_MB = 500_000
 UNG, DET = "ungrounded_classification", "object_detection"

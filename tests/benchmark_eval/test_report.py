@@ -1,5 +1,6 @@
 """The report: the paper's table shape, the random row, plots with gaps, resampling by image."""
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -89,10 +90,10 @@ def test_resampling_by_image(tmp_path):
     run_dir = write_run(tmp_path / "runs", "m", release, records)
     flat = score_runs([run_dir], options=ScoreOptions(resamples=300)).scores[0]
     clustered = score_runs([run_dir], options=ScoreOptions(resamples=300, cluster_by_image=True)).scores[0]
-    assert flat["f1"] == clustered["f1"] == 0.5
+    assert flat.f1 == clustered.f1 == 0.5
     # two images, one all right, one all wrong: a resample of images scores 0, 0.5 or 1
-    assert (clustered["ci_low"], clustered["ci_high"]) == (0.0, 1.0)
-    assert flat["ci_high"] - flat["ci_low"] < 1.0
+    assert (clustered.ci_low, clustered.ci_high) == (0.0, 1.0)
+    assert flat.ci_high - flat.ci_low < 1.0
 
 
 def test_report_shows_judge_agreement(report, tmp_path):
@@ -111,9 +112,9 @@ def test_report_shows_judge_agreement(report, tmp_path):
 
 def test_f1_plot_tells_a_zero_score_from_no_score(tmp_path):
     from mmbu.benchmark_eval.report.plots import NO_SCORE_COLOUR, f1_by_config
+    from mmbu.benchmark_eval.scoring.results import ConfigScore
 
-    scores = [{"model": "m", "task": UNG, "form": "closed", "template": "no_context", "f1": 0.0, "ci_low": 0.0,
-               "ci_high": 0.0}]
+    scores = [replace(ConfigScore.unscored("m", UNG, "closed", "no_context"), n=4, f1=0.0, ci_low=0.0, ci_high=0.0)]
     path = f1_by_config(scores, pd.DataFrame(), str, tmp_path / "f1.png", baselines={})
     with Image.open(path) as image:
         pixels = np.asarray(image.convert("RGB")).astype(int)

@@ -17,9 +17,9 @@ from mmbu.benchmark_eval.judge.cache import Judgement, VerdictCache, verdict_key
 from mmbu.benchmark_eval.judge.prompt import JUDGE_PROMPT_VERSION
 from mmbu.benchmark_eval.judge.run import open_items, write_judge_file
 from mmbu.benchmark_eval.release import load_samples
+from mmbu.benchmark_eval.rundir import Coverage, RunInputError, open_run
 from mmbu.benchmark_eval.scoring.api import ScoreConfig, run_score
 from mmbu.benchmark_eval.scoring.cli import score
-from mmbu.benchmark_eval.scoring.rundir import RunInputError, open_run
 from mmbu.benchmark_eval.scoring.scores import ScoreOptions, score_runs
 
 UNG, DET = "ungrounded_classification", "object_detection"
@@ -82,27 +82,27 @@ def test_closed_is_accuracy_and_open_waits_for_the_judge(tmp_path, release):
     run_dir = write_run(tmp_path / "runs", "model-x", release, closed_and_open_records(release, "model-x"))
     report = score_runs([run_dir], options=ScoreOptions(resamples=200))
     closed, opened = report.scores
-    assert set(closed) == SCORE_KEYS and closed["kind"] == "score"
+    assert set(closed.as_record(with_coverage=True)) == SCORE_KEYS and closed.as_record()["kind"] == "score"
     # 2 right, 1 wrong, 1 unparseable: F1 = 2*2 / (2*2 + 2 + 2) = 0.5 = accuracy
-    assert (closed["n"], closed["f1"], closed["parse_failures"], closed["judge_errors"]) == (4, 0.5, 1, 0)
-    assert closed["random_baseline"] == pytest.approx(0.2)  # five options each
-    assert closed["ci_low"] <= 0.5 <= closed["ci_high"]
+    assert (closed.n, closed.f1, closed.parse_failures, closed.judge_errors) == (4, 0.5, 1, 0)
+    assert closed.random_baseline == pytest.approx(0.2)  # five options each
+    assert closed.ci_low <= 0.5 <= closed.ci_high
     # no judge yet: only the pre-checked answer is scored; two await a verdict; the run error is left out
-    assert (opened["n"], opened["f1"], opened["judge_errors"]) == (1, 1.0, 2)
-    assert opened["random_baseline"] == pytest.approx(0.25)  # four distinct labels in the dataset
-    diagnostics = {(d["form"]): d for d in report.diagnostics}
-    assert diagnostics["open"]["run_errors"] == 1 and diagnostics["open"]["judge_pending"] == 2
-    assert diagnostics["closed"]["parse_failure_rate"] == 0.25
+    assert (opened.n, opened.f1, opened.judge_errors) == (1, 1.0, 2)
+    assert opened.random_baseline == pytest.approx(0.25)  # four distinct labels in the dataset
+    diagnostics = {d.form: d for d in report.diagnostics}
+    assert diagnostics["open"].run_errors == 1 and diagnostics["open"].judge_pending == 2
+    assert diagnostics["closed"].parse_failure_rate == 0.25
 
     add_verdicts(run_dir, release)
     report = score_runs([run_dir], options=ScoreOptions(resamples=200))
     closed, opened = report.scores
     # pre-check equivalent, judge equivalent, judge not equivalent: 2*2 / (2*2 + 1 + 1)
-    assert (opened["n"], opened["f1"], opened["judge_errors"]) == (3, pytest.approx(2 / 3, abs=1e-6), 0)
+    assert (opened.n, opened.f1, opened.judge_errors) == (3, pytest.approx(2 / 3, abs=1e-6), 0)
     (delta,) = report.deltas
-    assert set(delta) == DELTA_KEYS
+    assert set(delta.as_record()) == DELTA_KEYS
     # paired over the 3 samples scored in both forms: closed 2/3 right (ids 0, 1), open 2/3 right (ids 0, 2)
-    assert delta["delta"] == pytest.approx(0.0) and delta["ci_low"] <= 0 <= delta["ci_high"]
+    assert delta.delta == pytest.approx(0.0) and delta.ci_low <= 0 <= delta.ci_high
 
 
 def test_score_command_writes_the_contract_and_says_the_judge_has_not_run(tmp_path, release):
@@ -182,22 +182,22 @@ def test_open_detection_in_two_box_conventions(tmp_path, release):
     runs = [write_run(tmp_path / "runs", "internvl-like", release, detection_records(release, "internvl-like", NORM1000, norm1000)),
             write_run(tmp_path / "runs", "qwen25-like", release, detection_records(release, "qwen25-like", QWEN25, qwen25))]
     report = score_runs(runs, options=ScoreOptions(resamples=100))
-    scores = {(s["model"], s["form"]): s for s in report.scores}
+    scores = {(s.model, s.form): s for s in report.scores}
     # internvl-like: TP 2, FP 2, FN 2 -> 4 / 8
-    assert scores[("internvl-like", "open")]["f1"] == pytest.approx(0.5)
-    assert scores[("internvl-like", "open")]["parse_failures"] == 1
+    assert scores[("internvl-like", "open")].f1 == pytest.approx(0.5)
+    assert scores[("internvl-like", "open")].parse_failures == 1
     # qwen25-like: TP 4, FP 1 (the extra box), FN 0 -> 8 / 9
-    assert scores[("qwen25-like", "open")]["f1"] == pytest.approx(8 / 9, abs=1e-6)
+    assert scores[("qwen25-like", "open")].f1 == pytest.approx(8 / 9, abs=1e-6)
     # closed detection: the option letter of the gold box
-    assert scores[("qwen25-like", "closed")]["f1"] == 1.0
-    baseline = scores[("qwen25-like", "open")]["random_baseline"]
+    assert scores[("qwen25-like", "closed")].f1 == 1.0
+    baseline = scores[("qwen25-like", "open")].random_baseline
     assert 0 < baseline < 0.2  # a uniformly random box rarely reaches IoU 0.5 with a small gold box
     # win/tie/loss on the shared detection records
-    pairs = {(p["task"], p["form"]): p for p in report.paired}
+    pairs = {(p.task, p.form): p for p in report.paired}
     opened = pairs[(DET, "open")]
-    assert (opened["model_a"], opened["model_b"]) == ("internvl-like", "qwen25-like")
+    assert (opened.model_a, opened.model_b) == ("internvl-like", "qwen25-like")
     # per-record F1: internvl 1, 1, 0, 0 ; qwen 2/3, 1, 1, 1 -> internvl wins 1, ties 1, loses 2
-    assert (opened["wins"], opened["ties"], opened["losses"]) == (1, 1, 2)
+    assert (opened.wins, opened.ties, opened.losses) == (1, 1, 2)
     outcomes = report.outcomes
     paths = set(outcomes.loc[outcomes["model"] == "internvl-like", "parse_path"])
     assert {"internvl_box", "unparseable:no_box"} <= paths
@@ -212,8 +212,7 @@ def test_detection_without_a_declared_convention_is_refused(tmp_path, release):
 
 
 def test_columnar_reader_matches_the_record_reader(tmp_path, release):
-    from mmbu.benchmark_eval.records import read_records
-    from mmbu.benchmark_eval.scoring.rundir import read_records_frame, records_frame
+    from mmbu.benchmark_eval.records import read_records, read_records_frame, records_frame
 
     records = closed_and_open_records(release, "model-x") + detection_records(
         release, "model-x", QWEN25, lambda s, b: f"[{b[0]}, {b[1]}, {b[2]}, {b[3]}]")
@@ -257,7 +256,7 @@ def test_a_configuration_with_nothing_scored_has_no_f1(tmp_path, release):
     records = [make_record(s, UNG, "open", "no_context", "an organelle", "model-x") for s in gold["sample_id"]]
     report = score_runs([write_run(tmp_path / "runs", "model-x", release, records)], options=ScoreOptions(resamples=20))
     (only,) = report.scores
-    assert (only["n"], only["f1"], only["ci_low"], only["judge_errors"]) == (0, None, None, 4)
+    assert (only.n, only.f1, only.ci_low, only.judge_errors) == (0, None, None, 4)
 
 
 def test_worker_processes_give_the_same_scores(tmp_path, release):
@@ -280,7 +279,7 @@ def test_image_size_missing_from_records_is_read_from_the_release(tmp_path, rele
                                    box_format={"scale": "norm1", "order": "xyxy"}))
     report = score_runs([write_run(tmp_path / "runs", "llava-like", release, records)],
                         options=ScoreOptions(resamples=20))
-    assert report.scores[0]["f1"] == 1.0
+    assert report.scores[0].f1 == 1.0
 
 
 def test_a_release_whose_answer_is_not_an_option_is_reported(tmp_path, release):
@@ -291,7 +290,7 @@ def test_a_release_whose_answer_is_not_an_option_is_reported(tmp_path, release):
     frame.to_parquet(shard, index=False)
     run_dir = write_run(tmp_path / "runs", "model-x", release, closed_and_open_records(release, "model-x"))
     report = score_runs([run_dir], options=ScoreOptions(resamples=20))
-    assert report.scores[0]["n"] == 3
+    assert report.scores[0].n == 3
     assert any("not one of the options" in w and frame.loc[3, "sample_id"] in w for w in report.warnings)
 
 
@@ -318,12 +317,12 @@ def test_open_gold_is_the_label_when_the_closed_answer_is_none_of_the_above(tmp_
     run_dir = write_run(tmp_path / "runs", "model-x", release, records)
     report = score_runs([run_dir], options=ScoreOptions(resamples=20))
     closed, opened = report.scores
-    assert (closed["n"], closed["f1"]) == (8, 1.0)
-    assert closed["random_baseline"] == pytest.approx((1 / 4 + 7 / 5) / 8, abs=1e-6)  # 4 options once, else 5
+    assert (closed.n, closed.f1) == (8, 1.0)
+    assert closed.random_baseline == pytest.approx((1 / 4 + 7 / 5) / 8, abs=1e-6)  # 4 options once, else 5
     # the open question has no options: its gold is the class, so "Nucleus" is right (pre-check), not pending
-    assert (opened["n"], opened["f1"], opened["judge_errors"]) == (8, 1.0, 0)
+    assert (opened.n, opened.f1, opened.judge_errors) == (8, 1.0, 0)
     # the dataset's open label set is its four classes; "None of the above" is no label of the open form
-    assert opened["random_baseline"] == 0.25
+    assert opened.random_baseline == 0.25
     # and the judge is shown the class as the gold answer
     items = {item.answer: item.gold for item in open_items(open_run(run_dir))}
     assert items["Nucleus"] == "nucleus"
@@ -336,9 +335,9 @@ def test_breakdown_by_dataset_id(tmp_path, release):
     frame.to_parquet(shard, index=False)
     run_dir = write_run(tmp_path / "runs", "model-x", release, closed_and_open_records(release, "model-x"))
     report = score_runs([run_dir], options=ScoreOptions(resamples=20, by=("dataset_id",)))
-    closed = {b["value"]: b for b in report.breakdowns if b["form"] == "closed"}
+    closed = {b.value: b for b in report.breakdowns if b.form == "closed"}
     # ids 0, 1 right (set_a); id 2 wrong, id 3 unparseable (set_b)
-    assert {v: (b["n"], b["f1"]) for v, b in closed.items()} == {"set_a": (2, 1.0), "set_b": (2, 0.0)}
+    assert {v: (b.n, b.f1) for v, b in closed.items()} == {"set_a": (2, 1.0), "set_b": (2, 0.0)}
     with pytest.raises(RunInputError, match=r"--by colour: no such field.*sub_modality"):
         score_runs([run_dir], options=ScoreOptions(resamples=20, by=("colour",)))
 
@@ -349,12 +348,12 @@ def test_withheld_scores_are_none_in_python_and_a_dash_in_the_table(tmp_path, re
     records += [make_record(s, UNG, "closed", "modality", "A", "model-x") for s in ids[:3]]  # one record missing
     records += [make_record(s, UNG, "closed", "full_context", None, "model-x", status="error") for s in ids]
     run_dir = write_run(tmp_path / "runs", "model-x", release, records)
-    scores = {s["template"]: s for s in score_runs([run_dir], options=ScoreOptions(resamples=20)).scores}
-    assert isinstance(scores["no_context"]["f1"], float)
+    scores = {s.template: s for s in score_runs([run_dir], options=ScoreOptions(resamples=20)).scores}
+    assert isinstance(scores["no_context"].f1, float)
     # the contract's null, as in scores.json: not NaN beside the other configurations' numbers
-    assert (scores["modality"]["n"], scores["modality"]["missing"]) == (3, 1)
-    assert [scores["modality"][k] for k in ("f1", "ci_low", "ci_high")] == [None, None, None]
-    assert [scores["full_context"][k] for k in ("n", "f1", "random_baseline")] == [0, None, None]
+    assert (scores["modality"].n, scores["modality"].missing) == (3, 1)
+    assert [getattr(scores["modality"], k) for k in ("f1", "ci_low", "ci_high")] == [None, None, None]
+    assert [getattr(scores["full_context"], k) for k in ("n", "f1", "random_baseline")] == [0, None, None]
     result = CliRunner().invoke(score, [str(run_dir), "--out", str(tmp_path / "scores.json"), "--resamples", "20"])
     modality = next(line for line in result.output.splitlines() if "modality" in line and "│" in line)
     assert not re.search(r"\bnan\b", result.output) and modality.count("—") == 2  # F1 and CI
@@ -370,13 +369,14 @@ def test_records_of_an_older_prompt_version_are_not_mixed_into_a_score(tmp_path,
            for s in ids[:2]]
     run_dir = write_run(tmp_path / "runs", "model-x", release, old + new)
     result = run_score(ScoreConfig(run_dirs=(run_dir,), out=tmp_path / "scores.json", resamples=20))
-    scores = {s["template"]: s for s in result.report.scores}
+    scores = {s.template: s for s in result.report.scores}
     # 2 answers to the v2 prompt and 2 to the v1 prompt are no score of either: withheld, 2 of 4 missing
-    assert [scores["no_context"][k] for k in ("n", "f1", "expected", "missing")] == [2, None, 4, 2]
+    assert [getattr(scores["no_context"], k) for k in ("n", "f1", "expected", "missing")] == [2, None, 4, 2]
     assert any("2 records of an older prompt version" in w for w in result.report.warnings)
     assert any("2 of 4 records are missing" in m for m in result.incomplete) and result.exit_code == 1
+    assert result.report.incomplete == [Coverage("model-x", UNG, "closed", "no_context", expected=4, present=2, missing=2)]
     # a configuration asked with one prompt version throughout is scored as it was: all v1 answers wrong
-    assert [scores["modality"][k] for k in ("n", "f1", "missing")] == [4, 0.0, 0]
+    assert [getattr(scores["modality"], k) for k in ("n", "f1", "missing")] == [4, 0.0, 0]
 
 
 def test_the_open_random_baseline_of_a_one_label_dataset_counts_its_distractors(tmp_path):
@@ -396,6 +396,6 @@ def test_the_open_random_baseline_of_a_one_label_dataset_counts_its_distractors(
         records.append(make_record(row["sample_id"], UNG, "open", "no_context", "Cell nucleus", "model-x"))
     run_dir = write_run(tmp_path / "runs", "model-x", release, records)
     closed, opened = score_runs([run_dir], options=ScoreOptions(resamples=20)).scores
-    assert closed["random_baseline"] == pytest.approx(0.25)  # four options each
-    assert opened["random_baseline"] == pytest.approx(0.25)  # cell nucleus, cytoplasm, cell membrane, vacuole
-    assert (opened["n"], opened["f1"]) == (6, 1.0)
+    assert closed.random_baseline == pytest.approx(0.25)  # four options each
+    assert opened.random_baseline == pytest.approx(0.25)  # cell nucleus, cytoplasm, cell membrane, vacuole
+    assert (opened.n, opened.f1) == (6, 1.0)

@@ -12,7 +12,7 @@ from support.eval_release import write_release  # noqa: E402
 
 from mmbu.benchmark_eval.models import default_registry, to_model_convention
 from mmbu.benchmark_eval.release import load_samples
-from mmbu.benchmark_eval.scoring.reasoning import run_markers
+from mmbu.benchmark_eval.rundir import run_markers
 from mmbu.benchmark_eval.scoring.scores import ScoreOptions, score_runs
 from mmbu.benchmark_eval.tasks import plan_frames
 
@@ -68,7 +68,7 @@ def test_a_medgemma_run_is_scored_after_its_thought_blocks(tmp_path, release):
                                    box_format=MEDGEMMA.box_format.model_dump(mode="json")))
     run_dir = write_run(tmp_path / "runs", model, release, records)
     report = score_runs([run_dir], options=ScoreOptions(resamples=50))
-    scores = {(s["task"], s["form"]): s for s in report.scores}
+    scores = {(s.task, s.form): s for s in report.scores}
     closed_score, detection_score = scores[(UNG, "closed")], scores[(DET, "open")]
-    assert (closed_score["n"], closed_score["f1"], closed_score["parse_failures"]) == (2, 0.5, 1)
-    assert detection_score["f1"] == 1.0  # y-first, offset by the padding, the final block only
+    assert (closed_score.n, closed_score.f1, closed_score.parse_failures) == (2, 0.5, 1)
+    assert detection_score.f1 == 1.0  # y-first, offset by the padding, the final block only

@@ -1,37 +1,32 @@
-"""Open a run directory (``RUNS_DIR/<model>/``) and the release it was run on.
+"""The read model of a run directory (``RUNS_DIR/<model>/``): what judge, score and report know of a run.
 
-The run records (``predictions.jsonl``) are the single source that judge, score and report
-read; ``run.json`` names the release the run was made on, and ``--release`` overrides it (for
-a release that moved). Reading the release needs no image bytes.
+`open_run` reads the run records (``predictions.jsonl``, through `records.read_records_table`: the newest record per
+configuration, of the prompt version each configuration was last asked with), finds the release the run was made on
+(``run.json`` names it; ``--release`` overrides it, for a release that moved), the model family's reasoning markers
+and what each `mmbu eval run` was asked; `RunDir.judge_selection` reads whose verdicts count (``judge.json``);
+`load_gold` reads the release's rows (no image bytes) and `coverage` compares the two. The judge and the scorer both
+read a run through it, and neither imports the other's reading.
+
+Reasoning markers: the model family's, stripped before any answer is parsed or judged. Taken from the entry the run
+was made with (``run.json`` records it), else from the registry by the records' model name; a model in neither gets
+every marker the registry knows (stripping a marker a model never writes costs nothing; missing one would read its
+reasoning as its answer). ``<think>`` is always among them.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import get_args
+from typing import NamedTuple
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.json as pajson
 
-from mmbu.benchmark_eval.parser import DEFAULT_REASONING, ReasoningMarkers
-from mmbu.benchmark_eval.records import Form, RecordsError, RunRecord, Status, Template, read_records
+from mmbu.benchmark_eval.models import ChatQuirks, default_registry
+from mmbu.benchmark_eval.parser import DEFAULT_REASONING, THINK, ReasoningMarkers
+from mmbu.benchmark_eval.records import RecordsError, read_records_table
 from mmbu.benchmark_eval.release import ReleaseError, list_tasks, load_samples
-from mmbu.benchmark_eval.scoring.reasoning import run_markers
-from mmbu.core.release import Task
+from mmbu.core.runs import RunFile
 
-PREDICTIONS_FILE = "predictions.jsonl"
-RUN_FILE = "run.json"
-JUDGE_FILE = "judge.json"
-RECORD_COLUMNS = ("sample_id", "task", "form", "template", "model", "prompt_version", "status", "output",
-                  "error_reason", "image_size", "sent_size", "content_size", "content_offset", "box_format")
-TEXT_COLUMNS = RECORD_COLUMNS[:9]
-GEOMETRY_COLUMNS = RECORD_COLUMNS[9:]  # needed for detection records only
-REQUIRED = ("sample_id", "task", "form", "template", "model", "prompt_version", "status", "request_hash")
-ALLOWED = {"form": get_args(Form), "template": get_args(Template), "status": get_args(Status)}
-DETECTION = Task.DETECTION.value
 OPEN_ANSWER = "open_answer"  # the gold answer of the open form (see `open_answers`), added by `load_gold`
 
 
@@ -52,11 +47,29 @@ class RunDir:
 
     @property
     def judge_file(self) -> Path:
-        return self.path / JUDGE_FILE
+        return self.path / RunFile.JUDGE
+
+    def judge_selection(self) -> JudgeSelection | None:
+        """Whose verdicts count for this run (``judge.json``, written by `mmbu eval judge`), or None before it ran."""
+        if not self.judge_file.exists():
+            return None
+        try:
+            meta = json.loads(self.judge_file.read_text(encoding="utf-8"))
+            return JudgeSelection(meta["judge_model"], meta["prompt_version"])
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise RunInputError(f"{self.judge_file}: not a judge description ({exc})") from None
+
+
+@dataclass(frozen=True)
+class JudgeSelection:
+    """Which judge's verdicts count for a run: the judge model and its prompt version, as ``judge.json`` names them."""
+
+    judge_model: str
+    prompt_version: str
 
 
 def _run_json(run_dir: Path) -> dict:
-    run_file = run_dir / RUN_FILE
+    run_file = run_dir / RunFile.RUN
     if not run_file.exists():
         return {}
     try:
@@ -77,19 +90,6 @@ def _release_from_run_json(run_dir: Path) -> Path | None:
     return path if path.is_absolute() else (run_dir / path)
 
 
-def records_frame(records: list[RunRecord]) -> pd.DataFrame:
-    """The newest record per (sample, task, form, template) as a DataFrame of :data:`RECORD_COLUMNS`."""
-    rows = [{name: getattr(r, name, None) for name in RECORD_COLUMNS} for r in records]
-    return _newest(pd.DataFrame(rows, columns=list(RECORD_COLUMNS)))
-
-
-def _newest(frame: pd.DataFrame) -> pd.DataFrame:
-    # records are in write order; a re-run (or a new prompt version) appends newer ones
-    for name in ("output", "error_reason"):
-        frame[name] = frame[name].astype(object).where(frame[name].notna(), None)
-    return frame.drop_duplicates(["sample_id", "task", "form", "template"], keep="last").reset_index(drop=True)
-
-
 def _current_prompt_version(frame: pd.DataFrame, predictions: Path, warnings: list[str]) -> pd.DataFrame:
     """Per configuration, only the records of the prompt version it was last asked with (newest-record frame).
 
@@ -105,79 +105,24 @@ def _current_prompt_version(frame: pd.DataFrame, predictions: Path, warnings: li
     return frame[~stale].reset_index(drop=True)
 
 
-def _complete_lines(path: Path, warnings: list[str]) -> pa.BufferReader | Path:
-    """The file, or its bytes up to the last newline when a killed writer left half a line."""
-    with open(path, "rb") as handle:
-        handle.seek(0, 2)
-        size = handle.tell()
-        if size == 0:
-            return path
-        handle.seek(size - 1)
-        if handle.read(1) == b"\n":
-            return path
-        handle.seek(0)
-        data = handle.read()
-    cut = data.rfind(b"\n") + 1
-    line = data[:cut].count(b"\n") + 1
-    warnings.append(f"{path}: line {line} is truncated (a run was killed mid-write); it was skipped")
-    return pa.BufferReader(data[:cut])
-
-
-def read_records_frame(path: Path, warnings: list[str]) -> pd.DataFrame | None:
-    """Columnar read of a run file (pyarrow): the fast path for large runs.
-
-    Returns None when the file does not fit the fast path (a damaged line, a missing field, a value
-    outside the contract); the caller then reads it record by record, which names the bad line.
-    Geometry columns are materialised for detection records only (the rest do not need them).
-    """
-    schema = pa.schema([(name, pa.string()) for name in (*TEXT_COLUMNS, "request_hash")])
-    local: list[str] = []
-    try:
-        table = pajson.read_json(_complete_lines(path, local), parse_options=pajson.ParseOptions(
-            explicit_schema=schema, unexpected_field_behavior="infer"))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        return None
-    if table.num_rows == 0:
-        return pd.DataFrame(columns=list(RECORD_COLUMNS))
-    for name in REQUIRED:
-        if table.column(name).null_count:
-            return None
-    for name, allowed in ALLOWED.items():
-        if not pc.all(pc.is_in(table.column(name), value_set=pa.array(allowed))).as_py():
-            return None
-    frame = table.select(list(TEXT_COLUMNS)).to_pandas()
-    detection = pc.equal(table.column("task"), DETECTION)
-    rows = pc.indices_nonzero(detection).to_numpy()
-    for name in GEOMETRY_COLUMNS:
-        column = pd.Series([None] * len(frame), dtype=object)
-        if len(rows) and name in table.column_names:
-            values = table.column(name).take(pa.array(rows)).to_pylist()
-            column.iloc[rows] = pd.Series(values, index=rows, dtype=object)
-        frame[name] = column
-    warnings.extend(local)
-    return _newest(frame)
-
-
 def open_run(run_dir: str | Path, release_override: str | Path | None = None) -> RunDir:
     """Read a run directory's records and find its release; raises :class:`RunInputError`."""
     path = Path(run_dir)
-    predictions = path / PREDICTIONS_FILE
+    predictions = path / RunFile.PREDICTIONS
     if not predictions.is_file():
-        raise RunInputError(f"{path}: no {PREDICTIONS_FILE} (not a run directory made by `mmbu eval run`)")
+        raise RunInputError(f"{path}: no {RunFile.PREDICTIONS} (not a run directory made by `mmbu eval run`)")
     warnings: list[str] = []
-    frame = read_records_frame(predictions, warnings)
-    if frame is None:  # the careful reader names the damaged line, or copes with what arrow could not
-        try:
-            frame = records_frame(read_records(predictions, on_truncated=warnings.append))
-        except RecordsError as exc:
-            raise RunInputError(str(exc)) from None
+    try:
+        frame = read_records_table(predictions, warnings)
+    except RecordsError as exc:
+        raise RunInputError(str(exc)) from None
     if frame.empty:
         raise RunInputError(f"{predictions}: no run records")
     release = Path(release_override) if release_override else _release_from_run_json(path)
     if release is None:
-        raise RunInputError(f"{path}: {RUN_FILE} does not name the release; pass --release DIR")
+        raise RunInputError(f"{path}: {RunFile.RUN} does not name the release; pass --release DIR")
     if not release.is_dir():
-        raise RunInputError(f"{release}: release directory does not exist (from {'--release' if release_override else path / RUN_FILE})")
+        raise RunInputError(f"{release}: release directory does not exist (from {'--release' if release_override else path / RunFile.RUN})")
     models = sorted(frame["model"].unique())
     if len(models) > 1:
         raise RunInputError(f"{predictions}: records of several models ({', '.join(models)}); one run directory holds one model")
@@ -185,11 +130,28 @@ def open_run(run_dir: str | Path, release_override: str | Path | None = None) ->
     invocations = _run_json(path).get("invocations")
     selections = [item["selection"] for item in invocations if isinstance(item, dict)
                   and isinstance(item.get("selection"), dict)] if isinstance(invocations, list) else []
-    return RunDir(path, models[0], release, frame, warnings, run_markers(path / RUN_FILE, models[0]),
+    return RunDir(path, models[0], release, frame, warnings, run_markers(path / RunFile.RUN, models[0]),
                   selections)
 
 
-def coverage(run: RunDir, gold: dict[str, pd.DataFrame]) -> list[dict]:
+class Coverage(NamedTuple):
+    """One configuration a run was asked for: the records its selection calls for from the release, and how many
+    of them the run file has."""
+
+    model: str
+    task: str
+    form: str
+    template: str
+    expected: int
+    present: int
+    missing: int
+
+    @property
+    def config(self) -> tuple[str, str, str, str]:
+        return self.model, self.task, self.form, self.template
+
+
+def coverage(run: RunDir, gold: dict[str, pd.DataFrame]) -> list[Coverage]:
     """Per configuration the run was asked for: records expected from the release, present, missing.
 
     The expectation is what `mmbu eval run` itself expected, over every invocation recorded in run.json
@@ -215,8 +177,7 @@ def coverage(run: RunDir, gold: dict[str, pd.DataFrame]) -> list[dict]:
     rows = []
     for (task, form, template), ids in wanted.items():
         present = len(ids & have.get((task, form, template), set()))
-        rows.append({"model": run.model, "task": task, "form": form, "template": template,
-                     "expected": len(ids), "present": present, "missing": len(ids) - present})
+        rows.append(Coverage(run.model, task, form, template, len(ids), present, len(ids) - present))
     return rows
 
 
@@ -244,3 +205,25 @@ def load_gold(release_dir: str | Path, tasks: list[str] | None = None) -> dict[s
         return {task: table.assign(**{OPEN_ANSWER: open_answers(table)}) for task, table in tables.items()}
     except ReleaseError as exc:
         raise RunInputError(str(exc)) from None
+
+
+def markers_of(chat: ChatQuirks | None) -> ReasoningMarkers:
+    """The markers a registry entry declares, with ``<think>`` added."""
+    if chat is None:
+        return ReasoningMarkers(tuple(dict.fromkeys((THINK, *default_registry().reasoning_tags()))))
+    pairs = (chat.thinking_tags, THINK) if chat.thinking_tags else (THINK,)
+    return ReasoningMarkers(tuple(dict.fromkeys(pairs)), prefilled=chat.thinking_prefilled)
+
+
+def run_markers(run_file: Path, model: str) -> ReasoningMarkers:
+    """The markers for the run whose ``run.json`` is `run_file` and whose records name `model`."""
+    chat = None
+    try:
+        entry = json.loads(run_file.read_text(encoding="utf-8")).get("entry") or {}
+        if isinstance(entry, dict) and isinstance(entry.get("chat"), dict):
+            chat = ChatQuirks.model_validate(entry["chat"])
+    except (OSError, ValueError, AttributeError):
+        chat = None  # no or older run.json: fall back to the registry
+    if chat is None and (found := default_registry().find(model)) is not None:
+        chat = found.chat
+    return markers_of(chat)
