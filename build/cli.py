@@ -68,6 +68,8 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
     the rest is built. Exit 0 all good, 1 something was excluded or failed, 2 bad usage (also: the release folder
     holds a release of another composition profile).
     """
+    from mmbu.build.release.build_info import created_at
+
     if not manifests_dir.is_dir():
         raise InvalidInput(f"--manifests {manifests_dir}: no such folder")
     if executor == "dask" and not scheduler:
@@ -78,9 +80,10 @@ def build(manifests_dir: Path, data_dir: Path | None, mirror: Path | None, lock_
                          taxonomy_path=taxonomy_path, seed=seed, jobs=jobs, executor=executor, scheduler=scheduler,
                          duplicate_distance=None if keep_duplicates else duplicate_distance, profile=profile,
                          composition_path=composition_path, allow_partial=allow_partial)
-    try:  # the composition and the release folder checked before the plan asks any host
+    try:  # the composition, the release folder and the release date checked before the plan asks any host
         check_release_profile(config)
-    except (CompositionError, ReleaseProfileMismatch) as exc:
+        created_at()  # a SOURCE_DATE_EPOCH that is not a date stops the build now, not after hours of work
+    except (CompositionError, ReleaseProfileMismatch, ValueError) as exc:
         raise InvalidInput(str(exc)) from None
     if not manifest_paths(manifests_dir):
         click.echo(f"{manifests_dir} holds no manifest (*.yaml) yet: nothing to build. `make demo` builds the "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import sys
 from collections.abc import Iterable, Mapping
@@ -32,6 +33,17 @@ def manifest_hashes(paths: Iterable[str | Path]) -> dict[str, str]:
     return {Path(p).stem: hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in sorted(map(str, paths))}
 
 
+def created_at() -> str:
+    """When the release was made: `SOURCE_DATE_EPOCH` (reproducible-builds.org) when set, so that two builds of the
+    same inputs in the same folder are byte-identical down to build_info.json; else now."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is None:
+        return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    if not epoch.strip().isdigit():
+        raise ValueError(f"SOURCE_DATE_EPOCH={epoch!r} is not a whole number of seconds since 1970-01-01 UTC")
+    return datetime.fromtimestamp(int(epoch), timezone.utc).isoformat(timespec="seconds")
+
+
 def collect_build_info(*, seed: int, taxonomy_hash: str, manifest_paths: Iterable[str | Path] = (),
                        question_version: str | None = None, composition: Mapping[str, object] | None = None,
                        extra: Mapping[str, object] | None = None) -> dict[str, object]:
@@ -45,7 +57,7 @@ def collect_build_info(*, seed: int, taxonomy_hash: str, manifest_paths: Iterabl
     if composition is not None:
         seeds["composition"] = composition["seed"]
     return {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": created_at(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "packages": package_versions(),
