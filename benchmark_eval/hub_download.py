@@ -55,8 +55,10 @@ class HubBounds:
                     values[field_name] = float(text)
                 except ValueError:
                     raise ValueError(f"{name}={text!r} is not a number") from None
-                if values[field_name] < 0 or (field_name == "rate_window" and values[field_name] == 0):
-                    raise ValueError(f"{name}={text!r} must be a positive number")
+                if field_name == "rate_window" and values[field_name] <= 0:
+                    raise ValueError(f"{name}={text!r} must be more than 0 seconds")
+                if values[field_name] < 0:
+                    raise ValueError(f"{name}={text!r} must be at least 0 (0: no minimum)")
         return cls(**values)
 
 

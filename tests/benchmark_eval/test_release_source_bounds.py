@@ -101,3 +101,7 @@ def test_a_bad_rate_setting_is_one_sentence(hub, tmp_path, monkeypatch):
     monkeypatch.setenv(MIN_RATE_VARIABLE, "fast")
     with pytest.raises(ReleaseError, match=f"{MIN_RATE_VARIABLE}='fast' is not a number"):
         resolve_release(f"hf://{REPO}", cache_dir=tmp_path / "cache")
+    monkeypatch.setenv(MIN_RATE_VARIABLE, "100")
+    monkeypatch.setenv(RATE_WINDOW_VARIABLE, "0")
+    with pytest.raises(ReleaseError, match=f"{RATE_WINDOW_VARIABLE}='0' must be more than 0 seconds"):
+        resolve_release(f"hf://{REPO}", cache_dir=tmp_path / "cache")
