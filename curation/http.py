@@ -34,6 +34,8 @@ import tenacity
 import urllib3
 from pydantic import BaseModel, ConfigDict, Field
 
+from mmbu.core import body_bounds
+from mmbu.core.body_bounds import BodyLimits, BodyMeter, BodyTooLong, BodyTooSlow, declared_size_bound
 from mmbu.core.files import write_text_atomic
 from mmbu.core.retry_after import retry_after_seconds
 from mmbu.core.version import toolkit_version
@@ -70,17 +72,23 @@ class HostPolicy(BaseModel):
     )
     # Bounds on what a host may cost (a hostile or broken host would otherwise decide): see `BodyLimits`.
     min_bytes_per_second: float = Field(
-        4096.0, ge=0, description="A body arriving slower than this, averaged over `rate_window` seconds, is cut "
-                                  "(0: no minimum; `read_timeout` still bounds a silent host).")
-    rate_window: float = Field(60.0, gt=0, description="Seconds over which the minimum rate is averaged.")
+        body_bounds.MIN_BYTES_PER_SECOND, ge=0,
+        description="A body arriving slower than this, averaged over `rate_window` seconds, is cut "
+                    "(0: no minimum; `read_timeout` still bounds a silent host).")
+    rate_window: float = Field(body_bounds.RATE_WINDOW, gt=0,
+                               description="Seconds over which the minimum rate is averaged.")
     file_deadline: float = Field(
-        6 * 3600.0, gt=0, description="Seconds one file's download may take in all, resumed attempts included.")
-    call_deadline: float = Field(120.0, gt=0, description="Seconds one API call (a JSON answer) may take in all.")
+        body_bounds.FILE_DEADLINE, gt=0,
+        description="Seconds one file's download may take in all, resumed attempts included.")
+    call_deadline: float = Field(body_bounds.CALL_DEADLINE, gt=0,
+                                 description="Seconds one API call (a JSON answer) may take in all.")
     max_json_bytes: int = Field(
-        64 * 1024**2, gt=0, description="Largest JSON answer accepted, counted after gzip/deflate inflation.")
+        body_bounds.MAX_JSON_BYTES, gt=0,
+        description="Largest JSON answer accepted, counted after gzip/deflate inflation.")
     size_margin: float = Field(
-        0.01, ge=0, description="A download may exceed the size its host, manifest or lock declares by this "
-                                "fraction plus 1 MiB before it is cut; beyond, the file is refused.")
+        body_bounds.SIZE_MARGIN, ge=0,
+        description="A download may exceed the size its host, manifest or lock declares by this "
+                    "fraction plus 1 MiB before it is cut; beyond, the file is refused.")
     max_undeclared_bytes: int = Field(
         500 * 1024**3, gt=0, description="Largest download whose size nobody declares (what archives may expand to).")
 
@@ -158,24 +166,11 @@ class TooSlow(HttpError):
     """A body arrived slower than `min_bytes_per_second`, or past its deadline."""
 
 
-SIZE_MARGIN_BYTES = 1024**2  # added to `size_margin` × the declared size
-
-
 def size_bound(declared: int | None, policy: HostPolicy) -> int:
     """The most bytes a download declared as `declared` bytes (None: nobody says) may bring."""
     if declared is None:
         return policy.max_undeclared_bytes
-    return int(declared * (1 + policy.size_margin)) + SIZE_MARGIN_BYTES
-
-
-@dataclass
-class BodyLimits:
-    """What one body may cost: `max_bytes`, and time (a `deadline` on the monotonic clock, a minimum rate)."""
-
-    max_bytes: int
-    deadline: float
-    min_bytes_per_second: float
-    rate_window: float
+    return declared_size_bound(declared, policy.size_margin)
 
 
 def bounded_chunks(response: requests.Response, limits: BodyLimits, shown: str, *,
@@ -187,26 +182,17 @@ def bounded_chunks(response: requests.Response, limits: BodyLimits, shown: str, 
     Inflation is bounded by `chunk` per read (urllib3 decompresses at most what was asked for), so a gzip bomb
     costs `max_bytes`, never its inflated size. Connection errors reach the caller as urllib3 raises them.
     """
-    total = 0
-    window_start, window_bytes = time.monotonic(), 0
+    meter = BodyMeter(limits)
     while True:
         data = response.raw.read1(chunk, decode_content=decode)
         if not data:
             return
-        total += len(data)
-        if total > limits.max_bytes:
-            raise BodyTooLarge(shown, response.status_code, f"the answer is larger than the {limits.max_bytes:,} "
-                                                             "bytes allowed; it was not kept")
-        now = time.monotonic()
-        if now > limits.deadline:
-            raise TooSlow(shown, response.status_code, f"still arriving after its deadline ({total:,} bytes so far)")
-        window_bytes += len(data)
-        if now - window_start >= limits.rate_window:
-            if limits.min_bytes_per_second and window_bytes / (now - window_start) < limits.min_bytes_per_second:
-                raise TooSlow(shown, response.status_code, f"arriving at {window_bytes / (now - window_start):,.0f} "
-                                                           f"bytes/s, below the {limits.min_bytes_per_second:,.0f} "
-                                                           "bytes/s minimum")
-            window_start, window_bytes = now, 0
+        try:
+            meter.count(len(data))
+        except BodyTooLong as exc:
+            raise BodyTooLarge(shown, response.status_code, exc.detail) from None
+        except BodyTooSlow as exc:
+            raise TooSlow(shown, response.status_code, exc.detail) from None
         yield data
 
 
