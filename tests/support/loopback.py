@@ -130,6 +130,9 @@ class LoopbackServer:
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out as two writes; with Nagle on, the body waits for the client's delayed ACK
+            # (~20-40 ms per reply on a kept-alive connection), which cost the discovery tests seconds each.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: object) -> None:  # keep test output quiet
                 pass
