@@ -33,12 +33,17 @@ def scoring_bar(runs: int) -> Iterator[Callable[[str], None]]:
     console = Console(stderr=True)
     scored_runs: list[str] = []
     on_interrupt(lambda: f"scored {len(scored_runs)} of {runs} run(s); nothing is written before all are scored")
+
+    def scored_one(path: str) -> str:
+        """Count the run just scored; what the bar or line says next (the bootstrap follows the last run)."""
+        scored_runs.append(path)
+        return "bootstrapping" if len(scored_runs) >= runs else f"scored {Path(path).name}"
+
     if not is_live(console):
         with PlainProgress("scoring runs", unit="runs/s") as plain:
             def line(path: str) -> None:
-                scored_runs.append(path)
-                plain.update(len(scored_runs), runs, note="bootstrapping" if len(scored_runs) >= runs
-                             else f"scored {Path(path).name}", force=True)
+                note = scored_one(path)
+                plain.update(len(scored_runs), runs, note=note, force=True)
 
             plain.update(0, runs, force=True)
             yield line
@@ -48,9 +53,7 @@ def scoring_bar(runs: int) -> Iterator[Callable[[str], None]]:
         task = bar.add_task("scoring runs", total=runs)
 
         def advance(path: str) -> None:
-            scored_runs.append(path)
-            bar.update(task, advance=1, description=(
-                "bootstrapping" if bar.tasks[task].completed + 1 >= runs else f"scored {Path(path).name}"))
+            bar.update(task, advance=1, description=scored_one(path))
 
         yield advance
 
