@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mmbu.build.layouts.boxes import clip_box
 from mmbu.build.layouts.context import LayoutContext
-from mmbu.build.layouts.files import glob_files
+from mmbu.build.layouts.files import glob_files, image_size
 from mmbu.build.layouts.pairing import paired_files
 from mmbu.build.layouts.sample import Region
 from mmbu.core import budget
@@ -26,23 +26,30 @@ def read(layout: VocLayout, ctx: LayoutContext) -> None:
 
 
 def _read_one(xml_path: Path, image: Path | None, ctx: LayoutContext, image_root: Path | None = None) -> None:
-    """One XML file's boxes on `image` (paired by template), or, without it, on `<filename>` under `image_root`."""
+    """One XML file's boxes on `image` (paired by template; its size when the XML has no `<size>`), or, without it, on
+    `<filename>` under `image_root`."""
     where = ctx.rel(xml_path)
     try:
         root = ET.fromstring(budget.read_annotation_bytes(xml_path))
         filename = root.findtext("filename").strip() if image is None else None
-        width, height = int(root.findtext("size/width")), int(root.findtext("size/height"))
-        size = (width, height) if width > 0 and height > 0 else None
+        try:
+            width, height = int(root.findtext("size/width")), int(root.findtext("size/height"))
+            size = (width, height) if width > 0 and height > 0 else None
+        except (TypeError, ValueError):
+            if image is None:
+                raise
+            size = image_size(image)  # the paired image file gives it, so boxes are clipped as usual
     except budget.OverBudget as exc:
         ctx.exclude(where, str(exc))
         return
     except (OSError, ET.ParseError, AttributeError, TypeError, ValueError) as exc:
-        ctx.exclude(where, f"not a VOC annotation with {'size' if image else 'filename and size'} ({exc})")
+        ctx.exclude(where, f"not a VOC annotation{'' if image else ' with filename and size'} ({exc})")
         return
     regions = []
     for number, obj in enumerate(root.iter("object"), start=1):
         try:
-            name = obj.findtext("name").strip()
+            # <label> where older tools (the AIR lab's, read by its readdata.py) wrote no <name>
+            name = (obj.findtext("name") or obj.findtext("label")).strip()
             bndbox = [float(obj.findtext(f"bndbox/{k}")) for k in ("xmin", "ymin", "xmax", "ymax")]
         except (AttributeError, TypeError, ValueError):
             ctx.exclude(f"{where}#object-{number}", "object without a name or a complete bndbox")
