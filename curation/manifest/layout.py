@@ -113,7 +113,9 @@ class CocoLayout(LayoutBase):
 
 
 class YoloLayout(LayoutBase):
-    """YOLO txt: one `<class> <cx> <cy> <w> <h>` line per object, normalised to the image size.
+    """YOLO txt: one `<class> <cx> <cy> <w> <h>` line per object, normalised to the image size; a YOLO segmentation
+    line `<class> <x1> <y1> <x2> <y2> <x3> <y3> ...` (Ultralytics' instance-segmentation labels) is the box of its
+    polygon's vertices.
 
     A label file is paired with the image of the same relative stem under `images`' folder.
     """
@@ -132,14 +134,33 @@ class YoloLayout(LayoutBase):
 
 
 class VocLayout(LayoutBase):
-    """Pascal VOC XML files (`<filename>`, `<size>`, `<object><name><bndbox>`)."""
+    """Pascal VOC XML files (`<filename>`, `<size>`, `<object><name><bndbox>`).
+
+    The image is `<filename>` under `image_root`, or, with `images`, the image file the XML pairs with by the
+    named parts the two templates share (labelling tools that save `<stem>.xml` beside `<stem>.jpg`, in folders
+    no listing names: `**/{folder}/{stem}.xml` with `**/{folder}/{stem}.jpg`); `<filename>` is then not read.
+    """
 
     kind: Literal["voc"]
-    annotations: DatasetPath = Field(description="Glob for the XML files.")
+    annotations: DatasetPath = Field(description="Glob for the XML files (a template with named parts when "
+                                                 "`images` is given).")
     image_root: DatasetPath = "."
+    images: DatasetPath | None = Field(None, description="Template of the image files, paired with the XML files by "
+                                                         "the named parts of `annotations`, e.g. '**/{stem}.jpg'.")
 
     def feeds(self) -> frozenset[str]:
         return BOXES
+
+    @model_validator(mode="after")
+    def _images_pair_by_shared_parts(self) -> "VocLayout":
+        if self.images is None:
+            return self
+        if self.image_root != ".":
+            raise ValueError("images pairs each XML file with its image file; leave out image_root (it joins "
+                             "<filename>, which is then not read)")
+        if not set(parse_template(self.images).names) & set(parse_template(self.annotations).names):
+            raise ValueError(f"annotations {self.annotations!r} shares no named part with images {self.images!r}")
+        return self
 
 
 class ImageMaskPairsLayout(ColourMasks):

@@ -75,6 +75,30 @@ def test_yolo_normalised_boxes_are_placed_in_source_pixels(tmp_path):
     assert reasons["labels/train/orphan.txt"] == "YOLO labels without a matching image"
 
 
+def test_yolo_segmentation_polygon_lines_give_the_box_of_their_vertices(tmp_path):
+    # Ultralytics' instance-segmentation labels: '<class> x1 y1 x2 y2 x3 y3 ...', normalised (AlphaDent ships these);
+    # read as '<class> <cx> <cy> <w> <h>' the first four numbers would give a wrong box without a word.
+    raw = tmp_path / "raw"
+    write_png(raw / "images" / "a.png", size=(200, 100))
+    (raw / "labels").mkdir(parents=True)
+    (raw / "labels" / "a.txt").write_text(
+        "0 0.1 0.2 0.4 0.2 0.3 0.6\n"            # triangle: x 20..80, y 20..60
+        "1 0.5 0.5 0.6 0.5 0.6 0.9 0.5 0.9\n"    # square: x 100..120, y 50..90
+        "0 0.5 0.5 0.2 0.4 0.9\n"                # five numbers (a box and a confidence): not a label
+        "0 0.1 0.1 0.2 0.2 0.3\n")               # an odd number of coordinates
+    manifest = make_manifest({"kind": "yolo", "images": "images/*.png", "labels": "labels",
+                              "class_names": ["rbc", "ring"]}, labels=LABELS, tasks=["object_detection"])
+
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert [(r.label, r.instance) for r in samples[0].regions] == [("rbc", "line-1"), ("ring", "line-2")]
+    assert samples[0].regions[0].box == pytest.approx((20.0, 20.0, 80.0, 60.0))
+    assert samples[0].regions[1].box == pytest.approx((100.0, 50.0, 120.0, 90.0))
+    reasons = {e.item: e.reason for e in exclusions}
+    for line in (3, 4):
+        assert "is not '<class> <cx> <cy> <w> <h>' nor a polygon" in reasons[f"labels/a.txt:{line}"]
+
+
 def test_voc_boxes_convert_from_one_based_inclusive_pixels(tmp_path):
     raw = tmp_path / "raw"
     write_png(raw / "JPEGImages" / "a.png", size=(50, 40))
@@ -94,6 +118,55 @@ def test_voc_boxes_convert_from_one_based_inclusive_pixels(tmp_path):
     reasons = {e.item: e.reason for e in exclusions}
     assert reasons["Annotations/a.xml#object-2"] == "object without a name or a complete bndbox"
     assert reasons["Annotations/broken.xml"].startswith("not a VOC annotation")
+
+
+def voc_xml(objects: str, filename: str = "elsewhere/renamed.jpg", size: tuple[int, int] = (60, 40)) -> str:
+    return (f"<annotation><filename>{filename}</filename><size><width>{size[0]}</width><height>{size[1]}</height>"
+            f"<depth>3</depth></size>{objects}</annotation>")
+
+
+def box(name: str, x1: int, y1: int, x2: int, y2: int) -> str:
+    return (f"<object><name>{name}</name><bndbox><xmin>{x1}</xmin><ymin>{y1}</ymin><xmax>{x2}</xmax><ymax>{y2}</ymax>"
+            "</bndbox></object>")
+
+
+def test_voc_pairs_xml_files_with_images_by_template_and_ignores_their_filename(tmp_path):
+    """LabelImg saves <stem>.xml beside <stem>.jpg in folders no listing names, at any depth, and its <filename> may
+    name another file (a renamed image): with `images` the pair is the template's, never <filename>. An XML
+    without <size> takes the image's, so the box past the right edge of old.jpg is clipped as any other."""
+    raw = tmp_path / "raw"
+    write_png(raw / "phone" / "set1" / "a.jpg", size=(60, 40))
+    (raw / "phone" / "set1" / "a.xml").write_text(voc_xml(box("rbc", 1, 1, 10, 20) + box("ring", 21, 11, 40, 30)))
+    write_png(raw / "set2" / "a.jpg", size=(60, 40))     # the same stem in another folder is another image
+    (raw / "set2" / "a.xml").write_text(voc_xml(box("ring", 31, 1, 60, 40), filename="a.jpg"))
+    (raw / "set2" / "lost.xml").write_text(voc_xml(box("rbc", 1, 1, 5, 5)))
+    write_png(raw / "set2" / "unlabelled.jpg", size=(60, 40))
+    # an older tool's XML: no <size> (the image's is read) and the class in <label> rather than <name>
+    write_png(raw / "set2" / "old.jpg", size=(60, 40))
+    (raw / "set2" / "old.xml").write_text(
+        "<annotation><object><label>rbc</label><bndbox><xmin>41</xmin><ymin>1</ymin><xmax>70</xmax><ymax>10</ymax>"
+        "</bndbox></object></annotation>")
+    manifest = make_manifest({"kind": "voc", "annotations": "**/{folder}/{stem}.xml",
+                              "images": "**/{folder}/{stem}.jpg"}, labels=LABELS, tasks=["object_detection"])
+
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert {s.source_path: [(r.label, r.box) for r in s.regions] for s in samples} == {
+        "phone/set1/a.jpg": [("rbc", (0.0, 0.0, 10.0, 20.0)), ("ring", (20.0, 10.0, 40.0, 30.0))],
+        "set2/a.jpg": [("ring", (30.0, 0.0, 60.0, 40.0))],
+        "set2/old.jpg": [("rbc", (40.0, 0.0, 60.0, 10.0))]}
+    assert sorted((e.item, e.reason) for e in exclusions) == [
+        ("set2/lost.xml", "annotation without a matching image"),
+        ("set2/unlabelled.jpg", "no annotation file matching '**/{folder}/{stem}.xml' for this image")]
+
+
+@pytest.mark.parametrize("layout, message", [
+    ({"annotations": "x/{stem}.xml", "images": "y/{stem}.jpg", "image_root": "y"}, "leave out image_root"),
+    ({"annotations": "x/{stem}.xml", "images": "y/{name}.jpg"}, "shares no named part"),
+])
+def test_voc_images_template_is_checked(layout, message):
+    with pytest.raises(ValidationError, match=message):
+        make_manifest({"kind": "voc", **layout}, labels=LABELS, tasks=["object_detection"])
 
 
 def midog_2021(raw):
