@@ -1,9 +1,10 @@
-"""YOLO txt: `<class> <cx> <cy> <w> <h>` per line, normalised; paired with images by relative stem."""
+"""YOLO txt: `<class> <cx> <cy> <w> <h>` per line, or a YOLO segmentation polygon `<class> <x1> <y1> <x2> <y2>
+<x3> <y3> ...` (the box of its vertices), normalised; paired with images by relative stem."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from mmbu.build.layouts.boxes import clip_box, yolo_to_xyxy
+from mmbu.build.layouts.boxes import Box, clip_box, yolo_to_xyxy
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import glob_files, image_size
 from mmbu.build.layouts.sample import Region
@@ -19,6 +20,19 @@ def _image_base(layout: YoloLayout) -> str:
             break
         parts.append(part)
     return str(Path(*parts)) if parts else "."
+
+
+def _line_box(values: list[float], size: tuple[int, int]) -> Box:
+    """The pixel box of one label line's numbers: a centre box (four numbers) or, as Ultralytics writes instance
+    segmentation labels, a polygon of three or more normalised vertices; ValueError for any other count (a fifth
+    number such as a detector's confidence is not a label)."""
+    if len(values) == 4:
+        return yolo_to_xyxy(*values, size)
+    if len(values) < 6 or len(values) % 2:
+        raise ValueError(f"{len(values)} numbers")
+    width, height = size
+    xs, ys = values[0::2], values[1::2]
+    return (min(xs) * width, min(ys) * height, max(xs) * width, max(ys) * height)
 
 
 def read(layout: YoloLayout, ctx: LayoutContext) -> None:
@@ -54,16 +68,15 @@ def read(layout: YoloLayout, ctx: LayoutContext) -> None:
             fields = line.split()
             try:
                 index = int(fields[0])
-                coords = [float(v) for v in fields[1:5]]
-                if len(coords) != 4:
-                    raise ValueError
+                box = _line_box([float(v) for v in fields[1:]], size)
             except (ValueError, IndexError):
-                ctx.exclude(where, f"line {line.strip()!r} is not '<class> <cx> <cy> <w> <h>'")
+                ctx.exclude(where, f"line {line.strip()!r} is not '<class> <cx> <cy> <w> <h>' nor a polygon "
+                                   "'<class> <x1> <y1> <x2> <y2> <x3> <y3> ...'")
                 continue
             if layout.class_names is not None and not 0 <= index < len(layout.class_names):
                 ctx.exclude(where, f"class index {index} is outside class_names (0..{len(layout.class_names) - 1})")
                 continue
-            box, problem = clip_box(yolo_to_xyxy(*coords, size), size)
+            box, problem = clip_box(box, size)
             if box is None:
                 ctx.exclude(where, problem or "invalid box")
                 continue

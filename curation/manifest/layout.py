@@ -113,7 +113,9 @@ class CocoLayout(LayoutBase):
 
 
 class YoloLayout(LayoutBase):
-    """YOLO txt: one `<class> <cx> <cy> <w> <h>` line per object, normalised to the image size.
+    """YOLO txt: one `<class> <cx> <cy> <w> <h>` line per object, normalised to the image size; a YOLO segmentation
+    line `<class> <x1> <y1> <x2> <y2> <x3> <y3> ...` (Ultralytics' instance-segmentation labels) is the box of its
+    polygon's vertices.
 
     A label file is paired with the image of the same relative stem under `images`' folder.
     """

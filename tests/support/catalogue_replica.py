@@ -27,6 +27,7 @@ File kinds (one key besides `path`):
   csv: {rows: [[...], ...], delimiter: ","}
   xlsx: {sheets: {name: [[...], ...]}}           an Excel workbook written by openpyxl, sheets in the order given
   arrays: {key: {shape: [...], dtype: uint8, values: [...]}}   .npz (`values` flat, else a ramp); .npy: key `array`;
+          .tif / .tiff (tifffile): key `array`, a multi-page stack of its first axis;
           .h5 (h5py; keys are dataset paths such as volumes/raw);
           a mask stack: {shape: [N, H, W], regions: [{index: 0, value: 1, box: [x0, y0, x1, y1]}]} (zeros elsewhere;
           for a (D, H, W) volume `index` is the slice; for one (H, W, C) item `channel: c` fills that channel)
@@ -205,6 +206,10 @@ def write_arrays(path: Path, arrays: dict[str, Any]) -> None:
             built[key] = (np.arange(size) % 251).astype(dtype).reshape(spec["shape"])
     if path.suffix == ".npy":
         np.save(path, built["array"])
+    elif path.suffix in (".tif", ".tiff"):  # a multi-page TIFF stack (key `array`), one page per first-axis index
+        import tifffile
+
+        tifffile.imwrite(path, built["array"], photometric="minisblack")  # grey pages, never planar RGB
     elif path.suffix in (".h5", ".hdf5"):  # HDF5 datasets by key, chunked and compressed as h5py writes them
         import h5py
 

@@ -75,6 +75,30 @@ def test_yolo_normalised_boxes_are_placed_in_source_pixels(tmp_path):
     assert reasons["labels/train/orphan.txt"] == "YOLO labels without a matching image"
 
 
+def test_yolo_segmentation_polygon_lines_give_the_box_of_their_vertices(tmp_path):
+    # Ultralytics' instance-segmentation labels: '<class> x1 y1 x2 y2 x3 y3 ...', normalised (AlphaDent ships these);
+    # read as '<class> <cx> <cy> <w> <h>' the first four numbers would give a wrong box without a word.
+    raw = tmp_path / "raw"
+    write_png(raw / "images" / "a.png", size=(200, 100))
+    (raw / "labels").mkdir(parents=True)
+    (raw / "labels" / "a.txt").write_text(
+        "0 0.1 0.2 0.4 0.2 0.3 0.6\n"            # triangle: x 20..80, y 20..60
+        "1 0.5 0.5 0.6 0.5 0.6 0.9 0.5 0.9\n"    # square: x 100..120, y 50..90
+        "0 0.5 0.5 0.2 0.4 0.9\n"                # five numbers (a box and a confidence): not a label
+        "0 0.1 0.1 0.2 0.2 0.3\n")               # an odd number of coordinates
+    manifest = make_manifest({"kind": "yolo", "images": "images/*.png", "labels": "labels",
+                              "class_names": ["rbc", "ring"]}, labels=LABELS, tasks=["object_detection"])
+
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert [(r.label, r.instance) for r in samples[0].regions] == [("rbc", "line-1"), ("ring", "line-2")]
+    assert samples[0].regions[0].box == pytest.approx((20.0, 20.0, 80.0, 60.0))
+    assert samples[0].regions[1].box == pytest.approx((100.0, 50.0, 120.0, 90.0))
+    reasons = {e.item: e.reason for e in exclusions}
+    for line in (3, 4):
+        assert "is not '<class> <cx> <cy> <w> <h>' nor a polygon" in reasons[f"labels/a.txt:{line}"]
+
+
 def test_voc_boxes_convert_from_one_based_inclusive_pixels(tmp_path):
     raw = tmp_path / "raw"
     write_png(raw / "JPEGImages" / "a.png", size=(50, 40))
