@@ -112,7 +112,7 @@ def test_the_corpus_covers_every_rule_and_language():
         if parsed.label:
             rules[parsed.rule] += 1
     for rule in ("answer_field", "answer_tag", "final_phrase", "label_first", "copula", "last_line", "response",
-                 "stated_text"):
+                 "stated_text", "concluded_text"):
         assert rules[rule], rule
     languages = Counter(case["language"] for case in CASES)
     assert {"en", "zh", "de", "ko"} <= set(languages)
