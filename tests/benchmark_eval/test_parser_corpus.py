@@ -77,11 +77,11 @@ def outcomes(cases: list[dict]) -> tuple[Counter, list[str]]:
 # discipline): a parser change that reads any of these right, or fails on any other locked case, must say so here.
 # Parts 1-2 as re-scored with the rules frozen at 20aea26, decided on new development data after their first
 # scores were known: the first part's letter given to a reply that states option A's value and then names (J); the
-# second part's three answers given as an option's text inside a reply that also discusses the other options and
-# does not end on it ("the most likely diagnosis in this case is follicular carcinoma, which is …"). The third part
+# second part's three answers given as an option's text: two in replies that go on to discuss the other options
+# after it, one ending "… is delirium (D)." (the bracketed letter after the text). The third part
 # (MATH-V), scored once at 20aea26: a boxed value and an answer value without the option's unit ("\boxed{15}" for
 # "15 m²"), SPHINX's grounded "<p>A</p>[…]", and letters given to token salad ("a-a-a-…", "(a) (b) (c) …") and to
-# three letters in a row ("A B C").
+# three letters in a row ("A, b, c").
 LOCKED_FAILURES = {
     "mmlu-pro/Yi-6b-Chat/11930": "no answer, read J",
     "thoughtsource/gpt-3.5-turbo/med_qa_test_922-none": "A, missed",
