@@ -125,7 +125,8 @@ class CocoLayout(LayoutBase):
     """COCO detection JSON: `images`, `annotations` (with a `bbox` each) and `categories`.
 
     COCO's `bbox` is `[x, y, width, height]` (the default `bbox_order`); COCO-like files that write the
-    corners (MIDOG's `[x1, y1, x2, y2]`) say so with `bbox_order`, in the roles `box_table` uses.
+    corners (MIDOG's `[x1, y1, x2, y2]`) say so with `bbox_order`, in the roles `box_table` uses. An annotation
+    without a `bbox` takes the box of the vertices of its polygon `segmentation`.
     """
 
     kind: Literal["coco"]
