@@ -87,8 +87,9 @@ def test_folder_templates_are_checked_when_the_manifest_is_read(layout, message)
 
 
 # Kaggle's CT Medical Images (kmader/siim-medical-images) keeps no class folders: the contrast tag is in each
-# file's name, `dicom_dir/ID_0087_AGE_0044_CONTRAST_0_CT.dcm` (danielphil/kaggle_ctmi@1526a788da827bcd4a657fb5d54f402f2f503491:
-# shaip_creation/populate_shaip_directories.py). Synthetic DICOM slices written by pydicom.
+# file's name, `dicom_dir/ID_0087_AGE_0044_CONTRAST_0_CT.dcm`
+# (danielphil/kaggle_ctmi@1526a788da827bcd4a657fb5d54f402f2f503491:shaip_creation/populate_shaip_directories.py).
+# Synthetic DICOM slices written by pydicom.
 CT_FILES = {
     "dicom_dir/ID_0000_AGE_0060_CONTRAST_1_CT.dcm": "1",
     "dicom_dir/ID_0051_AGE_0067_CONTRAST_0_CT.dcm": "0",
