@@ -1,6 +1,7 @@
 """Boxes in a one-off JSON or CSV format, found through the field names the manifest maps
 (BBBC041's `objects[].bounding_box.minimum.{r,c}`, RSNA pneumonia's `patientId,x,y,width,height,Target`),
-in one table or in one box file per image (NuCLS's `csv/<fov>.csv`), with or without a header line,
+in one table (its image named by one field or by a template of several, `{slide}/{roi}`) or in one box file per
+image (NuCLS's `csv/<fov>.csv`), with or without a header line,
 optionally keeping only the rows a `where` filter names."""
 from __future__ import annotations
 
@@ -139,7 +140,7 @@ def _separator(layout: BoxTableLayout) -> str | None:
 
 def _csv_fields(layout: BoxTableLayout) -> list[str]:
     box_columns = [layout.box.list] if layout.box.list else list(layout.box.named.values())
-    return [*([layout.image] if layout.image else []), *([layout.label] if layout.label else []), *box_columns,
+    return [*layout.image_fields, *([layout.label] if layout.label else []), *box_columns,
             *layout.no_object, *layout.where]
 
 
@@ -159,13 +160,16 @@ def _json_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[s
     for number, record in enumerate(records):
         where = f"{layout.table}#record-{number}"
         try:
-            name = str(field_value(record, layout.image))
+            name = _image_name(layout, record)
             objects = field_value(record, layout.objects) if layout.objects else [record]
         except FieldMissing as exc:
             ctx.exclude(where, str(exc))
             continue
         if not isinstance(objects, list):
             ctx.exclude(where, f"{layout.objects!r} is not a list of objects")
+            continue
+        if not name:
+            ctx.exclude(where, f"the record has an empty image field ({' or '.join(layout.image_fields)})")
             continue
         yield name, [(f"object-{index}", obj) for index, obj in enumerate(objects, start=1)]
 
@@ -180,12 +184,22 @@ def _csv_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[st
         rows = [(f"row-{number}", row) for number, row in enumerate(table.to_dict(orient="records"), start=2)]
     groups: dict[str, Objects] = {}
     for instance, row in rows:
-        name = str(row[layout.image]).strip()
+        name = _image_name(layout, row)
         if not name:
-            ctx.exclude(f"{layout.table}:{instance.split('-')[1]}", "the row has an empty image field")
+            ctx.exclude(f"{layout.table}:{instance.split('-')[1]}",
+                        f"the row has an empty image field ({' or '.join(layout.image_fields)})")
             continue
         groups.setdefault(name, []).append((instance, row))
     yield from groups.items()
+
+
+def _image_name(layout: BoxTableLayout, obj: Any) -> str:
+    """The image a row (record) names: its `image` field, or the template filled from its fields; '' when a field
+    it needs is empty."""
+    if layout.image_template is None:
+        return str(_get(obj, layout.image)).strip()
+    parts = {name: str(_get(obj, name)).strip() for name in layout.image_template.names}
+    return layout.image_template.fill(parts) if all(parts.values()) else ""
 
 
 def _regions(layout: BoxTableLayout, ctx: LayoutContext, path: Path, size: tuple[int, int] | None,
