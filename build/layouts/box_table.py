@@ -154,24 +154,59 @@ def _json_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[s
     except (OSError, UnicodeDecodeError, ValueError, FieldMissing) as exc:
         ctx.exclude(layout.table, f"the box table cannot be read ({exc})")
         return
-    if not isinstance(records, list):
+    if layout.keys:
+        numbered = _keyed_records(layout, ctx, records)
+    elif isinstance(records, list):
+        numbered = ((f"{layout.table}#record-{number}", record) for number, record in enumerate(records))
+    else:
         ctx.exclude(layout.table, f"records {layout.records or '(top level)'!r} is not a list of records")
         return
-    for number, record in enumerate(records):
-        where = f"{layout.table}#record-{number}"
+    for where, record in numbered:
         try:
             name = _image_name(layout, record)
-            objects = field_value(record, layout.objects) if layout.objects else [record]
-        except FieldMissing as exc:
+            objects = _record_objects(layout, record)
+        except (FieldMissing, ValueError) as exc:
             ctx.exclude(where, str(exc))
-            continue
-        if not isinstance(objects, list):
-            ctx.exclude(where, f"{layout.objects!r} is not a list of objects")
             continue
         if not name:
             ctx.exclude(where, f"the record has an empty image field ({' or '.join(layout.image_fields)})")
             continue
         yield name, [(f"object-{index}", obj) for index, obj in enumerate(objects, start=1)]
+
+
+def _keyed_records(layout: BoxTableLayout, ctx: LayoutContext, node: Any, found: tuple[str, ...] = ()
+                   ) -> Iterator[tuple[str, Any]]:
+    """(where, record) of a mapping nested one level per name in `keys`, each record given its keys as fields."""
+    where = f"{layout.table}#{'/'.join(found) or layout.records or '(top level)'}"
+    if len(found) == len(layout.keys):
+        if isinstance(node, Mapping):
+            yield where, {**node, **dict(zip(layout.keys, found))}
+        else:
+            ctx.exclude(where, f"the record is a {type(node).__name__}, not a mapping of fields")
+        return
+    if not isinstance(node, Mapping):
+        ctx.exclude(where, f"keys {layout.keys} needs a mapping by {layout.keys[len(found)]!r} here; found a "
+                           f"{type(node).__name__}")
+        return
+    for key, child in node.items():
+        yield from _keyed_records(layout, ctx, child, (*found, str(key)))
+
+
+def _record_objects(layout: BoxTableLayout, record: Any) -> list[Any]:
+    """A record's objects: its list at `objects`, its parallel lists zipped (one field per list), or itself."""
+    if layout.objects is None:
+        return [record]
+    paths = [layout.objects] if isinstance(layout.objects, str) else layout.objects
+    lists = {path: field_value(record, path) for path in paths}
+    for path, values in lists.items():
+        if not isinstance(values, list):
+            raise ValueError(f"{path!r} is not a list of objects")
+    if isinstance(layout.objects, str):
+        return lists[layout.objects]
+    lengths = {path: len(values) for path, values in lists.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"the parallel lists differ in length ({', '.join(f'{k}: {v}' for k, v in lengths.items())})")
+    return [dict(zip(lists, values)) for values in zip(*lists.values())]
 
 
 def _csv_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[str, Objects]]:

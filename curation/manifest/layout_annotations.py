@@ -64,7 +64,9 @@ class BoxTableLayout(RowFilter):
     image is recorded as dropped with that reason, never as an error. `where` keeps only the rows
     (objects) whose fields hold the listed values (NuCLS: `{type: [rectangle]}`). When no one field names the
     image (rows naming a slide in one column and a region of it in another, boxes in that region's image),
-    `image` is a template of fields, `{slide}/{roi}`, filled from each row (record).
+    `image` is a template of fields, `{slide}/{roi}`, filled from each row (record). A JSON file keyed by
+    slide then region (`{"0A_a": {"roi0": {"bboxes": [[x1, y1, x2, y2], ...], "classes": [...]}}}`) names its
+    levels in `keys` ([slide, roi]), and `objects` may list parallel lists ([bboxes, classes]) zipped into objects.
 
     Instead of one `table`, `annotations` may be a template of one box file per image, paired with the
     `images` template by their shared parts (BBBC042: `positions/{n}.txt` with `images/{n}.png`); each
@@ -82,8 +84,14 @@ class BoxTableLayout(RowFilter):
     format: Literal["json", "csv"] | None = Field(None, description="From the suffix when omitted (.json: json, "
                                                                     "anything else: csv).")
     records: str = Field("", description="JSON: dotted path of the list of records ('' = the top level).")
-    objects: str | None = Field(None, description="JSON: dotted path (in a record) of its list of objects; "
-                                                  "omitted: each record is one object.")
+    objects: str | list[str] | None = Field(
+        None, description="JSON: dotted path (in a record) of its list of objects; several paths: parallel lists "
+                          "zipped into objects whose fields are those paths ([bboxes, classes]); omitted: each "
+                          "record is one object.")
+    keys: list[str] | None = Field(
+        None, min_length=1, description="JSON: `records` is a mapping nested this many levels deep (slide -> region "
+                                        "-> record) instead of a list; each level's key becomes the field of that name "
+                                        "for `image`, e.g. [slide, roi] with image '{slide}/{slide}__{roi}.tif'.")
     image: str | None = Field(None, description="With `table`: field (dotted path or column) holding the image path "
                                                 "or id, or a template joining several fields, e.g. '{slide}/{roi}' "
                                                 "(a region of a slide, named by two columns).")
@@ -107,8 +115,21 @@ class BoxTableLayout(RowFilter):
     def _label_source(self) -> "BoxTableLayout":
         if (self.label is None) == (self.fixed_label is None):
             raise ValueError("give exactly one of label (the field holding each object's raw label) and fixed_label")
-        if self.table_format == "csv" and (self.records or self.objects):
-            raise ValueError("records and objects are JSON paths; a CSV box table has one row per box")
+        if self.table_format == "csv" and (self.records or self.objects or self.keys):
+            raise ValueError("records, objects and keys are JSON paths; a CSV box table has one row per box")
+        return self
+
+    @model_validator(mode="after")
+    def _keys_and_parallel_lists(self) -> "BoxTableLayout":
+        for name in self.keys or []:
+            if not name.isidentifier():
+                raise ValueError(f"keys names the levels of the records mapping for image templates; {name!r} is not "
+                                 "a name (letters, digits and _)")
+        if self.keys and len(set(self.keys)) != len(self.keys):
+            raise ValueError(f"keys names a level twice: {self.keys}")
+        if isinstance(self.objects, list) and (len(self.objects) < 2 or len(set(self.objects)) != len(self.objects)):
+            raise ValueError("objects as a list names two or more different parallel lists (e.g. [bboxes, classes]); "
+                             "one list of objects is a single path")
         return self
 
     @model_validator(mode="after")

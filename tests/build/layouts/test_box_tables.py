@@ -360,6 +360,62 @@ def test_a_template_of_json_fields(tmp_path):
     ({"image": "{slide}/{roi}", "columns": ["slide", "a", "b", "c", "d"]}, "'roi' is not among columns"),
 ])
 def test_image_templates_are_checked(layout, message):
-    base = {"kind": "box_table", "table": "t.csv", "fixed_label": "x", "box": {"x1": "a", "y1": "b", "x2": "c", "y2": "d"}}
+    base = {"kind": "box_table", "table": "t.csv", "fixed_label": "x",
+            "box": {"x1": "a", "y1": "b", "x2": "c", "y2": "d"}}
+    with pytest.raises(ValidationError, match=message):
+        make_manifest({**base, **layout}, labels={"x": "x"}, tasks=["object_detection"])
+
+
+def follicle_cuts(raw):
+    """Synthetic copy of the shape of the follicle-assessment release (vincentblot28/follicle-assessment@fc693f4:
+    README.md and utils/ltt_utils.py): `01_ovary_cuts/ovary_images/<slide>/<slide>__<roi>.tif` and one
+    `ovaries_annotations.json` read as annotations[slide][roi]["bboxes"] ([xmin, ymin, xmax, ymax]) with the
+    parallel annotations[slide][roi]["classes"]."""
+    import tifffile
+    cuts = {"0A_a": {"roi0": [("PMF", [4, 6, 20, 22]), ("Primary", [30, 2, 70, 40])],
+                     "roi1": [("Secondary", [1, 1, 9, 9])]},
+            "2A_g": {"roi0": [("Primary", [10, 10, 60, 44])]}}
+    folder = raw / "01_ovary_cuts" / "ovary_images"
+    document = {}
+    for slide, rois in cuts.items():
+        (folder / slide).mkdir(parents=True, exist_ok=True)
+        for roi, boxes in rois.items():
+            tifffile.imwrite(folder / slide / f"{slide}__{roi}.tif", np.full((48, 80, 3), 200, np.uint8))
+            document.setdefault(slide, {})[roi] = {"bboxes": [box for _, box in boxes],
+                                                   "classes": [label for label, _ in boxes]}
+    document["2A_g"]["roi1"] = {"bboxes": [[1, 1, 5, 5], [2, 2, 6, 6]], "classes": ["PMF"]}  # lists out of step
+    document["2A_g"]["roi2"] = ["not", "a", "record"]
+    (raw / "01_ovary_cuts" / "ovaries_annotations.json").write_text(json.dumps(document), encoding="utf-8")
+    return cuts
+
+
+def test_records_keyed_by_slide_and_region_with_parallel_lists(tmp_path):
+    raw = tmp_path / "raw"
+    cuts = follicle_cuts(raw)
+    layout = {"kind": "box_table", "table": "01_ovary_cuts/ovaries_annotations.json", "keys": ["slide", "roi"],
+              "image": "{slide}/{slide}__{roi}.tif", "image_root": "01_ovary_cuts/ovary_images",
+              "objects": ["bboxes", "classes"], "label": "classes",
+              "box": {"list": "bboxes", "order": ["x1", "y1", "x2", "y2"]}}
+    labels = {"PMF": "primordial follicle", "Primary": "primary follicle", "Secondary": "secondary follicle"}
+    samples, exclusions = read_samples(make_manifest(layout, labels=labels, tasks=["object_detection"]), raw)
+    assert {s.source_path: [(r.label, r.box) for r in s.regions] for s in samples} == {
+        f"01_ovary_cuts/ovary_images/{slide}/{slide}__{roi}.tif": [(label, tuple(map(float, box)))
+                                                                  for label, box in boxes]
+        for slide, rois in cuts.items() for roi, boxes in rois.items()}
+    assert {e.item: e.reason for e in exclusions} == {
+        "01_ovary_cuts/ovaries_annotations.json#2A_g/roi1":
+            "the parallel lists differ in length (bboxes: 2, classes: 1)",
+        "01_ovary_cuts/ovaries_annotations.json#2A_g/roi2": "the record is a list, not a mapping of fields"}
+
+
+@pytest.mark.parametrize("layout, message", [
+    ({"keys": ["slide", "slide"]}, "names a level twice"),
+    ({"keys": ["slide name"]}, "is not a name"),
+    ({"objects": ["bboxes"]}, "two or more different parallel lists"),
+    ({"table": "t.csv", "keys": ["slide"]}, "a CSV box table has one row per box"),
+])
+def test_keys_and_parallel_lists_are_checked(layout, message):
+    base = {"kind": "box_table", "table": "t.json", "image": "f", "fixed_label": "x",
+            "box": {"list": "b", "order": ["x1", "y1", "x2", "y2"]}}
     with pytest.raises(ValidationError, match=message):
         make_manifest({**base, **layout}, labels={"x": "x"}, tasks=["object_detection"])
