@@ -61,7 +61,7 @@ def read(layout: BoxTableLayout, ctx: LayoutContext) -> None:
             if objects is not None:
                 _add_image(layout, ctx, image, objects)
         return
-    groups = _json_groups(layout, ctx) if layout.table_format == "json" else _csv_groups(layout, ctx)
+    groups = _csv_groups(layout, ctx) if layout.table_format == "csv" else _merged(_json_groups(layout, ctx))
     images = ImageFinder(ctx, layout.image_root)
     for name, objects in groups:
         path, ambiguous = images.find(f"{name.lstrip('/')}{layout.image_suffix}")
@@ -145,23 +145,7 @@ def _csv_fields(layout: BoxTableLayout) -> list[str]:
 
 
 def _json_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[str, Objects]]:
-    try:
-        document = json.loads(budget.read_json_bytes(ctx.path(layout.table)))
-        records = field_value(document, layout.records)
-    except budget.OverBudget as exc:
-        ctx.exclude(layout.table, str(exc))
-        return
-    except (OSError, UnicodeDecodeError, ValueError, FieldMissing) as exc:
-        ctx.exclude(layout.table, f"the box table cannot be read ({exc})")
-        return
-    if layout.keys:
-        numbered = _keyed_records(layout, ctx, records)
-    elif isinstance(records, list):
-        numbered = ((f"{layout.table}#record-{number}", record) for number, record in enumerate(records))
-    else:
-        ctx.exclude(layout.table, f"records {layout.records or '(top level)'!r} is not a list of records")
-        return
-    for where, record in numbered:
+    for where, record in _json_records(layout, ctx):
         try:
             name = _image_name(layout, record)
             objects = _record_objects(layout, record)
@@ -172,6 +156,50 @@ def _json_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[s
             ctx.exclude(where, f"the record has an empty image field ({' or '.join(layout.image_fields)})")
             continue
         yield name, [(f"object-{index}", obj) for index, obj in enumerate(objects, start=1)]
+
+
+def _merged(groups: Iterator[tuple[str, Objects]]) -> Iterator[tuple[str, Objects]]:
+    """One group per image, in order of first appearance: records naming the same image (JSON lines written one box
+    per line) give one image with all their objects."""
+    merged: dict[str, list] = {}
+    for name, objects in groups:
+        merged.setdefault(name, []).extend(obj for _, obj in objects)
+    for name, objects in merged.items():
+        yield name, [(f"object-{index}", obj) for index, obj in enumerate(objects, start=1)]
+
+
+def _json_records(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[str, object]]:
+    """(where, record) for every record: the list at `records` of a JSON file, or each line of JSON lines (a line
+    that is not JSON is one exclusion naming it; the others go on)."""
+    try:
+        data = budget.read_json_bytes(ctx.path(layout.table))
+        if layout.table_format == "jsonl":
+            lines = data.decode("utf-8").splitlines()
+        else:
+            records = field_value(json.loads(data), layout.records)
+    except budget.OverBudget as exc:
+        ctx.exclude(layout.table, str(exc))
+        return
+    except (OSError, UnicodeDecodeError, ValueError, FieldMissing) as exc:
+        ctx.exclude(layout.table, f"the box table cannot be read ({exc})")
+        return
+    if layout.table_format == "jsonl":
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield f"{layout.table}:{number}", json.loads(line)
+            except ValueError as exc:
+                ctx.exclude(f"{layout.table}:{number}", f"line {number} is not a JSON record ({exc})")
+        return
+    if layout.keys:
+        yield from _keyed_records(layout, ctx, records)
+        return
+    if not isinstance(records, list):
+        ctx.exclude(layout.table, f"records {layout.records or '(top level)'!r} is not a list of records")
+        return
+    for number, record in enumerate(records):
+        yield f"{layout.table}#record-{number}", record
 
 
 def _keyed_records(layout: BoxTableLayout, ctx: LayoutContext, node: Any, found: tuple[str, ...] = ()

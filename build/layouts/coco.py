@@ -1,4 +1,5 @@
-"""COCO detection JSON: one sample per image entry, one region per annotation."""
+"""COCO detection JSON: one sample per image entry, one region per annotation. An annotation without a `bbox` (some
+exporters write only the polygon `segmentation`) takes the box of its polygons' vertices."""
 from __future__ import annotations
 
 import json
@@ -48,7 +49,12 @@ def read(layout: CocoLayout, ctx: LayoutContext) -> None:
                 ctx.exclude(where, f"category id {ann.get('category_id')!r} is not among the file's categories")
                 continue
             try:
-                box, problem = clip_box(ordered_box(ann["bbox"], layout.bbox_order), size)
+                if ann.get("bbox") in (None, []) and "segmentation" in ann:
+                    box, problem = clip_box(polygon_box(ann["segmentation"]), size)
+                else:
+                    box, problem = clip_box(ordered_box(ann["bbox"], layout.bbox_order), size)
+            except NotPolygons as exc:
+                box, problem = None, f"no bbox, and its segmentation {exc}"
             except (KeyError, TypeError, ValueError):
                 box, problem = None, f"bbox {ann.get('bbox')!r} is not four numbers [{', '.join(layout.bbox_order)}]"
             if box is None:
@@ -56,3 +62,25 @@ def read(layout: CocoLayout, ctx: LayoutContext) -> None:
                 continue
             regions.append(Region(label=categories[ann["category_id"]], instance=f"ann-{ann['id']}", box=box))
         ctx.add(path, regions=regions, size=size, grounded=True)
+
+
+class NotPolygons(ValueError):
+    """A `segmentation` that is not COCO polygons (the message says what it is)."""
+
+
+def polygon_box(segmentation: object) -> tuple[float, float, float, float]:
+    """The box of the vertices of COCO polygons `[[x1, y1, x2, y2, x3, y3, ...], ...]` (one object may have several
+    parts), as the yolo layout boxes a segmentation line. Run-length masks (`{counts, size}`) are not decoded."""
+    if isinstance(segmentation, dict):
+        raise NotPolygons("is a run-length mask, which the coco layout does not decode")
+    if not isinstance(segmentation, list) or not segmentation:
+        raise NotPolygons(f"{segmentation!r} is not a list of polygons")
+    xs: list[float] = []
+    ys: list[float] = []
+    for polygon in segmentation:
+        if (not isinstance(polygon, list) or len(polygon) < 6 or len(polygon) % 2
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in polygon)):
+            raise NotPolygons(f"holds {str(polygon)[:60]!r}, not a polygon of three or more [x, y] vertices")
+        xs.extend(float(v) for v in polygon[0::2])
+        ys.extend(float(v) for v in polygon[1::2])
+    return (min(xs), min(ys), max(xs), max(ys))

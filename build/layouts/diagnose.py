@@ -57,7 +57,8 @@ def layout_patterns(layout: BaseModel) -> list[tuple[str, str, bool]]:
     found: list[tuple[str, str, bool]] = []
     if getattr(layout, "kind", None) == "folder_per_class":
         root = "" if layout.root in (".", "") else layout.root.rstrip("/") + "/"
-        found.append(("layout.root + folders + images", f"{root}{layout.folders}/{layout.images}", False))
+        folders = f"{layout.folder_template}/" if layout.folder_template else ""
+        found.append(("layout.root + folders + images", f"{root}{folders}{layout.images}", False))
         return found
     _walk(layout, "layout", found)
     return found

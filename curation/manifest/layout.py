@@ -33,28 +33,55 @@ class FolderPerClassLayout(LayoutBase):
     By default the class folders sit directly under `root`. `folders` places them deeper, as a
     template of named parts (see `templates.py`) in which `{label}` marks the class folder, e.g.
     Kermany's OCT2017 `CellData/OCT/{split}/{label}` (`train/`, `test/` above `CNV/`, `DME/`, ...);
-    `splits` then keeps only some values of `{split}`.
+    `splits` then keeps only some values of `{split}`. Where a release keeps the class in each file's
+    name instead of a folder (`ID_0087_AGE_0044_CONTRAST_0_CT.dcm`), `images` is a template whose
+    `{label}` part is the raw label and `folders` names only the levels above the files.
     """
 
     kind: Literal["folder_per_class"]
     root: DatasetPath = "."
-    images: DatasetPath = Field("*", description="Glob for image files inside each class folder (`**/*.png` recurses).")
-    folders: str = Field("{label}", description="Template of the folder levels below `root`; `{label}` is the class "
-                                                "folder, other parts (e.g. `{split}`) and `*` are further levels.")
+    images: DatasetPath = Field("*", description="Glob for image files inside each class folder (`**/*.png` recurses); "
+                                                 "or a template whose `{label}` part, a piece of the file name, is the "
+                                                 "raw label (`*_CONTRAST_{label}_CT.dcm`), with no class folders.")
+    folders: str | None = Field(None, description="Template of the folder levels below `root`; `{label}` is the class "
+                                                  "folder, other parts (e.g. `{split}`) and `*` are further levels. "
+                                                  "Default `{label}`, or `root` itself when `images` names the label.")
     splits: list[str] | None = Field(None, min_length=1,
                                      description="Keep only these values of the `{split}` part of `folders`.")
 
-    @field_validator("folders")
+    @property
+    def label_in_file_name(self) -> bool:
+        """True when the raw label is a part of the file name (`images` names `{label}`)."""
+        return "label" in parse_template(self.images).names
+
+    @property
+    def folder_template(self) -> str:
+        """The folder levels below `root` ('' for `root` itself)."""
+        if self.folders is not None:
+            return self.folders
+        return "" if self.label_in_file_name else "{label}"
+
+    @field_validator("images")
     @classmethod
-    def _folders_name_the_label(cls, value: str) -> str:
-        if "label" not in parse_template(value).names:
-            raise ValueError(f"{value!r} must contain {{label}}, the class folder")
+    def _images_is_a_template(cls, value: str) -> str:
+        parse_template(value)
         return value
 
     @model_validator(mode="after")
+    def _the_label_is_named_once(self) -> "FolderPerClassLayout":
+        in_folders = "label" in parse_template(self.folder_template).names
+        if in_folders and self.label_in_file_name:
+            raise ValueError(f"the label is named twice, in folders {self.folder_template!r} and in images "
+                             f"{self.images!r}: keep {{label}} in one of them")
+        if not in_folders and not self.label_in_file_name:
+            raise ValueError(f"{self.folder_template!r} must contain {{label}}, the class folder (or write "
+                             "{label} in images where the file name holds the class)")
+        return self
+
+    @model_validator(mode="after")
     def _splits_need_a_split_part(self) -> "FolderPerClassLayout":
-        if self.splits and "split" not in parse_template(self.folders).names:
-            raise ValueError(f"splits filters the {{split}} part of folders, and {self.folders!r} has none "
+        if self.splits and "split" not in parse_template(self.folder_template).names:
+            raise ValueError(f"splits filters the {{split}} part of folders, and {self.folder_template!r} has none "
                              "(write e.g. folders: '{split}/{label}')")
         return self
 
@@ -98,7 +125,8 @@ class CocoLayout(LayoutBase):
     """COCO detection JSON: `images`, `annotations` (with a `bbox` each) and `categories`.
 
     COCO's `bbox` is `[x, y, width, height]` (the default `bbox_order`); COCO-like files that write the
-    corners (MIDOG's `[x1, y1, x2, y2]`) say so with `bbox_order`, in the roles `box_table` uses.
+    corners (MIDOG's `[x1, y1, x2, y2]`) say so with `bbox_order`, in the roles `box_table` uses. An annotation
+    without a `bbox` takes the box of the vertices of its polygon `segmentation`.
     """
 
     kind: Literal["coco"]

@@ -56,7 +56,7 @@ class BoxTableLayout(RowFilter):
     """Boxes in a one-off JSON or CSV format, found by naming where each piece is.
 
     JSON (`format: json`): `records` is the dotted path of the list of image records ('' for a top-level
-    list); in each record `image` is the path of the image field and `objects` that of its list of
+    list; JSON lines, `format: jsonl`, hold one record per line); in each record `image` is the path of the image field and `objects` that of its list of
     objects (BBBC041: `image.pathname`, `objects`, each with `bounding_box.minimum.r`/`.c`,
     `maximum.r`/`.c` and `category`). CSV (`format: csv`): one row per box, rows of one image grouped
     (RSNA pneumonia: `patientId,x,y,width,height,Target`). A row or object whose box fields are all
@@ -81,8 +81,9 @@ class BoxTableLayout(RowFilter):
         None, description="Template of one CSV/text box file per image, paired with `images`, e.g. 'positions/{n}.txt'.")
     images: DatasetPath | None = Field(None, description="Template of the image files (with `annotations`), e.g. "
                                                          "'images/{n}.png'.")
-    format: Literal["json", "csv"] | None = Field(None, description="From the suffix when omitted (.json: json, "
-                                                                    "anything else: csv).")
+    format: Literal["json", "jsonl", "csv"] | None = Field(
+        None, description="From the suffix when omitted (.json: json, .jsonl/.ndjson: jsonl, anything else: csv); "
+                          "jsonl: JSON lines, one record per line.")
     records: str = Field("", description="JSON: dotted path of the list of records ('' = the top level).")
     objects: str | list[str] | None = Field(
         None, description="JSON: dotted path (in a record) of its list of objects; several paths: parallel lists "
@@ -117,6 +118,8 @@ class BoxTableLayout(RowFilter):
             raise ValueError("give exactly one of label (the field holding each object's raw label) and fixed_label")
         if self.table_format == "csv" and (self.records or self.objects or self.keys):
             raise ValueError("records, objects and keys are JSON paths; a CSV box table has one row per box")
+        if self.table_format == "jsonl" and (self.records or self.keys):
+            raise ValueError("in JSON lines every line is one record: leave records and keys out")
         return self
 
     @model_validator(mode="after")
@@ -157,7 +160,7 @@ class BoxTableLayout(RowFilter):
             raise ValueError("annotations pairs each box file with an image: give images (a template)")
         if not set(parse_template(self.images).names) & set(parse_template(self.annotations).names):
             raise ValueError(f"annotations {self.annotations!r} shares no named part with images {self.images!r}")
-        if self.table_format == "json":
+        if self.table_format != "csv":
             raise ValueError("per-image box files (annotations) are CSV or text, one box per line; a JSON box file "
                              "is read as one table")
         return self
@@ -166,7 +169,7 @@ class BoxTableLayout(RowFilter):
     def _columns_name_every_field(self) -> "BoxTableLayout":
         if self.columns is None:
             return self
-        if self.table_format == "json":
+        if self.table_format != "csv":
             raise ValueError("columns names the columns of a CSV without a header; a JSON file names its fields")
         if REST_OF_LINE in self.columns[:-1]:
             raise ValueError(f"{REST_OF_LINE!r} may only end columns (every field after the named ones is left "
@@ -196,7 +199,9 @@ class BoxTableLayout(RowFilter):
     @property
     def table_format(self) -> str:
         name = (self.table or self.annotations or "").lower()
-        return self.format or ("json" if name.endswith(".json") else "csv")
+        if self.format:
+            return self.format
+        return "json" if name.endswith(".json") else "jsonl" if name.endswith((".jsonl", ".ndjson")) else "csv"
 
     def feeds(self) -> frozenset[str]:
         return BOXES

@@ -30,7 +30,8 @@ File kinds (one key besides `path`):
           .tif / .tiff (tifffile): key `array`, a multi-page stack of its first axis;
           .h5 (h5py; keys are dataset paths such as volumes/raw);
           a mask stack: {shape: [N, H, W], regions: [{index: 0, value: 1, box: [x0, y0, x1, y1]}]} (zeros elsewhere;
-          for a (D, H, W) volume `index` is the slice; for one (H, W, C) item `channel: c` fills that channel)
+          for a (D, H, W) volume `index` is the slice; for one (H, W, C) item `channel: c` fills that channel;
+          a (H, W) shape is one item, `index` left out)
   parquet: {columns: {name: [values] or {images: [{size: [w, h]}, ...]}}}   image columns as {bytes, path} structs;
            {masks: [{size: [w, h], regions: [...]}, ...]} writes label masks (PNG) the same way
   video: {size: [w, h], frames: n, fps: 25}     .mp4 (PyAV, H.264; each frame a ramp shifted by its index)
@@ -199,6 +200,8 @@ def write_arrays(path: Path, arrays: dict[str, Any]) -> None:
                 x0, y0, x1, y1 = region["box"]
                 if "channel" in region:  # one (H, W, C) item: the box filled in that channel
                     built[key][y0:y1, x0:x1, region["channel"]] = region["value"]
+                elif len(spec["shape"]) == 2:  # one (H, W) item, e.g. a per-image instance map
+                    built[key][y0:y1, x0:x1] = region["value"]
                 else:
                     built[key][region.get("index", 0), y0:y1, x0:x1] = region["value"]
         else:

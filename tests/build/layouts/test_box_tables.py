@@ -413,9 +413,48 @@ def test_records_keyed_by_slide_and_region_with_parallel_lists(tmp_path):
     ({"keys": ["slide name"]}, "is not a name"),
     ({"objects": ["bboxes"]}, "two or more different parallel lists"),
     ({"table": "t.csv", "keys": ["slide"]}, "a CSV box table has one row per box"),
+    ({"table": "t.jsonl", "keys": ["slide"]}, "leave records and keys out"),
 ])
 def test_keys_and_parallel_lists_are_checked(layout, message):
     base = {"kind": "box_table", "table": "t.json", "image": "f", "fixed_label": "x",
             "box": {"list": "b", "order": ["x1", "y1", "x2", "y2"]}}
     with pytest.raises(ValidationError, match=message):
         make_manifest({**base, **layout}, labels={"x": "x"}, tasks=["object_detection"])
+
+
+def test_json_lines_one_record_per_line_with_records_of_one_image_merged(tmp_path):
+    # annotations.jsonl as some releases write it: one JSON record per line, here one box per line, so an image's
+    # boxes are spread over several lines; a damaged line is one exclusion and the others go on
+    raw = tmp_path / "raw"
+    for name in ("a.png", "b.png"):
+        (raw / "images").mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.full((100, 200, 3), 90, np.uint8)).save(raw / "images" / name)
+    lines = [
+        json.dumps({"image": "a.png", "finding": "nodule", "bbox": [10, 20, 40, 60]}),
+        "",
+        json.dumps({"image": "b.png", "finding": "effusion", "bbox": [100, 50, 190, 99]}),
+        '{"image": "a.png", "finding": "nodule", "bbox": [12',
+        json.dumps({"image": "a.png", "finding": "effusion", "bbox": [150, 10, 170, 30]}),
+    ]
+    (raw / "annotations.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    manifest = make_manifest({"kind": "box_table", "table": "annotations.jsonl", "image": "image",
+                              "image_root": "images", "label": "finding",
+                              "box": {"list": "bbox", "order": ["x1", "y1", "x2", "y2"]}},
+                             labels={"nodule": "nodule", "effusion": "pleural effusion"}, tasks=["object_detection"])
+
+    samples, exclusions = read_samples(manifest, raw)
+
+    got = {s.source_path: [(r.label, r.instance, r.box) for r in s.regions] for s in samples}
+    assert got == {
+        "images/a.png": [("nodule", "object-1", (10.0, 20.0, 40.0, 60.0)),
+                         ("effusion", "object-2", (150.0, 10.0, 170.0, 30.0))],
+        "images/b.png": [("effusion", "object-1", (100.0, 50.0, 190.0, 99.0))]}
+    assert [(e.item, e.reason.split(" (")[0]) for e in exclusions] == [
+        ("annotations.jsonl:4", "line 4 is not a JSON record")]
+
+
+def test_json_lines_take_no_records_path():
+    with pytest.raises(ValidationError, match="every line is one record"):
+        make_manifest({"kind": "box_table", "table": "a.jsonl", "records": "items", "image": "image",
+                       "fixed_label": "x", "box": {"list": "bbox", "order": ["x1", "y1", "x2", "y2"]}},
+                      labels={"x": "x"}, tasks=["object_detection"])

@@ -225,3 +225,37 @@ def test_coco_bbox_order_is_checked(order, message):
     with pytest.raises(ValidationError, match=message):
         make_manifest({"kind": "coco", "annotations": "a.json", "bbox_order": order}, labels=LABELS,
                       tasks=["object_detection"])
+
+
+def test_coco_annotations_without_bbox_take_the_box_of_their_polygons(tmp_path):
+    # exporters that write only `segmentation` (polygons of [x1, y1, x2, y2, ...], one object possibly in two parts)
+    raw = tmp_path / "raw"
+    write_png(raw / "img" / "a.png", size=(100, 80))
+    (raw / "ann.json").write_text(json.dumps({
+        "images": [{"id": 1, "file_name": "a.png", "width": 100, "height": 80}],
+        "categories": [{"id": 1, "name": "rbc"}, {"id": 2, "name": "ring"}],
+        "annotations": [
+            {"id": 1, "image_id": 1, "category_id": 1, "segmentation": [[12, 30, 40, 22, 35, 50]]},
+            {"id": 2, "image_id": 1, "category_id": 2, "bbox": [],
+             "segmentation": [[60, 10, 70, 10, 70, 20], [80, 15, 85.5, 40, 75, 30]]},  # two parts, one object
+            {"id": 3, "image_id": 1, "category_id": 1, "bbox": [1, 2, 3, 4],
+             "segmentation": [[50, 50, 60, 50, 60, 60]]},  # a shipped bbox wins over the polygon
+            {"id": 4, "image_id": 1, "category_id": 1, "segmentation": {"counts": "abc", "size": [80, 100]}},
+            {"id": 5, "image_id": 1, "category_id": 1, "segmentation": [[1, 2, 3, 4]]},
+            {"id": 6, "image_id": 1, "category_id": 1},
+        ]}), encoding="utf-8")
+    manifest = make_manifest({"kind": "coco", "annotations": "ann.json", "image_root": "img"},
+                             labels=LABELS, tasks=["object_detection"])
+
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert [(r.label, r.instance, r.box) for r in samples[0].regions] == [
+        ("rbc", "ann-1", (12.0, 22.0, 40.0, 50.0)),
+        ("ring", "ann-2", (60.0, 10.0, 85.5, 40.0)),
+        ("rbc", "ann-3", (1.0, 2.0, 4.0, 6.0))]
+    reasons = {e.item: e.reason for e in exclusions}
+    assert reasons == {
+        "a.png#ann-4": "no bbox, and its segmentation is a run-length mask, which the coco layout does not decode",
+        "a.png#ann-5": "no bbox, and its segmentation holds '[1, 2, 3, 4]', not a polygon of three or more [x, y] "
+                       "vertices",
+        "a.png#ann-6": "bbox None is not four numbers [x1, y1, width, height]"}

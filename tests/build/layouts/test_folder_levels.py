@@ -84,3 +84,66 @@ def test_class_folders_nested_deeper_under_a_wildcard_level(tmp_path):
 def test_folder_templates_are_checked_when_the_manifest_is_read(layout, message):
     with pytest.raises(ValidationError, match=message):
         make_manifest({"kind": "folder_per_class", **layout}, labels=OCT_LABELS)
+
+
+# Kaggle's CT Medical Images (kmader/siim-medical-images) keeps no class folders: the contrast tag is in each
+# file's name, `dicom_dir/ID_0087_AGE_0044_CONTRAST_0_CT.dcm`
+# (danielphil/kaggle_ctmi@1526a788da827bcd4a657fb5d54f402f2f503491:shaip_creation/populate_shaip_directories.py).
+# Synthetic DICOM slices written by pydicom.
+CT_FILES = {
+    "dicom_dir/ID_0000_AGE_0060_CONTRAST_1_CT.dcm": "1",
+    "dicom_dir/ID_0051_AGE_0067_CONTRAST_0_CT.dcm": "0",
+    "dicom_dir/ID_0087_AGE_0044_CONTRAST_0_CT.dcm": "0",
+    "dicom_dir/ID_0099_AGE_0070_CONTRAST_1_CT.dcm": "1",
+}
+
+
+def ct_tree(raw):
+    from support.catalogue_replica import write_dicom
+
+    for number, name in enumerate(CT_FILES):
+        path = raw / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_dicom(path, np.full((16, 16), 100 * number, np.int16))
+    write_dicom(raw / "dicom_dir" / "ID_0100_AGE_0050_CONTRAST_2_CT.dcm", np.zeros((16, 16), np.int16))
+    (raw / "dicom_dir" / "readme.txt").write_text("not an image")
+    (raw / "tiff_images").mkdir()
+
+
+@pytest.mark.parametrize("where", [
+    {"folders": "dicom_dir", "images": "ID_{id:d}_AGE_{age:d}_CONTRAST_{label}_CT.dcm"},
+    {"root": "dicom_dir", "images": "*_CONTRAST_{label}_CT.dcm"},       # the files in root itself
+])
+def test_the_label_is_a_part_of_each_file_name(tmp_path, where):
+    raw = tmp_path / "raw"
+    ct_tree(raw)
+    manifest = make_manifest({"kind": "folder_per_class", **where},
+                             labels={"0": "no contrast agent", "1": "contrast agent"})
+
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert sorted((s.source_path, s.label) for s in samples) == sorted(CT_FILES.items())
+    # a tag the labels do not name is an exclusion like an unknown class folder; the text file never matches
+    assert [e.item for e in exclusions] == ["dicom_dir/ID_0100_AGE_0050_CONTRAST_2_CT.dcm"]
+    assert "'2' is not in the manifest's label vocabulary" in exclusions[0].reason
+
+
+def test_a_folder_of_images_that_is_not_there_is_one_exclusion(tmp_path):
+    raw = tmp_path / "raw"
+    ct_tree(raw)
+    manifest = make_manifest({"kind": "folder_per_class", "folders": "dicom", "images": "*_CONTRAST_{label}_CT.dcm"},
+                             labels={"0": "no contrast agent", "1": "contrast agent"})
+    samples, exclusions = read_samples(manifest, raw)
+    assert samples == []
+    assert [e.reason for e in exclusions] == [
+        "folder_per_class expects the folder of the images matching 'dicom' under '.'; found none"]
+
+
+@pytest.mark.parametrize(("layout", "message"), [
+    ({"folders": "{label}", "images": "*_{label}.dcm"}, "the label is named twice"),
+    ({"folders": "dicom_dir", "images": "*.dcm"}, "must contain {label}"),
+    ({"images": "*_{label.dcm"}, "unbalanced brace"),
+])
+def test_the_label_is_named_exactly_once(layout, message):
+    with pytest.raises(ValidationError, match=message):
+        make_manifest({"kind": "folder_per_class", **layout})
