@@ -1,6 +1,7 @@
 """Boxes in a one-off JSON or CSV format, found through the field names the manifest maps
 (BBBC041's `objects[].bounding_box.minimum.{r,c}`, RSNA pneumonia's `patientId,x,y,width,height,Target`),
-in one table or in one box file per image (NuCLS's `csv/<fov>.csv`), with or without a header line,
+in one table (its image named by one field or by a template of several, `{slide}/{roi}`) or in one box file per
+image (NuCLS's `csv/<fov>.csv`), with or without a header line,
 optionally keeping only the rows a `where` filter names."""
 from __future__ import annotations
 
@@ -139,20 +140,20 @@ def _separator(layout: BoxTableLayout) -> str | None:
 
 def _csv_fields(layout: BoxTableLayout) -> list[str]:
     box_columns = [layout.box.list] if layout.box.list else list(layout.box.named.values())
-    return [*([layout.image] if layout.image else []), *([layout.label] if layout.label else []), *box_columns,
+    return [*layout.image_fields, *([layout.label] if layout.label else []), *box_columns,
             *layout.no_object, *layout.where]
 
 
 def _json_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[str, Objects]]:
     for where, record in _json_records(layout, ctx):
         try:
-            name = str(field_value(record, layout.image))
-            objects = field_value(record, layout.objects) if layout.objects else [record]
-        except FieldMissing as exc:
+            name = _image_name(layout, record)
+            objects = _record_objects(layout, record)
+        except (FieldMissing, ValueError) as exc:
             ctx.exclude(where, str(exc))
             continue
-        if not isinstance(objects, list):
-            ctx.exclude(where, f"{layout.objects!r} is not a list of objects")
+        if not name:
+            ctx.exclude(where, f"the record has an empty image field ({' or '.join(layout.image_fields)})")
             continue
         yield name, [(f"object-{index}", obj) for index, obj in enumerate(objects, start=1)]
 
@@ -191,11 +192,49 @@ def _json_records(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[
             except ValueError as exc:
                 ctx.exclude(f"{layout.table}:{number}", f"line {number} is not a JSON record ({exc})")
         return
+    if layout.keys:
+        yield from _keyed_records(layout, ctx, records)
+        return
     if not isinstance(records, list):
         ctx.exclude(layout.table, f"records {layout.records or '(top level)'!r} is not a list of records")
         return
     for number, record in enumerate(records):
         yield f"{layout.table}#record-{number}", record
+
+
+def _keyed_records(layout: BoxTableLayout, ctx: LayoutContext, node: Any, found: tuple[str, ...] = ()
+                   ) -> Iterator[tuple[str, Any]]:
+    """(where, record) of a mapping nested one level per name in `keys`, each record given its keys as fields."""
+    where = f"{layout.table}#{'/'.join(found) or layout.records or '(top level)'}"
+    if len(found) == len(layout.keys):
+        if isinstance(node, Mapping):
+            yield where, {**node, **dict(zip(layout.keys, found))}
+        else:
+            ctx.exclude(where, f"the record is a {type(node).__name__}, not a mapping of fields")
+        return
+    if not isinstance(node, Mapping):
+        ctx.exclude(where, f"keys {layout.keys} needs a mapping by {layout.keys[len(found)]!r} here; found a "
+                           f"{type(node).__name__}")
+        return
+    for key, child in node.items():
+        yield from _keyed_records(layout, ctx, child, (*found, str(key)))
+
+
+def _record_objects(layout: BoxTableLayout, record: Any) -> list[Any]:
+    """A record's objects: its list at `objects`, its parallel lists zipped (one field per list), or itself."""
+    if layout.objects is None:
+        return [record]
+    paths = [layout.objects] if isinstance(layout.objects, str) else layout.objects
+    lists = {path: field_value(record, path) for path in paths}
+    for path, values in lists.items():
+        if not isinstance(values, list):
+            raise ValueError(f"{path!r} is not a list of objects")
+    if isinstance(layout.objects, str):
+        return lists[layout.objects]
+    lengths = {path: len(values) for path, values in lists.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"the parallel lists differ in length ({', '.join(f'{k}: {v}' for k, v in lengths.items())})")
+    return [dict(zip(lists, values)) for values in zip(*lists.values())]
 
 
 def _csv_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[str, Objects]]:
@@ -208,12 +247,22 @@ def _csv_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[st
         rows = [(f"row-{number}", row) for number, row in enumerate(table.to_dict(orient="records"), start=2)]
     groups: dict[str, Objects] = {}
     for instance, row in rows:
-        name = str(row[layout.image]).strip()
+        name = _image_name(layout, row)
         if not name:
-            ctx.exclude(f"{layout.table}:{instance.split('-')[1]}", "the row has an empty image field")
+            ctx.exclude(f"{layout.table}:{instance.split('-')[1]}",
+                        f"the row has an empty image field ({' or '.join(layout.image_fields)})")
             continue
         groups.setdefault(name, []).append((instance, row))
     yield from groups.items()
+
+
+def _image_name(layout: BoxTableLayout, obj: Any) -> str:
+    """The image a row (record) names: its `image` field, or the template filled from its fields; '' when a field
+    it needs is empty."""
+    if layout.image_template is None:
+        return str(_get(obj, layout.image)).strip()
+    parts = {name: str(_get(obj, name)).strip() for name in layout.image_template.names}
+    return layout.image_template.fill(parts) if all(parts.values()) else ""
 
 
 def _regions(layout: BoxTableLayout, ctx: LayoutContext, path: Path, size: tuple[int, int] | None,

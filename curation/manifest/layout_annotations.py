@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from mmbu.core.boxes import BOX_ROLES, box_shape_problem
 from mmbu.curation.manifest.hints import did_you_mean
 from mmbu.curation.manifest.layout_base import BOXES, BoxOrder, DatasetPath, LayoutBase, MASKS, RowFilter
-from mmbu.curation.manifest.templates import parse_template
+from mmbu.curation.manifest.templates import PathTemplate, parse_template
 
 # The last entry of a headerless file's `columns` that leaves every further field of a line unread.
 REST_OF_LINE = "..."
@@ -62,7 +62,11 @@ class BoxTableLayout(RowFilter):
     (RSNA pneumonia: `patientId,x,y,width,height,Target`). A row or object whose box fields are all
     empty, or whose `no_object` field holds one of its values, says the image holds no object: the
     image is recorded as dropped with that reason, never as an error. `where` keeps only the rows
-    (objects) whose fields hold the listed values (NuCLS: `{type: [rectangle]}`).
+    (objects) whose fields hold the listed values (NuCLS: `{type: [rectangle]}`). When no one field names the
+    image (rows naming a slide in one column and a region of it in another, boxes in that region's image),
+    `image` is a template of fields, `{slide}/{roi}`, filled from each row (record). A JSON file keyed by
+    slide then region (`{"0A_a": {"roi0": {"bboxes": [[x1, y1, x2, y2], ...], "classes": [...]}}}`) names its
+    levels in `keys` ([slide, roi]), and `objects` may list parallel lists ([bboxes, classes]) zipped into objects.
 
     Instead of one `table`, `annotations` may be a template of one box file per image, paired with the
     `images` template by their shared parts (BBBC042: `positions/{n}.txt` with `images/{n}.png`); each
@@ -81,10 +85,17 @@ class BoxTableLayout(RowFilter):
         None, description="From the suffix when omitted (.json: json, .jsonl/.ndjson: jsonl, anything else: csv); "
                           "jsonl: JSON lines, one record per line.")
     records: str = Field("", description="JSON: dotted path of the list of records ('' = the top level).")
-    objects: str | None = Field(None, description="JSON: dotted path (in a record) of its list of objects; "
-                                                  "omitted: each record is one object.")
+    objects: str | list[str] | None = Field(
+        None, description="JSON: dotted path (in a record) of its list of objects; several paths: parallel lists "
+                          "zipped into objects whose fields are those paths ([bboxes, classes]); omitted: each "
+                          "record is one object.")
+    keys: list[str] | None = Field(
+        None, min_length=1, description="JSON: `records` is a mapping nested this many levels deep (slide -> region "
+                                        "-> record) instead of a list; each level's key becomes the field of that name "
+                                        "for `image`, e.g. [slide, roi] with image '{slide}/{slide}__{roi}.tif'.")
     image: str | None = Field(None, description="With `table`: field (dotted path or column) holding the image path "
-                                                "or id.")
+                                                "or id, or a template joining several fields, e.g. '{slide}/{roi}' "
+                                                "(a region of a slide, named by two columns).")
     columns: list[str] | None = Field(None, min_length=1, description="CSV without a header: the name of each column "
                                                                       "by position ('_' for one not used; a last '...' "
                                                                       "leaves any further fields unread).")
@@ -105,10 +116,23 @@ class BoxTableLayout(RowFilter):
     def _label_source(self) -> "BoxTableLayout":
         if (self.label is None) == (self.fixed_label is None):
             raise ValueError("give exactly one of label (the field holding each object's raw label) and fixed_label")
-        if self.table_format == "csv" and (self.records or self.objects):
-            raise ValueError("records and objects are JSON paths; a CSV box table has one row per box")
-        if self.table_format == "jsonl" and self.records:
-            raise ValueError("in JSON lines every line is one record: leave records out")
+        if self.table_format == "csv" and (self.records or self.objects or self.keys):
+            raise ValueError("records, objects and keys are JSON paths; a CSV box table has one row per box")
+        if self.table_format == "jsonl" and (self.records or self.keys):
+            raise ValueError("in JSON lines every line is one record: leave records and keys out")
+        return self
+
+    @model_validator(mode="after")
+    def _keys_and_parallel_lists(self) -> "BoxTableLayout":
+        for name in self.keys or []:
+            if not name.isidentifier():
+                raise ValueError(f"keys names the levels of the records mapping for image templates; {name!r} is not "
+                                 "a name (letters, digits and _)")
+        if self.keys and len(set(self.keys)) != len(self.keys):
+            raise ValueError(f"keys names a level twice: {self.keys}")
+        if isinstance(self.objects, list) and (len(self.objects) < 2 or len(set(self.objects)) != len(self.objects)):
+            raise ValueError("objects as a list names two or more different parallel lists (e.g. [bboxes, classes]); "
+                             "one list of objects is a single path")
         return self
 
     @model_validator(mode="after")
@@ -121,6 +145,13 @@ class BoxTableLayout(RowFilter):
                 raise ValueError("a box table needs image: the field or column naming each box's image")
             if self.images is not None:
                 raise ValueError("images pairs per-image box files (annotations); a table names its images in image")
+            if self.image_template is not None:
+                if not self.image_template.names:
+                    raise ValueError(f"image {self.image!r} names no field: write a field, or a template such as "
+                                     "'{slide}/{roi}'")
+                if any(ch in self.image for ch in "*?["):
+                    raise ValueError(f"image {self.image!r} is filled from each row's fields; it cannot hold a "
+                                     "wildcard (put a folder pattern in image_root)")
             return self
         if self.image is not None or self.image_suffix or self.image_root != ".":
             raise ValueError("with annotations the image of a box file is the file of images it pairs with; leave out "
@@ -147,11 +178,23 @@ class BoxTableLayout(RowFilter):
         if len(named) != len(set(named)):
             raise ValueError(f"columns names a column twice: {sorted({c for c in named if named.count(c) > 1})}")
         fields = [*self.box.named.values(), *([self.box.list] if self.box.list else []), *self.where,
-                  *self.no_object, *([self.label] if self.label else []), *([self.image] if self.image else [])]
+                  *self.no_object, *([self.label] if self.label else []), *self.image_fields]
         for field in fields:
             if field not in named:
                 raise ValueError(f"{field!r} is not among columns {self.columns}{did_you_mean(field, named)}")
         return self
+
+    @property
+    def image_template(self) -> PathTemplate | None:
+        """`image` as a template of fields (`{slide}/{roi}`), or None when it names one field."""
+        return parse_template(self.image) if self.image and "{" in self.image else None
+
+    @property
+    def image_fields(self) -> list[str]:
+        """The fields whose values name a row's image."""
+        if self.image_template is not None:
+            return list(self.image_template.names)
+        return [self.image] if self.image else []
 
     @property
     def table_format(self) -> str:

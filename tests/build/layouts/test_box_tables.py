@@ -290,6 +290,138 @@ def test_per_image_files_columns_and_filters_are_checked(layout, message):
         make_manifest({**base, **layout}, labels={"x": "x"}, tasks=["object_detection"])
 
 
+# Synthetic regions of two slides in the shape of the region-keyed pathology tables (a slide column and a region
+# column; the same region number recurs on every slide, so neither column alone names an image): each box is
+# written here as the (slide, region) it belongs to, and the table's rows are these boxes interleaved.
+REGION_BOXES = {
+    ("A12", "01"): [("lymphocyte", (10, 12, 30, 28)), ("tumour cell", (40, 5, 60, 25))],
+    ("A12", "02"): [("lymphocyte", (0, 0, 8, 9))],
+    ("B7", "01"): [("tumour cell", (50, 30, 64, 48))],
+}
+
+
+def region_table(raw, *, extra_rows=()):
+    import tifffile
+    for (slide, roi), boxes in REGION_BOXES.items():
+        (raw / "rois" / slide).mkdir(parents=True, exist_ok=True)
+        tifffile.imwrite(raw / "rois" / slide / f"{roi}.tif", np.full((48, 64, 3), 180, np.uint8))
+    rows = [(slide, roi, *box, label) for (slide, roi), boxes in REGION_BOXES.items() for label, box in boxes]
+    rows = rows[::2] + rows[1::2] + list(extra_rows)  # a slide's rows are not together in the file
+    with open(raw / "cells.csv", "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([("slide", "roi", "xmin", "ymin", "xmax", "ymax", "cell type"), *rows])
+
+
+REGION_LAYOUT = {"kind": "box_table", "table": "cells.csv", "image": "{slide}/{roi}", "image_root": "rois",
+                 "image_suffix": ".tif", "label": "cell type", "box": {"x1": "xmin", "y1": "ymin", "x2": "xmax",
+                                                                      "y2": "ymax"}}
+REGION_LABELS = {"lymphocyte": "lymphocyte", "tumour cell": "tumour cell"}
+
+
+def test_a_template_of_fields_names_a_region_of_a_slide(tmp_path):
+    raw = tmp_path / "raw"
+    region_table(raw, extra_rows=[("B7", "", 1, 1, 5, 5, "lymphocyte")])
+    samples, exclusions = read_samples(make_manifest(REGION_LAYOUT, labels=REGION_LABELS,
+                                                     tasks=["object_detection"]), raw)
+    found = {s.source_path: sorted((r.label, r.box) for r in s.regions) for s in samples}
+    assert found == {f"rois/{slide}/{roi}.tif": sorted((label, tuple(map(float, box))) for label, box in boxes)
+                     for (slide, roi), boxes in REGION_BOXES.items()}
+    assert all(s.image_size == (64, 48) for s in samples)
+    assert {e.item: e.reason for e in exclusions} == {"cells.csv:6": "the row has an empty image field (slide or roi)"}
+
+
+def test_a_template_field_the_table_lacks_is_named(tmp_path):
+    raw = tmp_path / "raw"
+    region_table(raw)
+    layout = {**REGION_LAYOUT, "image": "{slide}/{region}"}
+    samples, exclusions = read_samples(make_manifest(layout, labels=REGION_LABELS, tasks=["object_detection"]), raw)
+    assert samples == [] and [(e.item, e.reason) for e in exclusions] == [
+        ("cells.csv", "the table has no column 'region' (found: 'slide', 'roi', 'xmin', 'ymin', 'xmax', 'ymax', "
+                      "'cell type')")]
+
+
+def test_a_template_of_json_fields(tmp_path):
+    raw = tmp_path / "raw"
+    region_table(raw)
+    records = [{"slide": slide, "roi": roi, "cells": [{"box": list(box), "type": label} for label, box in boxes]}
+               for (slide, roi), boxes in REGION_BOXES.items()]
+    (raw / "cells.json").write_text(json.dumps(records), encoding="utf-8")
+    layout = {"kind": "box_table", "table": "cells.json", "image": "{slide}/{roi}.tif", "image_root": "rois",
+              "objects": "cells", "label": "type", "box": {"list": "box", "order": ["x1", "y1", "x2", "y2"]}}
+    samples, exclusions = read_samples(make_manifest(layout, labels=REGION_LABELS, tasks=["object_detection"]), raw)
+    assert {s.source_path: [r.box for r in s.regions] for s in samples} == {
+        f"rois/{slide}/{roi}.tif": [tuple(map(float, box)) for _, box in boxes]
+        for (slide, roi), boxes in REGION_BOXES.items()}
+    assert exclusions == []
+
+
+@pytest.mark.parametrize("layout, message", [
+    ({"image": "{}/x"}, "is not a part name"),
+    ({"image": "{slide}/*.tif"}, "cannot hold a wildcard"),
+    ({"image": "{slide}/{roi}", "columns": ["slide", "a", "b", "c", "d"]}, "'roi' is not among columns"),
+])
+def test_image_templates_are_checked(layout, message):
+    base = {"kind": "box_table", "table": "t.csv", "fixed_label": "x",
+            "box": {"x1": "a", "y1": "b", "x2": "c", "y2": "d"}}
+    with pytest.raises(ValidationError, match=message):
+        make_manifest({**base, **layout}, labels={"x": "x"}, tasks=["object_detection"])
+
+
+def follicle_cuts(raw):
+    """Synthetic copy of the shape of the follicle-assessment release (vincentblot28/follicle-assessment@fc693f4:
+    README.md and utils/ltt_utils.py): `01_ovary_cuts/ovary_images/<slide>/<slide>__<roi>.tif` and one
+    `ovaries_annotations.json` read as annotations[slide][roi]["bboxes"] ([xmin, ymin, xmax, ymax]) with the
+    parallel annotations[slide][roi]["classes"]."""
+    import tifffile
+    cuts = {"0A_a": {"roi0": [("PMF", [4, 6, 20, 22]), ("Primary", [30, 2, 70, 40])],
+                     "roi1": [("Secondary", [1, 1, 9, 9])]},
+            "2A_g": {"roi0": [("Primary", [10, 10, 60, 44])]}}
+    folder = raw / "01_ovary_cuts" / "ovary_images"
+    document = {}
+    for slide, rois in cuts.items():
+        (folder / slide).mkdir(parents=True, exist_ok=True)
+        for roi, boxes in rois.items():
+            tifffile.imwrite(folder / slide / f"{slide}__{roi}.tif", np.full((48, 80, 3), 200, np.uint8))
+            document.setdefault(slide, {})[roi] = {"bboxes": [box for _, box in boxes],
+                                                   "classes": [label for label, _ in boxes]}
+    document["2A_g"]["roi1"] = {"bboxes": [[1, 1, 5, 5], [2, 2, 6, 6]], "classes": ["PMF"]}  # lists out of step
+    document["2A_g"]["roi2"] = ["not", "a", "record"]
+    (raw / "01_ovary_cuts" / "ovaries_annotations.json").write_text(json.dumps(document), encoding="utf-8")
+    return cuts
+
+
+def test_records_keyed_by_slide_and_region_with_parallel_lists(tmp_path):
+    raw = tmp_path / "raw"
+    cuts = follicle_cuts(raw)
+    layout = {"kind": "box_table", "table": "01_ovary_cuts/ovaries_annotations.json", "keys": ["slide", "roi"],
+              "image": "{slide}/{slide}__{roi}.tif", "image_root": "01_ovary_cuts/ovary_images",
+              "objects": ["bboxes", "classes"], "label": "classes",
+              "box": {"list": "bboxes", "order": ["x1", "y1", "x2", "y2"]}}
+    labels = {"PMF": "primordial follicle", "Primary": "primary follicle", "Secondary": "secondary follicle"}
+    samples, exclusions = read_samples(make_manifest(layout, labels=labels, tasks=["object_detection"]), raw)
+    assert {s.source_path: [(r.label, r.box) for r in s.regions] for s in samples} == {
+        f"01_ovary_cuts/ovary_images/{slide}/{slide}__{roi}.tif": [(label, tuple(map(float, box)))
+                                                                  for label, box in boxes]
+        for slide, rois in cuts.items() for roi, boxes in rois.items()}
+    assert {e.item: e.reason for e in exclusions} == {
+        "01_ovary_cuts/ovaries_annotations.json#2A_g/roi1":
+            "the parallel lists differ in length (bboxes: 2, classes: 1)",
+        "01_ovary_cuts/ovaries_annotations.json#2A_g/roi2": "the record is a list, not a mapping of fields"}
+
+
+@pytest.mark.parametrize("layout, message", [
+    ({"keys": ["slide", "slide"]}, "names a level twice"),
+    ({"keys": ["slide name"]}, "is not a name"),
+    ({"objects": ["bboxes"]}, "two or more different parallel lists"),
+    ({"table": "t.csv", "keys": ["slide"]}, "a CSV box table has one row per box"),
+    ({"table": "t.jsonl", "keys": ["slide"]}, "leave records and keys out"),
+])
+def test_keys_and_parallel_lists_are_checked(layout, message):
+    base = {"kind": "box_table", "table": "t.json", "image": "f", "fixed_label": "x",
+            "box": {"list": "b", "order": ["x1", "y1", "x2", "y2"]}}
+    with pytest.raises(ValidationError, match=message):
+        make_manifest({**base, **layout}, labels={"x": "x"}, tasks=["object_detection"])
+
+
 def test_json_lines_one_record_per_line_with_records_of_one_image_merged(tmp_path):
     # annotations.jsonl as some releases write it: one JSON record per line, here one box per line, so an image's
     # boxes are spread over several lines; a damaged line is one exclusion and the others go on
