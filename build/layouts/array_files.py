@@ -249,6 +249,33 @@ def open_array(path: Path, key: str | None = None) -> ItemArray:
     return _Streamed(archive, info, shape, dtype)
 
 
+def read_value(path: Path, key: str | None = None) -> np.ndarray:
+    """A small array read whole: one sample's label stored in its own file (a 0-d `.npz` member such as
+    FairVision's `glaucoma`, which has no first axis to read item by item). The header's shape and dtype are
+    checked first (`open_array`: object arrays refused, the budget kept), then NumPy's reader loads it."""
+    array = open_array(path, key)
+    try:
+        name = array.name
+        try:
+            budget.check_bytes(name, int(np.prod(array.shape, dtype=np.int64)) * array.dtype.itemsize,
+                               f"an array of shape {array.shape}")
+        except budget.OverBudget as exc:
+            raise ArrayFileError(str(exc)) from None
+        if isinstance(array, _Hdf5):
+            return array._read(())
+        if isinstance(array, _TiffPages):
+            raise ArrayFileError(f"{path.name} is a TIFF image, not a label value")
+    finally:
+        array.close()
+    try:
+        if key is None:
+            return np.load(path, allow_pickle=False)
+        with np.load(path, allow_pickle=False) as archive:
+            return archive[key]
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise ArrayFileError(f"{name} cannot be read ({exc})") from None
+
+
 def _member_data_offset(path: Path, info: zipfile.ZipInfo) -> int:
     """Where a stored member's bytes start: after its local file header (30 bytes, name and extra field)."""
     with open(path, "rb") as handle:

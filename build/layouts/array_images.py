@@ -5,7 +5,9 @@ LyNSeC keeps each image and its nucleus instance ids in one (H, W, 4) `.npy` (ch
 IHC-TMA keeps PNG images beside channels-first `.npy` masks. The image array (its chosen channels) is
 written once into the layout cache like a stack item, with the file (and the channels) as its sample
 id; a picture file stays the sample itself and only its mask goes to the cache. Each file is small, so
-it is read whole; an `.npz` member and an object array get the same care as in a stack.
+it is read whole; an `.npz` member and an object array get the same care as in a stack. `labels` gives a
+file its class instead of (or besides) a mask: FairVision keeps each patient's SLO photo `slo_<id>.jpg`
+beside `data_<id>.npz`, whose one-value member `glaucoma` (or `amd_condition`, `dr_subtype`) is the class.
 """
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mmbu.build.layouts.array_files import ArrayFileError, open_array
-from mmbu.build.layouts.arrays import filled_path, item_regions, open_ref, pick_depth
+from mmbu.build.layouts.array_files import ArrayFileError, open_array, read_value
+from mmbu.build.layouts.arrays import filled_path, item_label, item_regions, open_ref, pick_depth
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import image_size
 from mmbu.build.layouts.splits import keep_splits
@@ -39,6 +41,29 @@ def _read_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, parts: dict
         return
     try:
         image = _image(layout, path, parts) if path.name.lower().endswith(ARRAY_SUFFIXES) else None
+    except ArrayFileError as exc:
+        ctx.exclude(where, str(exc))
+        return
+    label, labels_note = None, {}
+    if layout.labels is not None:
+        key = PathTemplate(layout.labels.key).fill(parts) if layout.labels.key else None
+        label_where = ctx.rel(filled_path(ctx, layout.labels.file, parts)) + (f":{key}" if key else "")
+        try:
+            label, reason = _file_label(layout, ctx, parts)
+        except ArrayFileError as exc:
+            reason = str(exc)
+        if reason:
+            ctx.exclude(label_where, reason)
+            return
+        labels_note = {"labels": label_where}
+    if layout.masks is None:  # a class per file: the picture, or the image array in the cache, is the sample
+        if image is not None:
+            ctx.add_derived(path, _part(layout.images), lambda: image, label=label,
+                            provenance={"images": _images_note(layout, where), **labels_note})
+        else:
+            ctx.add(path, label=label, provenance=labels_note)
+        return
+    try:
         masks, mask_where = open_ref(ctx, layout.masks, parts, stack)
     except ArrayFileError as exc:
         ctx.exclude(where, str(exc))
@@ -58,17 +83,30 @@ def _read_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, parts: dict
     ids, regions, problems = item_regions(layout, mask, None, mask_where)
     for instance, reason in problems:
         ctx.exclude(f"{where}#{instance}", reason)
-    notes = {"masks": f"{mask_where} ({masks.access})"}
+    notes = {"masks": f"{mask_where} ({masks.access})", **labels_note}
+    grounded = label is None  # with a class of its own the image stays a sample without its objects
     if image is not None:
-        images_note = where + (f" channels {layout.images.channels}" if layout.images.channels else "")
-        ctx.add_derived(path, _part(layout.images), lambda: image, regions=regions, mask=ids, grounded=True,
-                        provenance={"images": images_note, **notes})
-    elif not regions:
+        ctx.add_derived(path, _part(layout.images), lambda: image, label=label, regions=regions, mask=ids,
+                        grounded=grounded, provenance={"images": _images_note(layout, where), **notes})
+    elif not regions and grounded:
         ctx.exclude(where, "no annotated object with a known label is left in this image")
     else:  # a picture: the file is the sample; the mask made from the array goes to the layout cache
         mask_file = filled_path(ctx, layout.masks.file, parts)
-        ctx.add(path, regions=regions, mask_path=ctx.store_mask(path, ids, [mask_file]), size=size, grounded=True,
-                provenance=notes)
+        ctx.add(path, label=label, regions=regions, mask_path=ctx.store_mask(path, ids, [mask_file]), size=size,
+                grounded=grounded, provenance=notes)
+
+
+def _images_note(layout: ArraysLayout, where: str) -> str:
+    return where + (f" channels {layout.images.channels}" if layout.images.channels else "")
+
+
+def _file_label(layout: ArraysLayout, ctx: LayoutContext, parts: dict[str, str]) -> tuple[str | None, str | None]:
+    """The raw label of one file's sample from its `labels` array (a single value, or a multi-hot row), or the
+    reason it has none."""
+    with ExitStack() as stack:  # open_ref names a missing file or member; the value itself is read whole
+        open_ref(ctx, layout.labels, parts, stack)
+    key = PathTemplate(layout.labels.key).fill(parts) if layout.labels.key else None
+    return item_label(layout, read_value(filled_path(ctx, layout.labels.file, parts), key))
 
 
 def _read_volume_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, parts: dict[str, str],

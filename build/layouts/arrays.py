@@ -140,7 +140,7 @@ def _read_group(layout: ArraysLayout, ctx: LayoutContext, group: _Group, stack: 
         item = f"{ctx.rel(group.path)}#{part}"  # as add_derived names its exclusions
         label = None
         if labels:
-            label, reason = _item_label(layout, labels[0].item(index - (_start(layout, "labels") or 0)))
+            label, reason = item_label(layout, labels[0].item(index - (_start(layout, "labels") or 0)))
             if reason:
                 ctx.exclude(item, reason)
                 continue
@@ -241,7 +241,7 @@ def _check_shapes(layout: ArraysLayout, images: ItemArray, axes: str, labels: tu
     return None
 
 
-def _item_label(layout: ArraysLayout, value: np.ndarray) -> tuple[str | None, str | None]:
+def item_label(layout: ArraysLayout, value: np.ndarray) -> tuple[str | None, str | None]:
     """The raw label of one item's label entry, or the reason it has none."""
     value = np.asarray(value)
     if value.dtype.kind in "US":
@@ -250,7 +250,7 @@ def _item_label(layout: ArraysLayout, value: np.ndarray) -> tuple[str | None, st
     if flat.size == 1:
         number = flat[0]
         if value.dtype.kind == "f" and not float(number).is_integer():
-            return None, f"label value {number!r} is not a class index"
+            return None, f"label value {float(number)!r} is not a class index"
         index = int(number)
         if layout.class_names is None:
             return str(index), None

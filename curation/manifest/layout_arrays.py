@@ -74,7 +74,9 @@ class ArraysLayout(LayoutBase):
     RGB in channels 0-2, instance ids in channel 3; IHC-TMA's `images/<name>.png` with a channels-first
     `masks/<name>.npy`). `images` may then name a picture file, which stays the sample; `channels` of
     an array reference picks channels (of the last axis, or the first with `axes`/`mask_axes` CHW), and
-    `mask_channels` with `instances: components` splits binary channels into objects. With `axes: DHW` each
+    `mask_channels` with `instances: components` splits binary channels into objects. `labels` then names the
+    file's class: a one-value member of a per-sample `.npz` (FairVision's `data_<id>.npz` member `glaucoma`
+    beside `slo_<id>.jpg`), read like a stack's label entry. With `axes: DHW` each
     file holds one volume (an HDF5 dataset such as Platynereis' `volumes/raw`, its labels under another key):
     one xy slice of the image and of the mask is read (`convert.slice`: an index or `mask_max_area`, else
     `convert.z`, else the middle).
@@ -82,7 +84,9 @@ class ArraysLayout(LayoutBase):
 
     kind: Literal["arrays"]
     items: Literal["stack", "file"] = Field("stack", description="stack: one sample per first-axis index; file: one "
-                                                                 "image per file the images template matches.")
+                                                                 "image per file the images template matches, its "
+                                                                 "class in labels (a one-value array) and/or its "
+                                                                 "mask in masks.")
     images: ArrayRef
     labels: ArrayRef | None = None
     masks: ArrayRef | None = None
@@ -116,11 +120,11 @@ class ArraysLayout(LayoutBase):
             if self.axes not in FILE_AXES:
                 raise ValueError(f"items: file reads one image per file: axes is {', '.join(FILE_AXES[:-1])} or "
                                  f"{FILE_AXES[-1]}, not {self.axes}")
-            if self.labels is not None or self.metadata:
-                raise ValueError("items: file reads masks; a label per file comes from a label table (label_table "
-                                 "or volume_table), and per-item metadata arrays belong to stacks")
-            if self.masks is None:
-                raise ValueError("items: file needs masks")
+            if self.metadata:
+                raise ValueError("per-item metadata arrays belong to stacks (items: stack)")
+            if self.axes == "DHW" and self.labels is not None:
+                raise ValueError("axes DHW reads one slice of a volume per file for its mask; a class per volume "
+                                 "comes from volume_table")
             if self.axes == "DHW" and (self.mask_axes != "auto" or any(ref.channels for ref in refs if ref)):
                 raise ValueError("axes DHW reads one slice of a volume per file: channels and mask_axes do not apply")
             if not self.images.file.lower().endswith(ARRAY_SUFFIXES) and (self.images.channels or self.images.key):

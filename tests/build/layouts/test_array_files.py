@@ -156,7 +156,7 @@ def test_bad_per_file_arrays_are_one_sentence_each_and_the_rest_builds(tmp_path)
 @pytest.mark.parametrize("changes, message", [
     ({"axes": "NHWC"}, "items: file reads one image per file: axes is auto, HW, HWC, CHW or DHW"),
     ({"items": "stack", "axes": "HWC"}, "items: stack reads a stack: axes is auto, NHW"),
-    ({"labels": {"file": "labels.npy"}}, "items: file reads masks; a label per file comes from a label table"),
+    ({"metadata": {"kind": {"file": "kinds.npy"}}}, "per-item metadata arrays belong to stacks"),
     ({"items": "stack", "axes": "auto"}, "channels and mask_axes are for items: file"),
     ({"images": {"file": "lynsec {n:d}/{stem}.npy", "channels": []}}, "at least 1 item"),
 ])
