@@ -47,9 +47,10 @@ from functools import lru_cache
 from mmbu.benchmark_eval.parser._labels import (Resolution, bare_answer, clean_candidate, option_labels,
                                                 resolve_candidate)
 from mmbu.benchmark_eval.parser._markers import (COPULAS, DENIALS, FIELD_KEYS, FILLERS, JOINED_VERDICT_TAILS,
-                                                 LABEL_FIRST_TAILS, NOT_ANSWER_SUBJECTS, PHRASES, STEMS, VERDICT_STEMS)
-from mmbu.benchmark_eval.parser._stated import (first_clause, first_sentence, last_stated_value, single_mention,
-                                                stated_text, value_stated_just_before)
+                                                 LABEL_FIRST_TAILS, NOT_ANSWER_SUBJECTS, PHRASES, STEMS,
+                                                 VERDICT_LEAD_WORDS, VERDICT_STEMS)
+from mmbu.benchmark_eval.parser._stated import (concluded_text, first_clause, first_sentence, last_stated_value,
+                                                single_mention, stated_text, value_stated_just_before)
 from mmbu.benchmark_eval.parser._text import (DEFAULT_REASONING, ReasoningMarkers, plain_markup, strip_reasoning,
                                               tag_pairs)
 
@@ -300,11 +301,23 @@ def _phrases(lines: _Lines, spans: list[tuple[int, int]]) -> list[_Commitment]:
     return found
 
 
+_WORD_BEFORE = re.compile(r"([^\W\d_][\w'’]*)[ \t]*-?[ \t]*$")
+
+
+def _in_a_name(text: str, match: re.Match[str]) -> bool:
+    """Whether a bare capital letter ends a name rather than opening a verdict: "hepatitis C is the most appropriate
+    …", "vitamin B is …", "type-A is …" (the word before it is no connective such as "so" or "answer")."""
+    if match.group(3) is None or match.group(0)[:1] != match.group(3):
+        return False  # "(C) is correct", "C) … is correct", "option C is correct": a label by its form
+    word = _WORD_BEFORE.search(text[max(0, match.start() - 40):match.start()])
+    return word is not None and word.group(1).lower() not in VERDICT_LEAD_WORDS
+
+
 def _labels_first(text: str, spans: list[tuple[int, int]]) -> list[_Commitment]:
     """Verdicts of the form "C is correct": `spans` are the lines holding a verdict word."""
     found = []
     for match in (*_in_spans(_LABEL_FIRST, text, spans), *_in_spans(_MARKED_CORRECT, text, spans)):
-        if _denied(text, match.start()):
+        if _denied(text, match.start()) or _in_a_name(text, match):
             continue
         label = next(g for g in match.groups()[:3] if g)
         found.append(_Commitment(match.start(), "label_first", label))
@@ -518,8 +531,18 @@ def parse_closed_answer(output: str | None, options: Sequence[str],
         if resolution is not None:
             if resolution.label in retracted:  # "A\nIt is not A": the reply takes back what its first line says
                 return _finish(rule, Resolution(None, "retracted"))
+            if resolution.label is None and rule == "response" and (concluded := _concluded(scan, options)):
+                return concluded  # "A) …: not … B) …: not … The most likely mechanism is X.": a review, then its verdict
             return _finish(rule, resolution)
-    return ClosedParse(None, f"{UNPARSEABLE}:no_answer")
+    return _concluded(scan, options) or ClosedParse(None, f"{UNPARSEABLE}:no_answer")
+
+
+def _concluded(scan: _Scan, options: tuple[str, ...]) -> ClosedParse | None:
+    """The option's text the reply's last sentence concludes on, when no other reader found an answer."""
+    resolution = concluded_text(scan.text, options)
+    if resolution is None or resolution.label in {c.candidate for c in scan.commitments if c.rule == "retraction"}:
+        return None
+    return _finish("concluded_text", resolution)
 
 
 def _finish(rule: str, resolution: Resolution) -> ClosedParse:

@@ -30,6 +30,8 @@ PHRASES = (
     r"(?:the\s+)?answer\s+(?:to\s+(?:this|the)\s+question\s+)?is" + _HEDGE,
     r"\bI\s*(?:would|'d|will|'ll|must)?\s*(?:choose|select|pick|go\s+with|opt\s+for)",
     r"\b(?:my|our)\s+(?:final\s+)?(?:answer|choice|pick|selection)\s+(?:is|would\s+be)",
+    # elimination: "This leaves us with choice C, which is …", "That leaves us with answer B) as the only correct answer"
+    r"\b(?:this|that|which)\s+leaves\s+(?:us\s+with\s+)?(?:only\s+)?",
     r"(?:正确|最终|最佳|最合适的)?(?:答案|选项|選項)(?:应该|应当|应)?(?:是|为|為)|(?:应该|应|故|所以|因此|答案)选(?![项择])|选择(?!题)"
     r"|(?:正确|错误|不正确)的(?:说法|选项|答案|陈述)?(?:是|为|有)"
     r"|(?:最接近|最相近|最符合|相符|匹配|对应)的?(?:选项|答案)?(?:是|为)?",
@@ -46,7 +48,7 @@ PHRASES = (
 # "C is correct", "(C) is the most likely answer", "Option C ist richtig", "(C) 是正确的".
 LABEL_FIRST_TAILS = (
     r"(?:is|would\s+be|seems\s+to\s+be|appears\s+to\s+be)\s+(?:the\s+)?(?:correct|right|best|most\s+(?:likely|"
-    r"appropriate|accurate|probable|suitable|fitting|plausible))(?:\s+(?:answer|option|choice|response|one))?\b",
+    r"appropriate|accurate|probable|suitable|fitting|plausible|correct))(?:\s+(?:answer|option|choice|response|one))?\b",
     r"(?:ist|wäre)\s+(?:die\s+)?(?:richtig|korrekt|richtige\s+antwort|korrekte\s+antwort)",
     r"(?:est|serait)\s+(?:la\s+)?(?:correcte|bonne\s+réponse)|es\s+(?:la\s+)?(?:correcta|respuesta\s+correcta)",
     r"(?:是|为)(?:正确的?|最佳|最合适的?)(?:答案|选项)?",
@@ -71,6 +73,16 @@ FILLERS = r"(?:also|thus|therefore|hence|then|as\s+follows|daher|somit|folglich|
 # Copulas after which a well-formed label is a commitment: "the most likely diagnosis is (B)".
 COPULAS = r"(?:is|would\s+be|should\s+be|will\s+be|ist|wäre|lautet|est|serait|es|sería|是|为|為|は)"
 
+# Words after which a bare capital letter still opens a verdict ("so C is correct", "answer C is the most correct");
+# after any other word it ends a name ("hepatitis C is the most appropriate …", "vitamin B is …", "type A").
+VERDICT_LEAD_WORDS = frozenset((
+    "then", "so", "thus", "therefore", "hence", "and", "or", "but", "that", "think", "believe", "say", "says",
+    "conclude", "guess", "letter", "option", "options", "choice", "choices", "answer", "answers", "whereas", "while",
+    "because", "since", "why", "clearly", "certainly", "definitely", "probably", "likely", "perhaps", "maybe",
+    "obviously", "only", "also", "now", "finally", "here", "which", "if", "as", "however", "overall",
+    "daher", "und", "oder", "dass", "donc", "et", "ou", "que", "entonces", "y", "o",
+))
+
 # Subjects whose copula introduces something other than an answer ("the options are A) …").
 NOT_ANSWER_SUBJECTS = r"(?:options?|choices?|following|list|question)\s*$"
 
@@ -78,7 +90,7 @@ NOT_ANSWER_SUBJECTS = r"(?:options?|choices?|following|list|question)\s*$"
 # not searched (most lines of a chain of thought), which keeps the parser fast on long replies.
 STEMS = (
     "answer", "option", "choice", "respon", "conclusion", "choose", "select", "pick", "go with", "opt for",
-    "correct", "right", "true", "best", "most ", "antwort", "lösung", "aussage", "wahl", "wähle", "richtig",
+    "correct", "right", "true", "best", "most ", "leaves", "antwort", "lösung", "aussage", "wahl", "wähle", "richtig",
     "korrekt", "réponse", "reponse", "choisis", "respuesta", "opción", "alternativa", "elijo", "resposta",
     "risposta", "答", "选", "選", "正确", "正確", "错误", "錯誤", "说法", "最", "相符", "匹配", "对应", "정답", "답",
     "옵션", "선택", "正解", "解答", "回答", "✅", "✔", "☑",

@@ -8,7 +8,12 @@ Read only when the reply names no option anywhere else, by one of four readers:
 * ``first_clause``   the reply's first clause is exactly one option's text ("No, Magenta is not greater …",
   "Yes, there are fewer …"), unless the sentence goes on to refuse or to speak of the model itself;
 * ``single_mention`` a short reply (two sentences at most) names exactly one option's text, not negated
-  ("A decrease in sunlight would directly affect the grasshopper, as …").
+  ("A decrease in sunlight would directly affect the grasshopper, as …");
+* ``concluded_text`` the reply's last sentence states one option's text as what something is, after a reply that
+  also discusses the other options ("… Therefore, the most likely diagnosis is roseola.", "… the most appropriate
+  next step is to obtain a radiograph.", "… we can conclude that osteoporosis is the most likely diagnosis."),
+  unless the reply ranks the options ("The next most likely diagnosis is …") or an earlier "Therefore, …" sentence
+  concluded on another option.
 
 An option's text counts as named where it is not merely part of a longer option's text named at the same place
 ("6" inside "6*√3"). LaTeX and plain math are one text (`$30^{\\circ}$` is 30°, `\\frac{4}{3}` is 4/3, see
@@ -60,7 +65,10 @@ def _text_pattern(text: str) -> re.Pattern[str] | None:
     if len(joined) < _MIN_TEXT and not joined.isdigit():
         return None
     # a number is not the start or end of a longer one: "15" is not stated by "15.5" nor by "2.15"
-    return re.compile(r"(?<!\w)(?<!\d[.,])" + r"[\W_]*".join(re.escape(w) for w in words) + r"(?!\w|[.,]\d)",
+    # words joined by punctuation or none, or by an article the option leaves out ("around the umbilicus" for
+    # "Around umbilicus", "dorsum of the arm" for "Dorsum of arm")
+    joiner = r"(?:[\W_]*|\s+(?:the|a|an)\s+)" if any(w.isalpha() for w in words) else r"[\W_]*"
+    return re.compile(r"(?<!\w)(?<!\d[.,])" + joiner.join(re.escape(w) for w in words) + r"(?!\w|[.,]\d)",
                       re.IGNORECASE)
 
 
@@ -140,6 +148,59 @@ def single_mention(text: str, options: Sequence[str]) -> Resolution | None:
     if _AGAINST.match(text[mention.end():]):
         return None
     return Resolution(option_labels(len(options))[named[0]], "single_mention")
+
+
+# "… is to obtain a radiograph …": the next step stated as what to do
+_CONCLUDING_COPULA = _COPULA[:-len(r"(?:(?:a|an|the|indeed|likely|probably|approximately|about)\s+)*")] + \
+    r"(?:(?:a|an|the|to|indeed|likely|probably|approximately|about)\s+)*"
+# "osteoporosis is the most likely diagnosis": the text first, then the verdict on it
+_VERDICT_AFTER = (r"\s+(?:is|would\s+be|seems\s+to\s+be|appears\s+to\s+be)\s+(?:the\s+)?"
+                  r"(?:correct|right|best|most\s+(?:likely|appropriate|probable|accurate|suitable|plausible))\b")
+# "The next most likely diagnosis is …", "The second most important factor is …": the options ranked, not chosen
+_RANKING = re.compile(r"\b(?:next|second|third|fourth|fifth)\s+(?:most|least)\b", re.IGNORECASE)
+_CONCLUDING_START = re.compile(r"^\W*(?:therefore|thus|hence|so|consequently|in\s+conclusion)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"[^.!?。\n]+(?:[.!?。]+(?=\s|$)|$)|[^\n]+", re.MULTILINE)
+
+
+@lru_cache(maxsize=1 << 14)
+def _concluding_pattern(text: str) -> re.Pattern[str]:
+    body = _body(text)
+    return re.compile(r"(?:" + _CONCLUDING_COPULA + _OPEN_QUOTE + body + _END + r"|(?<![\w+\-])" + body + _VERDICT_AFTER + r")",
+                      re.IGNORECASE)
+
+
+def _concluded_in(sentence: str, options: Sequence[str]) -> int | None:
+    """The option whose text `sentence` states last as what something is, if no other option is named after it."""
+    last: tuple[int, int] | None = None
+    for index, option in enumerate(options):
+        if _text_pattern(option) is None:
+            continue
+        for match in _concluding_pattern(option).finditer(sentence):
+            if _NEGATED.search(sentence[max(0, match.start() - 80):match.start()]):
+                continue
+            if last is None or match.start() > last[0]:
+                last = (match.start(), index)
+    if last is None:
+        return None
+    after = sentence[last[0]:]
+    named_after = [i for i in _named(after, options) if i != last[1]]
+    return None if named_after else last[1]
+
+
+def concluded_text(text: str, options: Sequence[str]) -> Resolution | None:
+    """The option whose text the reply's last sentence states as its conclusion (see the module docstring)."""
+    if _RANKING.search(text) or _CODE.search(text):
+        return None
+    sentences = [m.group().strip() for m in _SENTENCE.finditer(text) if re.search(r"\w", m.group())]
+    if not sentences or "?" in sentences[-1]:
+        return None
+    concluded = _concluded_in(sentences[-1], options)
+    if concluded is None:
+        return None
+    for sentence in sentences[:-1]:  # "Therefore, it is a malignant neoplasm. … Therefore, it is an inflammatory disease."
+        if _CONCLUDING_START.match(sentence) and (earlier := _concluded_in(sentence, options)) not in (None, concluded):
+            return None
+    return Resolution(option_labels(len(options))[concluded], "concluded_text")
 
 
 def value_stated_just_before(text: str, options: Sequence[str], position: int) -> int | None:

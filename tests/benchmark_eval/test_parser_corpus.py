@@ -73,19 +73,26 @@ def outcomes(cases: list[dict]) -> tuple[Counter, list[str]]:
     return counts, failures
 
 
-# What the locked parts scored once, with the rules frozen (benchmarks/RESULTS.md), kept as measured, not fitted
-# (issue 29's discipline): a parser change that reads any of these right, or fails on any other locked case, must
-# say so here. First part (MMLU-Pro, CMMMU): one letter given to a reply that states option A's value and then
-# names (J). Second part (ThoughtSource, GPT-3.5-turbo on MedQA): four answers given as an option's text inside
-# a reply that also discusses the other options ("the most likely diagnosis in this case is follicular
-# carcinoma", "… is delirium (D)."), and "… for hepatitis C is the most appropriate next step" read as C.
+# What the locked parts scored with the rules frozen (benchmarks/RESULTS.md), kept as measured, not fitted (issue 29's
+# discipline): a parser change that reads any of these right, or fails on any other locked case, must say so here.
+# Parts 1-2 as re-scored with the rules frozen at 20aea26, decided on new development data after their first
+# scores were known: the first part's letter given to a reply that states option A's value and then names (J); the
+# second part's three answers given as an option's text: two in replies that go on to discuss the other options
+# after it, one ending "… is delirium (D)." (the bracketed letter after the text). The third part
+# (MATH-V), scored once at 20aea26: a boxed value and an answer value without the option's unit ("\boxed{15}" for
+# "15 m²"), SPHINX's grounded "<p>A</p>[…]", and letters given to token salad ("a-a-a-…", "(a) (b) (c) …") and to
+# three letters in a row ("A, b, c").
 LOCKED_FAILURES = {
     "mmlu-pro/Yi-6b-Chat/11930": "no answer, read J",
-    "thoughtsource/gpt-3.5-turbo/med_qa_test_408-none": "A, read C",
     "thoughtsource/gpt-3.5-turbo/med_qa_test_922-none": "A, missed",
-    "thoughtsource/gpt-3.5-turbo/med_qa_test_858-kojima-01": "C, missed",
     "thoughtsource/gpt-3.5-turbo/med_qa_test_254-zhou-01": "A, missed",
     "thoughtsource/gpt-3.5-turbo/med_qa_test_92-zhou-01": "D, missed",
+    "math-v/InternLM-XComposer2-VL-CoT/1590@InternLM-XComposer2-VL-CoT.jsonl": "D, missed",
+    "math-v/InternLM-XComposer2-VL/1761@InternLM-XComposer2-VL.jsonl": "D, missed",
+    "math-v/SPHINX-MoE/673@SPHINX-MoE.jsonl": "no answer, read A",
+    "math-v/SPHINX-v2/1203@SPHINX-v2.jsonl": "no answer, read A",
+    "math-v/SPHINX-v2/1650@SPHINX-v2.jsonl": "A, missed",
+    "math-v/ShareGPT4V-13B/160@ShareGPT4V-13B.jsonl": "no answer, read A",
 }
 # The one development non-answer the parser still gives a letter to: its conclusion is an existential sentence
 # ("There are 4 members in the family.", option C), not a value stated as what something is; reading such
@@ -97,7 +104,8 @@ DEVELOPMENT_FAILURES = {"zero-shot-cot/text-davinci-002/aqua-224@aqua_zero_shot_
 @pytest.mark.parametrize("split", SPLITS)
 def test_the_aims_hold(split):
     """Development: every failure is a recorded one and the aims hold. Locked: the failures are exactly those
-    measured when it was scored (the aims of 0 wrong and 0 invented are not met there; RESULTS.md says so)."""
+    measured when it was scored (the aims of 0 invented, and of 97 % read on the third part alone, are not met there;
+    RESULTS.md says so)."""
     counts, failures = outcomes([c for c in CASES if c["split"] == split])
     detail = "\n".join(failures)
     found = {line.split(": ")[0]: line.split(": ")[1].split(" by ")[0].split(" (")[0] for line in failures}
@@ -112,7 +120,7 @@ def test_the_corpus_covers_every_rule_and_language():
         if parsed.label:
             rules[parsed.rule] += 1
     for rule in ("answer_field", "answer_tag", "final_phrase", "label_first", "copula", "last_line", "response",
-                 "stated_text"):
+                 "stated_text", "concluded_text"):
         assert rules[rule], rule
     languages = Counter(case["language"] for case in CASES)
     assert {"en", "zh", "de", "ko"} <= set(languages)

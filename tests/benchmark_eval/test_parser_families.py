@@ -34,7 +34,34 @@ CONCLUDED_BEFORE = ("zero-shot-cot/text-davinci-002/aqua-61@", "zero-shot-cot/te
                     "zero-shot-cot/text-davinci-002/date_understanding-252@",
                     "zero-shot-cot/text-davinci-002/date_understanding-345@")
 
+# InstructGPT's medical chain-of-thought (vlievin/medical-reasoning): the options discussed, then one concluded on
+MR = "medical-reasoning/instructgpt/"
+CONCLUDED_AMONG_OTHERS = (MR + "usmle-1046-let-s-think-step-by-step@", MR + "usmle-654-let-s-work-by-elimination",
+                          MR + "usmle-1044-let-s-reflect-on-each-answer-option", MR + "usmle-1118-",
+                          MR + "medmcqa-cd810094-", MR + "medmcqa-fbd3b828-")
+NOT_CONCLUDED = (MR + "usmle-944-", MR + "medmcqa-406dfa1b-", MR + "medmcqa-8b9b2db6-", MR + "medmcqa-d282f15c-")
+TREATMENTS = ["Ampicillin and gentamicin", "Ciprofloxacin", "Obtain a radiograph", "Ceftriaxone and doxycycline"]
+HEPATITIS = ["Interferon alone", "Sofosbuvir", "Liver transplant", "Observation"]
+
 READ = {
+    "option_text_concluded_among_discussed_options": [
+        ("Ampicillin and gentamicin would not cover chlamydia. Ciprofloxacin is not first line here.\n\n"
+         "Therefore, the most appropriate treatment is ceftriaxone and doxycycline.", TREATMENTS, "D"),
+        ("Ciprofloxacin is an option, and so are ampicillin and gentamicin. The most appropriate next step is to "
+         "obtain a radiograph.", TREATMENTS, "C"),
+        ("Ciprofloxacin is less likely. We can conclude that ceftriaxone and doxycycline is the most appropriate "
+         "choice.", TREATMENTS, "D"),
+        *real(*CONCLUDED_AMONG_OTHERS),
+    ],
+    "option_eliminated_down_to_one": [
+        ("We can eliminate A and D. That leaves us with answers B and C. This leaves us with choice C, which is "
+         "the radiograph.", TREATMENTS, "C"),
+        *real(MR + "medmcqa-05ae5b1d-", MR + "medmcqa-893ad532-"),
+    ],
+    "letter_in_a_name_beside_the_answer": [
+        ("Sofosbuvir treats hepatitis C. The answer is B.", HEPATITIS, "B"),
+        *real(MR + "usmle-186-", MR + "medmcqa-acfc14d7-", MR + "medmcqa-b93a261f-", MR + "usmle-124-"),
+    ],
     "answer_field_other_convention": [
         ("【答案】A<eoa>", CELLS, "A"),
         ("【解析】…所以答案为B。<eoe>\n【答案】: B <eoa>", CELLS, "B"),
@@ -125,6 +152,18 @@ UNPARSEABLE = {
         ("The cell would be a monocyte. The answer is (C).", CELLS),
         *[pytest.param(p.values[0], p.values[1], id=p.id) for p in real(*CONCLUDED_BEFORE)],
     ],
+    "letter_inside_a_name": [
+        ("Sofosbuvir for hepatitis C is the most appropriate next step.", HEPATITIS),
+        ("Thiamine, vitamin B is the most likely deficiency.", CELLS), ("Blood type A is the most likely.", CELLS),
+        ("A protein-C is the most likely cause.", CELLS),
+    ],
+    "options_ranked_or_concluded_twice": [
+        ("1) The most likely treatment is ciprofloxacin.\n2) The next most likely is ceftriaxone and doxycycline.",
+         TREATMENTS),
+        ("Therefore, it is ciprofloxacin. Ampicillin and gentamicin work too. Therefore, it is ampicillin and "
+         "gentamicin.", TREATMENTS),
+        *[pytest.param(p.values[0], p.values[1], id=p.id) for p in real(*NOT_CONCLUDED)],
+    ],
     "refusal_that_starts_with_an_option_text": [
         ("No, I cannot tell from the image.", YES_NO), ("Yes, I can help with that.", YES_NO),
     ],
@@ -142,5 +181,5 @@ def test_families_that_stay_unparseable(reply, options):
 def test_the_real_instances_are_labelled_as_the_tests_expect():
     """The corpus labels agree with the families they are quoted for (no test rests on a mislabelled case)."""
     for prefix in ("mathvista/bard/94@", "mathvista/mplugowl/256@", "gaokao/gpt-4-0314/Physics-3",
-                   "gaokao/gpt-4-0314/History-38", *CONCLUDED_BEFORE):
+                   "gaokao/gpt-4-0314/History-38", *CONCLUDED_BEFORE, *NOT_CONCLUDED):
         assert (CASES.get(prefix) or next(c for k, c in CASES.items() if k.startswith(prefix)))["label"] is None
