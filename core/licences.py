@@ -99,3 +99,30 @@ def canonical_spdx(licence: str) -> str:
 def same_licence(a: str, b: str) -> bool:
     """Whether two SPDX expressions name the same licence, whatever their spelling."""
     return canonical_spdx(a).lower() == canonical_spdx(b).lower()
+
+
+# Creative Commons deed/legal-code URLs name the licence in their path (creativecommons.org/licenses/by-nc/4.0/,
+# /licenses/by/3.0/us/ for a ported version, /publicdomain/zero/1.0/): the SPDX id is spelled from the path.
+_CC_URL = re.compile(r"^https?://(?:www\.)?creativecommons\.org/(?:licenses/(?P<code>by(?:-(?:nc|nd|sa))*)"
+                     r"/(?P<version>\d\.\d)(?:/(?P<port>[a-z]{2}))?|publicdomain/(?P<zero>zero)/1\.0)(?:/.*)?$",
+                     re.IGNORECASE)
+_OSI_URL = re.compile(r"^https?://(?:www\.)?opensource\.org/licen[sc]es?/(?P<id>[\w.+-]+?)(?:\.php|\.html)?/?$",
+                      re.IGNORECASE)
+
+
+def spdx_from_url(url: str) -> str | None:
+    """The SPDX id a licence URL names (Creative Commons and opensource.org URLs), None for any other URL or a
+    path that spells no SPDX licence. Hosts that state a licence as a name and a URL (figshare) are read by URL
+    first: the URL's spelling is fixed by the licence's publisher, the name's by the host."""
+    candidate = None
+    if cc := _CC_URL.match(url.strip()):
+        if cc["zero"]:
+            candidate = "CC0-1.0"
+        else:
+            candidate = f"CC-{cc['code'].upper()}-{cc['version']}" + (f"-{cc['port'].upper()}" if cc["port"] else "")
+    elif osi := _OSI_URL.match(url.strip()):
+        candidate = osi["id"]
+    if candidate is None:
+        return None
+    known, spdx = to_spdx(candidate, "url", tables={})
+    return spdx if known else None

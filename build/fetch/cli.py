@@ -62,7 +62,7 @@ def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path 
           only: tuple[str, ...], http_policies: Path | None, dry_run: bool) -> None:
     """Fetch each dataset's files into DATA/raw/<id>/, verified and safely extracted.
 
-    Sources: the mirror first, then Zenodo (MMBU_ZENODO_URL), Hugging Face (HF_ENDPOINT, HF_TOKEN),
+    Sources: the mirror first, then Zenodo (MMBU_ZENODO_URL), figshare (MMBU_FIGSHARE_URL), Hugging Face (HF_ENDPOINT, HF_TOKEN),
     Kaggle (MMBU_KAGGLE_URL, KAGGLE_USERNAME/KAGGLE_KEY or ~/.kaggle/kaggle.json), plain URLs or local
     paths. A dataset that is already complete is skipped without any network request. The plan is
     printed first; a dataset whose host does not answer fails at once with one line.

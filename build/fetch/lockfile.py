@@ -10,8 +10,8 @@ Format (YAML, sorted, reviewed in pull requests like code):
           images.zip: {sha256: <64 hex>, size: 734003200}
         resolved: {revision: <40 hex>}              # what the first fetch resolved (see below)
 
-A manifest leaves out what no source states (a Hugging Face `revision`, a Kaggle `version`): the first fetch
-resolves it (the default branch's commit, the current version), records it under `resolved` and every later
+A manifest leaves out what no source states (a Hugging Face `revision`, a Kaggle or figshare `version`): the first
+fetch resolves it (the default branch's commit, the current version), records it under `resolved` and every later
 fetch uses the recorded value, so the files cannot move under a pinned sha256.
 
 When a manifest's `source` changes (a new Zenodo version, another HF revision), its old pins no longer

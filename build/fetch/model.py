@@ -50,7 +50,7 @@ class CompletionRecord(BaseModel):
     dataset_id: str
     source: dict[str, Any]
     licence: str
-    fetched_from: Literal["mirror", "zenodo", "huggingface", "kaggle", "url", "local"]
+    fetched_from: Literal["mirror", "zenodo", "figshare", "huggingface", "kaggle", "url", "local"]
     fetched_at: str
     toolkit_version: str
     files: list[FetchedFile]

@@ -3,8 +3,8 @@
 `plan_fetch` looks at every manifest before anything is downloaded:
  1. already fetched (the completion record matches the manifest and the lock): nothing to do, no request;
  2. in the mirror, or a local source: sizes read from disk, no request;
- 3. otherwise the host's metadata API is asked for names and sizes (Zenodo record, Hugging Face tree listing,
-    Kaggle `ListDatasetFiles`, a one-byte ranged GET for plain URLs) unless the lock already pins them and the
+ 3. otherwise the host's metadata API is asked for names and sizes (Zenodo record, figshare article version, Hugging
+    Face tree listing, Kaggle `ListDatasetFiles`, a one-byte ranged GET for plain URLs) unless the lock already pins them and the
     host has answered for another dataset. Sizes nobody states are `None` ("unknown"), never guessed.
 
 Hosts are probed concurrently (one thread per host, so each host still sees one request at a time) through a
@@ -31,6 +31,7 @@ from mmbu.build.fetch.lockfile import LockFile
 from mmbu.build.fetch.model import FetchError
 from mmbu.build.fetch.sources import REMOTE_FILES, RemoteContext, RemoteFile
 from mmbu.build.fetch.sources.context import tree_files
+from mmbu.build.fetch.sources.figshare import figshare_base_url
 from mmbu.build.fetch.sources.kaggle import kaggle_base_url
 from mmbu.build.fetch.sources.local import local_files
 from mmbu.build.fetch.sources.zenodo import zenodo_base_url
@@ -46,7 +47,7 @@ PROBE_LIMITS = {"max_attempts": 2, "connect_timeout": 5.0, "read_timeout": 30.0,
 class PlannedFile(BaseModel):
     name: str
     size: int | None = Field(description="Bytes to download; None when neither the host nor the lock states it.")
-    basis: str = Field(description="Who stated the size: zenodo, huggingface, kaggle, content-range, "
+    basis: str = Field(description="Who stated the size: zenodo, figshare, huggingface, kaggle, content-range, "
                                    "manifests.lock, disk.")
     uncompressed: int | None = None
 
@@ -126,6 +127,8 @@ def source_hosts(manifest: DatasetManifest) -> list[str]:
     source = manifest.source
     if source.kind == "zenodo":
         return [urlsplit(zenodo_base_url()).netloc]
+    if source.kind == "figshare":  # its API host: the files' own host is known only once the API has answered
+        return [urlsplit(figshare_base_url()).netloc]
     if source.kind == "huggingface":
         return [urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").netloc]
     if source.kind == "kaggle":
@@ -298,7 +301,7 @@ def _probe_hosts(hosts: list[str], context: RemoteContext, book: _HostBook) -> s
     for host in hosts:
         if book.all_up([host]) or book.down([host]):
             continue
-        bases = (kaggle_base_url(), zenodo_base_url(), os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+        bases = (kaggle_base_url(), zenodo_base_url(), figshare_base_url(), os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
         scheme = next((urlsplit(b).scheme for b in bases if urlsplit(b).netloc == host), "https")
         try:
             context.session.get_json(f"{scheme}://{host}/", use_cache=False)

@@ -31,7 +31,8 @@ from mmbu.taxonomy import Taxonomy
 # (unverified), else a licence resting on one third-party listing, else a third party's word for the host, licence or
 # layout (secondary), else the host's or authors' own pages and files for all three (primary).
 EVIDENCE_SUMMARY = ("primary", "secondary", "single-listing", "unverified")
-HOST_OF_KIND = {"zenodo": "zenodo.org", "huggingface": "huggingface.co", "kaggle": "kaggle.com", "local": "local"}
+HOST_OF_KIND = {"zenodo": "zenodo.org", "figshare": "figshare.com", "huggingface": "huggingface.co",
+                "kaggle": "kaggle.com", "local": "local"}
 NO_EVIDENCE = "no evidence"
 
 

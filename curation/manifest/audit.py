@@ -96,8 +96,8 @@ def code_licence_for_data(manifest: DatasetManifest) -> list[str]:
 
 
 def unquoted_file_keys(manifest: DatasetManifest) -> list[str]:
-    """File keys of a Zenodo or Kaggle source that no host or layout citation quotes (or names in its source)."""
-    keys = getattr(manifest.source, "files", None) if manifest.source.kind in ("zenodo", "kaggle") else None
+    """File keys of a Zenodo, figshare or Kaggle source that no host or layout citation quotes (or names in its source)."""
+    keys = getattr(manifest.source, "files", None) if manifest.source.kind in ("zenodo", "figshare", "kaggle") else None
     if not keys or not manifest.evidence:
         return []
     cited = " ".join(" ".join(filter(None, (c.quote, c.source)))

@@ -1,4 +1,4 @@
-"""Where a dataset's files come from: Zenodo, Hugging Face, Kaggle, plain URLs or a local path."""
+"""Where a dataset's files come from: Zenodo, figshare, Hugging Face, Kaggle, plain URLs or a local path."""
 from __future__ import annotations
 
 from typing import Annotated, Literal
@@ -50,6 +50,19 @@ class ZenodoSource(_Fetched):
     files: list[DatasetPath] | None = Field(None, description="File keys to fetch; all files of the record when omitted.")
 
 
+class FigshareSource(_Fetched):
+    """A figshare article at a version. Leave `version` out when no source states one: the first `mmbu fetch`
+    asks figshare for the article's current version, pins it in manifests.lock and fetches that version after."""
+
+    kind: Literal["figshare"]
+    article: int = Field(gt=0, description="The figshare article id (the number in its URL and DOI "
+                                           "10.6084/m9.figshare.<article>).")
+    version: int | None = Field(None, gt=0, description="Article version read from a source (the DOI's .v<N>); "
+                                                        "omitted: pinned in manifests.lock on first fetch.")
+    files: list[DatasetPath] | None = Field(
+        None, min_length=1, description="File names as the article lists them; all files of the version when omitted.")
+
+
 class HuggingFaceSource(_Fetched):
     """A dataset repo at a commit. Leave `revision` out when no source states one: the first `mmbu fetch`
     resolves the default branch to its commit sha, pins it in manifests.lock and fetches that commit after."""
@@ -94,6 +107,6 @@ class LocalSource(_Fetched):
 
 
 Source = Annotated[
-    ZenodoSource | HuggingFaceSource | KaggleSource | UrlSource | LocalSource,
+    ZenodoSource | FigshareSource | HuggingFaceSource | KaggleSource | UrlSource | LocalSource,
     Field(discriminator="kind"),
 ]

@@ -1,4 +1,4 @@
-"""Replicas of the dataset hosts for fetch tests (Zenodo record + files) and archive builders."""
+"""Replicas of the dataset hosts for fetch tests (Zenodo record, figshare article + files) and archive builders."""
 from __future__ import annotations
 
 import hashlib
@@ -59,6 +59,40 @@ def serve_zenodo_record(server: LoopbackServer, record: int, files: dict[str, by
     }, {"X-RateLimit-Limit": "133", "X-RateLimit-Remaining": "120"})
     server.add("GET", f"/api/records/{record}", reply)
     return reply
+
+
+CC_BY_4 = {"value": 1, "name": "CC BY 4.0", "url": "https://creativecommons.org/licenses/by/4.0/"}
+
+
+def serve_figshare_article(server: LoopbackServer, article: int, versions: dict[int, dict[str, bytes]], *,
+                           licence: dict[str, Any] | None = CC_BY_4, checksums: dict[str, str] | None = None) -> None:
+    """Serve a figshare article (synthetic) in the API v2 shape figshare documents (swagger.json `ArticleComplete`,
+    `PublicFile`, `License`): `/v2/articles/<id>` answers with the newest version, `/v2/articles/<id>/versions/<v>`
+    with that version, each file's `download_url` on `/ndownloader/files/<file id>` (figshare's is
+    ndownloader.figshare.com/files/<id>) and its `computed_md5` (`checksums` overrides it, to corrupt it)."""
+    def version_record(version: int, files: dict[str, bytes]) -> dict[str, Any]:
+        entries = []
+        for index, (name, data) in enumerate(files.items()):
+            file_id = article * 100 + version * 10 + index
+            server.add("GET", f"/ndownloader/files/{file_id}", file_with_range(data, etag=f'"{md5(data)}"'))
+            entries.append({"id": file_id, "name": name, "size": len(data), "is_link_only": False,
+                            "download_url": f"{server.url}/ndownloader/files/{file_id}",
+                            "supplied_md5": md5(data), "computed_md5": (checksums or {}).get(name, md5(data)),
+                            "mimetype": "application/octet-stream"})
+        record: dict[str, Any] = {
+            "id": article, "title": "Synthetic test article", "doi": f"10.6084/m9.figshare.{article}.v{version}",
+            "version": version, "defined_type": 3, "defined_type_name": "dataset", "is_embargoed": False,
+            "download_disabled": False, "figshare_url": f"https://figshare.com/articles/dataset/test/{article}",
+            "url_public_api": f"{server.url}/v2/articles/{article}", "files": entries,
+        }
+        if licence is not None:
+            record["license"] = licence
+        return record
+
+    records = {version: version_record(version, files) for version, files in versions.items()}
+    for version, record in records.items():
+        server.add("GET", f"/v2/articles/{article}/versions/{version}", Reply(200, record))
+    server.add("GET", f"/v2/articles/{article}", Reply(200, records[max(records)]))
 
 
 def serve_hf_dataset(server: LoopbackServer, repo: str, revision: str, files: dict[str, bytes], *,

@@ -13,6 +13,7 @@ from typing import Any
 
 from mmbu.build.fetch.model import FetchedFile
 from mmbu.build.fetch.sources.context import FetchContext, RemoteContext, RemoteFile
+from mmbu.build.fetch.sources.figshare import fetch_figshare, figshare_remote_files
 from mmbu.build.fetch.sources.huggingface import fetch_huggingface, huggingface_remote_files
 from mmbu.build.fetch.sources.kaggle import fetch_kaggle, kaggle_remote_files
 from mmbu.build.fetch.sources.local import fetch_local, local_remote_files
@@ -23,6 +24,7 @@ Adapter = Callable[[Any, FetchContext], list[FetchedFile]]
 
 ADAPTERS: dict[str, Adapter] = {
     "zenodo": fetch_zenodo,
+    "figshare": fetch_figshare,
     "huggingface": fetch_huggingface,
     "kaggle": fetch_kaggle,
     "url": fetch_url,
@@ -31,6 +33,7 @@ ADAPTERS: dict[str, Adapter] = {
 
 REMOTE_FILES: dict[str, Callable[[Any, RemoteContext], list[RemoteFile]]] = {
     "zenodo": zenodo_remote_files,
+    "figshare": figshare_remote_files,
     "huggingface": huggingface_remote_files,
     "kaggle": kaggle_remote_files,
     "url": url_remote_files,
@@ -38,7 +41,7 @@ REMOTE_FILES: dict[str, Callable[[Any, RemoteContext], list[RemoteFile]]] = {
 }
 
 # Digests a manifest states for its files (name -> {"md5" | "sha256": hex}), per kind: a file taken from the
-# mirror is checked against them as a download is (Zenodo's md5 comes from the host's API, not the manifest).
+# mirror is checked against them as a download is (Zenodo's and figshare's md5 come from the host's API, not the manifest).
 STATED_DIGESTS: dict[str, Callable[[Any], dict[str, dict[str, str]]]] = {
     "url": url_stated_digests,
 }

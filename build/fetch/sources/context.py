@@ -99,7 +99,7 @@ def _linked(source: Path, target: Path) -> bool:
 class RemoteFile:
     """A file a source will provide, as its host (or the lock) describes it before anything is downloaded.
 
-    `size` is None when nobody states it; `basis` says who stated it (zenodo, huggingface, kaggle,
+    `size` is None when nobody states it; `basis` says who stated it (zenodo, figshare, huggingface, kaggle,
     content-range, manifests.lock, disk). `uncompressed` is the host's figure for what an archive holds
     (Kaggle gives the files' sizes, not the zip's).
     """
@@ -108,6 +108,11 @@ class RemoteFile:
     size: int | None
     basis: str
     uncompressed: int | None = None
+
+
+def stated_size(value: object) -> int | None:
+    """A size as a host states it, when it is one (a count of bytes); anything else is no statement."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 @dataclass

@@ -267,3 +267,16 @@ def test_a_misspelt_nested_archives_field_gets_a_did_you_mean(tmp_path):
     found = problems_of(tmp_path, manifest_dict(source=source))
     assert ("blood_cells.yaml", "source.nested_archive",
             "Extra inputs are not permitted; did you mean 'nested_archives'?") in found
+
+
+def test_a_figshare_source_names_its_article_and_optionally_a_version_and_files(tmp_path):
+    good = {"kind": "figshare", "article": 14825193, "version": 2, "files": ["images.zip", "labels.csv"]}
+    assert problems_of(tmp_path, manifest_dict(source=good)) == []
+    assert problems_of(tmp_path, manifest_dict(source={"kind": "figshare", "article": 14825193})) == []
+    bad = {"kind": "figshare", "article": 0, "version": 0, "files": ["../../etc/passwd"], "record": 1}
+    found = {field: reason for _, field, reason in problems_of(tmp_path, manifest_dict(source=bad))}
+    assert sorted(found) == ["source.article", "source.files.0", "source.record", "source.version"], found
+    assert "greater than 0" in found["source.article"] and "greater than 0" in found["source.version"]
+    assert "raw/<id>/" in found["source.files.0"]
+    assert problems_of(tmp_path, manifest_dict(source={"kind": "figshare", "articel": 5}))[0][1:] == (
+        "source.article", "Field required")
