@@ -116,6 +116,13 @@ _COPULA = re.compile(
     r"(?=((?:(?i:option|choice)\s+)?(?:[(\[][A-Z][)\]]|[A-Z](?:[).:](?=\s|$)|(?=[ \t]*(?:[,;。!]|\.(?!\w)|$))))))",
     re.MULTILINE,
 )
+# "the most likely diagnosis is retinitis pigmentosa (B).": a few words after the copula, then one bracketed label
+# that ends the sentence. Words hold no bracket or comma, so "… is X (A), Y (B) and Z (C)." names no single option.
+_COPULA_TRAILING_LABEL = re.compile(
+    r"(?:(?<![A-Za-z])" + COPULAS + r"|(?:(?<=\b[Ii]t)|(?<=\b[Tt]hat))['’]s)[ \t]+(?:[^\s()\[\],;:.!?]+[ \t]+){1,12}"
+    r"\(([A-Z])\)(?=[ \t]*(?:[.;!](?!\w)|$))",
+    re.MULTILINE,
+)
 # In geometry a bare capital names a point: "the center of the circle is D, …" is no answer.
 _POINT_SUBJECT = re.compile(r"\b(?:cent(?:er|re)|midpoint|mid-point|vertex|vertices|point|intersection|foot|origin|"
                             r"endpoint|tangent point)\b[^.!?;\n]*$", re.IGNORECASE)
@@ -190,11 +197,27 @@ class _Lines:
 
 
 def _value(lines: _Lines, start: int) -> tuple[int, str]:
-    """The words after a marker, or the next line when the marker ends its line ("is:", "ist also:")."""
+    """The words after a marker, or the next line when the marker ends its line ("is:", "ist also:").
+
+    A next line that opens a list of two or more options ("would be:\nA. …\nC. …") names them all: a marker over a
+    list of options commits to none of them alone."""
     value = _ANSWER_TAG_MARKUP.sub(" ", lines.rest(start))  # "Answer: (C)</answer>" inside \boxed{}
     if clean_candidate(value) and not _FILLER_ONLY.match(value):
         return start, value
-    return lines.next_line(start + len(value))
+    position, line = lines.next_line(start + len(value))
+    return position, _listed(lines, position, line)
+
+
+def _listed(lines: _Lines, position: int, line: str) -> str:
+    """`line` (starting at `position`), or two labels when it opens a list of options ("A. …\nC. …")."""
+    first = _LINE_LABEL.match(line)
+    if first:
+        line_end = lines.text.find("\n", position)
+        _, following = lines.next_line(len(lines.text) if line_end == -1 else line_end)
+        second = _LINE_LABEL.match(following)
+        if second and second.group(1) != first.group(1):
+            return f"{first.group(1)} and {second.group(1)}"
+    return line
 
 
 def _at_line_start(text: str, position: int) -> bool:
@@ -338,7 +361,10 @@ def _copulas(lines: _Lines) -> list[_Commitment]:
         label = match.group(1)
         if "(" not in label and "[" not in label and _POINT_SUBJECT.search(text[max(0, match.start() - 80): match.start()]):
             continue  # "the center of the circle is D, …": a point, not an answer
-        found.append(_Commitment(match.start(1), "copula", lines.rest(match.start(1))))
+        found.append(_Commitment(match.start(1), "copula", _listed(lines, match.start(1), lines.rest(match.start(1)))))
+    # "the most appropriate option would be surgical excision (C).": here "option" is the subject of an answer
+    found += [_Commitment(match.start(1), "copula", f"({match.group(1)})")
+              for match in _in_spans(_COPULA_TRAILING_LABEL, text, [(0, len(text))]) if not _denied(text, match.start())]
     return found
 
 

@@ -18,6 +18,11 @@ ANGLES = ["30°", "45°", r"\frac{4}{3}", "60°"]
 YES_NO = ["Yes", "No"]
 
 
+HG = "m3cotbench/HealthGPT-M3/"
+# several options, each by its text and bracketed letter, or listed one a line after the answer's marker
+SEVERAL_BRACKETED = (HG + "251@", HG + "266@", HG + "259@", HG + "371@", HG + "180@")
+
+
 def real(*ids: str) -> list:
     """Corpus cases by id prefix, as (reply, options, label) parameters; development cases only."""
     found = []
@@ -110,6 +115,13 @@ READ = {
         ("(b) promyelocyte", CELLS, "B"),
         ("c) proerythroblast", CELLS, "C"),
     ],
+    # HealthGPT-M3's medical chain-of-thought (juntaoJianggavin/M3CoTBench): the option's text, then its letter in brackets
+    "option_text_then_its_bracketed_letter": [
+        ("Based on the image, the most likely diagnosis is a band neutrophil (D). The nucleus is curved.", CELLS, "D"),
+        ("The most appropriate option would be promyelocyte (B). Monocyte (A) is less likely.", CELLS, "B"),
+        ("Therefore, the cell is most likely a monocyte (A).", CELLS, "A"),
+        *real(HG + "17@", HG + "236@", HG + "661@", HG + "1004@"),
+    ],
     "yes_no_option_text": [
         ("No.", YES_NO, "B"),
         ("The answer is no.", YES_NO, "B"),
@@ -164,6 +176,13 @@ UNPARSEABLE = {
          "gentamicin.", TREATMENTS),
         *[pytest.param(p.values[0], p.values[1], id=p.id) for p in real(*NOT_CONCLUDED)],
     ],
+    "several_options_by_text_and_bracketed_letter": [
+        ("The most likely causes are a monocyte (A) and a promyelocyte (B).", CELLS),
+        ("The most likely cell is a monocyte (A) or a promyelocyte (B).", CELLS),
+        ("The appropriate answers would be:\n\nA. Monocyte: round nucleus.\n\nC. Proerythroblast: deep blue.", CELLS),
+        ("The correct answer is:\nB. Promyelocyte\nD. Band neutrophil", CELLS),
+        *[pytest.param(p.values[0], p.values[1], id=p.id) for p in real(*SEVERAL_BRACKETED)],
+    ],
     "refusal_that_starts_with_an_option_text": [
         ("No, I cannot tell from the image.", YES_NO), ("Yes, I can help with that.", YES_NO),
     ],
@@ -181,5 +200,5 @@ def test_families_that_stay_unparseable(reply, options):
 def test_the_real_instances_are_labelled_as_the_tests_expect():
     """The corpus labels agree with the families they are quoted for (no test rests on a mislabelled case)."""
     for prefix in ("mathvista/bard/94@", "mathvista/mplugowl/256@", "gaokao/gpt-4-0314/Physics-3",
-                   "gaokao/gpt-4-0314/History-38", *CONCLUDED_BEFORE, *NOT_CONCLUDED):
+                   "gaokao/gpt-4-0314/History-38", *CONCLUDED_BEFORE, *NOT_CONCLUDED, *SEVERAL_BRACKETED):
         assert (CASES.get(prefix) or next(c for k, c in CASES.items() if k.startswith(prefix)))["label"] is None
