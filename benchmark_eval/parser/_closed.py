@@ -50,7 +50,7 @@ from mmbu.benchmark_eval.parser._markers import (COPULAS, DENIALS, FIELD_KEYS, F
                                                  LABEL_FIRST_TAILS, NOT_ANSWER_SUBJECTS, PHRASES, STEMS,
                                                  VERDICT_LEAD_WORDS, VERDICT_STEMS)
 from mmbu.benchmark_eval.parser._stated import (concluded_text, first_clause, first_sentence, last_stated_value,
-                                                single_mention, stated_text, value_stated_just_before)
+                                                single_mention, stated_text, stated_value, value_stated_just_before)
 from mmbu.benchmark_eval.parser._text import (DEFAULT_REASONING, ReasoningMarkers, plain_markup, strip_reasoning,
                                               tag_pairs)
 
@@ -550,7 +550,8 @@ def parse_closed_answer(output: str | None, options: Sequence[str],
     readers = (("response", _whole_response), ("response", lambda s, o: first_sentence(s.text, o)),
                ("response", lambda s, o: first_clause(s.text, o)),
                ("stated_text", lambda s, o: stated_text(s.text, o)), ("ordered_list", _ordered_list),
-               ("stated_text", lambda s, o: single_mention(s.text, o)))
+               ("stated_text", lambda s, o: single_mention(s.text, o)),
+               ("stated_text", lambda s, o: stated_value(s.text, o)))
     retracted = {c.candidate for c in scan.commitments if c.rule == "retraction"}
     for rule, reader in readers:
         resolution = reader(scan, options)
