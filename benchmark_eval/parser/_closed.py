@@ -50,7 +50,7 @@ from mmbu.benchmark_eval.parser._markers import (COPULAS, DENIALS, FIELD_KEYS, F
                                                  LABEL_FIRST_TAILS, NOT_ANSWER_SUBJECTS, PHRASES, STEMS,
                                                  VERDICT_LEAD_WORDS, VERDICT_STEMS)
 from mmbu.benchmark_eval.parser._stated import (concluded_text, first_clause, first_sentence, last_stated_value,
-                                                single_mention, stated_text, value_stated_just_before)
+                                                single_mention, stated_text, stated_value, value_stated_just_before)
 from mmbu.benchmark_eval.parser._text import (DEFAULT_REASONING, ReasoningMarkers, plain_markup, strip_reasoning,
                                               tag_pairs)
 
@@ -114,6 +114,13 @@ _COPULA = re.compile(
     r"(?:(?<![A-Za-z])" + COPULAS + r"|(?:(?<=\b[Ii]t)|(?<=\b[Tt]hat))['’]s)[ \t]*[:：]?(?:[ \t]*\n){0,2}[ \t]*"
     r"(?:the[ \t]+(?=[(\[][A-Z][)\]]))?"
     r"(?=((?:(?i:option|choice)\s+)?(?:[(\[][A-Z][)\]]|[A-Z](?:[).:](?=\s|$)|(?=[ \t]*(?:[,;。!]|\.(?!\w)|$))))))",
+    re.MULTILINE,
+)
+# "the most likely diagnosis is retinitis pigmentosa (B).": a few words after the copula, then one bracketed label
+# that ends the sentence. Words hold no bracket or comma, so "… is X (A), Y (B) and Z (C)." names no single option.
+_COPULA_TRAILING_LABEL = re.compile(
+    r"(?:(?<![A-Za-z])" + COPULAS + r"|(?:(?<=\b[Ii]t)|(?<=\b[Tt]hat))['’]s)[ \t]+(?:[^\s()\[\],;:.!?]+[ \t]+){1,12}"
+    r"\(([A-Z])\)(?=[ \t]*(?:[.;!](?!\w)|$))",
     re.MULTILINE,
 )
 # In geometry a bare capital names a point: "the center of the circle is D, …" is no answer.
@@ -190,11 +197,27 @@ class _Lines:
 
 
 def _value(lines: _Lines, start: int) -> tuple[int, str]:
-    """The words after a marker, or the next line when the marker ends its line ("is:", "ist also:")."""
+    """The words after a marker, or the next line when the marker ends its line ("is:", "ist also:").
+
+    A next line that opens a list of two or more options ("would be:\nA. …\nC. …") names them all: a marker over a
+    list of options commits to none of them alone."""
     value = _ANSWER_TAG_MARKUP.sub(" ", lines.rest(start))  # "Answer: (C)</answer>" inside \boxed{}
     if clean_candidate(value) and not _FILLER_ONLY.match(value):
         return start, value
-    return lines.next_line(start + len(value))
+    position, line = lines.next_line(start + len(value))
+    return position, _listed(lines, position, line)
+
+
+def _listed(lines: _Lines, position: int, line: str) -> str:
+    """`line` (starting at `position`), or two labels when it opens a list of options ("A. …\nC. …")."""
+    first = _LINE_LABEL.match(line)
+    if first:
+        line_end = lines.text.find("\n", position)
+        _, following = lines.next_line(len(lines.text) if line_end == -1 else line_end)
+        second = _LINE_LABEL.match(following)
+        if second and second.group(1) != first.group(1):
+            return f"{first.group(1)} and {second.group(1)}"
+    return line
 
 
 def _at_line_start(text: str, position: int) -> bool:
@@ -338,7 +361,10 @@ def _copulas(lines: _Lines) -> list[_Commitment]:
         label = match.group(1)
         if "(" not in label and "[" not in label and _POINT_SUBJECT.search(text[max(0, match.start() - 80): match.start()]):
             continue  # "the center of the circle is D, …": a point, not an answer
-        found.append(_Commitment(match.start(1), "copula", lines.rest(match.start(1))))
+        found.append(_Commitment(match.start(1), "copula", _listed(lines, match.start(1), lines.rest(match.start(1)))))
+    # "the most appropriate option would be surgical excision (C).": here "option" is the subject of an answer
+    found += [_Commitment(match.start(1), "copula", f"({match.group(1)})")
+              for match in _in_spans(_COPULA_TRAILING_LABEL, text, [(0, len(text))]) if not _denied(text, match.start())]
     return found
 
 
@@ -524,7 +550,8 @@ def parse_closed_answer(output: str | None, options: Sequence[str],
     readers = (("response", _whole_response), ("response", lambda s, o: first_sentence(s.text, o)),
                ("response", lambda s, o: first_clause(s.text, o)),
                ("stated_text", lambda s, o: stated_text(s.text, o)), ("ordered_list", _ordered_list),
-               ("stated_text", lambda s, o: single_mention(s.text, o)))
+               ("stated_text", lambda s, o: single_mention(s.text, o)),
+               ("stated_text", lambda s, o: stated_value(s.text, o)))
     retracted = {c.candidate for c in scan.commitments if c.rule == "retraction"}
     for rule, reader in readers:
         resolution = reader(scan, options)

@@ -50,7 +50,7 @@ _LETTER_WITH_TEXT = re.compile(
 _LEADING_LETTER = re.compile(r"^" + _PREFIX + r"[(\[]?([A-Z])[)\]]?(\s*[,;，；。].*)$", re.DOTALL)
 # "C because …", "C since …", "B is correct", "D 24.3 kN", "C 입니다", "C です": a capital letter, then
 # a connector or something that is not an English word ("A cell in the centre…" starts with an article).
-_LETTER_THEN = re.compile(r"^" + _PREFIX + r"([A-Z])\s+(.+)$", re.DOTALL)
+_LETTER_THEN = re.compile(r"^" + _PREFIX + r"([A-Z])(?:\s+|(?=[(\[]))(.+)$", re.DOTALL)  # also "A（62°）" unspaced
 _CONNECTOR = re.compile(
     r"^(?:(?:because|since|as|is|was|would|should|seems|appears|fits|matches|best|which|that|due|given|for|"
     r"ist|est|es|car|porque|weil)\b|입니다|이다|です|である|是|为|為)|^[^\sA-Za-z]"

@@ -34,6 +34,7 @@ PHRASES = (
     r"\b(?:this|that|which)\s+leaves\s+(?:us\s+with\s+)?(?:only\s+)?",
     r"(?:正确|最终|最佳|最合适的)?(?:答案|选项|選項)(?:应该|应当|应)?(?:是|为|為)|(?:应该|应|故|所以|因此|答案)选(?![项择])|选择(?!题)"
     r"|(?:正确|错误|不正确)的(?:说法|选项|答案|陈述)?(?:是|为|有)"
+    r"|(?:^|(?<=[\s。，,.;；]))选项(?=\s*:?\s*[(\[]?[A-Z](?![A-Za-z]))"  # "选项：(D) 105°", "选项(B) 35°。" closing a reply
     r"|(?:最接近|最相近|最符合|相符|匹配|对应)的?(?:选项|答案)?(?:是|为)?",
     r"정답은|답은|옵션은|선택지는",
     r"(?:die\s+)?(?:richtige|korrekte|zutreffende|beste|wahrscheinlichste)\s+(?:antwort|option|aussage|wahl|lösung)"
@@ -51,7 +52,7 @@ LABEL_FIRST_TAILS = (
     r"appropriate|accurate|probable|suitable|fitting|plausible|correct))(?:\s+(?:answer|option|choice|response|one))?\b",
     r"(?:ist|wäre)\s+(?:die\s+)?(?:richtig|korrekt|richtige\s+antwort|korrekte\s+antwort)",
     r"(?:est|serait)\s+(?:la\s+)?(?:correcte|bonne\s+réponse)|es\s+(?:la\s+)?(?:correcta|respuesta\s+correcta)",
-    r"(?:是|为)(?:正确的?|最佳|最合适的?)(?:答案|选项)?",
+    r"(?:(?:是|为)(?:正确的?|最佳|最合适的?)|正确)(?:答案|选项)?",  # "选项A正确", "(B) 是正确的"
 )
 
 # "(A) und (B) sind korrekt", "A and C are correct": a verdict on several options at once.

@@ -112,6 +112,51 @@ def stated_text(text: str, options: Sequence[str]) -> Resolution | None:
     return None
 
 
+# a program the model wrote instead of answering ("angle_2 = 60\nprint(angle_2)"): its "=" states no answer
+_PROGRAM = re.compile(r"^\s*(?:def|import|from|return|print|class)\b|\bprint\(", re.MULTILINE)
+_UNIT_WORDS = r"(?:\s*[^\W\d_]+(?:\s+[^\W\d_]+){0,2})?"  # "10 meters", "15 nautical miles", "5π cm"
+
+
+def unit_free(options: Sequence[str]) -> tuple[str, ...] | None:
+    """The options' values without the unit they all share ("10m", "20m" → "10", "20"; "4.40米" → "4.40"), or None
+    when they share none: a unit every option carries tells no option apart, so a reply may name it its own way."""
+    texts = [plain_math(option).strip() for option in options]
+    if len(texts) < 2:
+        return None
+    suffix = texts[0]
+    for text in texts[1:]:
+        while not text.endswith(suffix):
+            suffix = suffix[1:]
+    suffix = suffix.lstrip("0123456789., ")  # "10m", "20m" share "0m": the unit is "m"
+    values = tuple(text[:len(text) - len(suffix)].strip() for text in texts)
+    if not re.search(r"[^\W\d_]", suffix) or not all(re.search(r"\d", value) for value in values):
+        return None
+    return values
+
+
+def stated_value(text: str, options: Sequence[str]) -> Resolution | None:
+    """The option whose value the reply's last sentence states as what something is, with "=" too ("∴ ∠BDC = 35°",
+    "… ∠C = 85°.") and in the reply's own words for the unit all options share ("… is 10 meters." for "10m"), when
+    the reply names no other option's value anywhere."""
+    if _PROGRAM.search(text):
+        return None
+    sentences = [m.group().strip() for m in _SENTENCE.finditer(text) if re.search(r"\w", m.group())]
+    if not sentences:
+        return None
+    free = unit_free(options)
+    for values, unit in ((tuple(options), ""), *(((free, _UNIT_WORDS),) if free else ())):
+        named = _named(text, values)
+        if len(named) != 1:
+            continue
+        statement = re.compile(r"(?:" + _COPULA + r"|=\s*|(?<![A-Za-z])(?:remains|becomes)\s+)" + _OPEN_QUOTE
+                               + _body(values[named[0]]) + unit + _END, re.IGNORECASE)
+        found = statement.search(sentences[-1])  # the statement ends the sentence: "…, so there is no answer." does not
+        if found and re.fullmatch(r"[\W_]*", sentences[-1][found.end():]) \
+                and not _NEGATED.search(sentences[-1][:found.start()][-80:]):
+            return Resolution(option_labels(len(options))[named[0]], "stated_text")
+    return None
+
+
 def first_sentence(text: str, options: Sequence[str]) -> Resolution | None:
     """The reply's first sentence when it is exactly one option's text ("True. The name of …")."""
     match = _FIRST_SENTENCE.match(text)

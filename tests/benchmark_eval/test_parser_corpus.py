@@ -75,42 +75,69 @@ def outcomes(cases: list[dict]) -> tuple[Counter, list[str]]:
 
 # What the locked parts scored with the rules frozen (benchmarks/RESULTS.md), kept as measured, not fitted (issue 29's
 # discipline): a parser change that reads any of these right, or fails on any other locked case, must say so here.
-# Parts 1-2 as re-scored with the rules frozen at 20aea26, decided on new development data after their first
-# scores were known: the first part's letter given to a reply that states option A's value and then names (J); the
-# second part's three answers given as an option's text: two in replies that go on to discuss the other options
-# after it, one ending "… is delirium (D)." (the bracketed letter after the text). The third part
-# (MATH-V), scored once at 20aea26: a boxed value and an answer value without the option's unit ("\boxed{15}" for
-# "15 m²"), SPHINX's grounded "<p>A</p>[…]", and letters given to token salad ("a-a-a-…", "(a) (b) (c) …") and to
-# three letters in a row ("A, b, c").
+# All four parts as scored with the rules frozen at eed5111 (the fourth part, BLINK, scored once then; parts 1-3
+# re-scored, their failures having been known while the development data of later rounds was chosen). First part: a
+# letter given to a reply that states option A's value and then names (J). Second: two answers given as an option's
+# text in replies that go on to discuss the other options ("… is delirium (D)." is now read). Third (MATH-V): a boxed
+# value and an answer value without the option's unit ("\boxed{15}" for "15 m²"), SPHINX's grounded "<p>A</p>[…]",
+# letters given to token salad ("a-a-a-…", "(a) (b) (c) …") and to three letters in a row ("A, b, c"). Fourth
+# (BLINK, options not given by the source): "(B) no" read as a verdict against B (the placeholder options do not say
+# option B's text is "no"), "the second image (A) is more likely to be …" not read, and letters given to "A\nB\nC\nD",
+# "A\nB" (the last line) and to the cut-off "A is".
 LOCKED_FAILURES = {
     "mmlu-pro/Yi-6b-Chat/11930": "no answer, read J",
     "thoughtsource/gpt-3.5-turbo/med_qa_test_922-none": "A, missed",
     "thoughtsource/gpt-3.5-turbo/med_qa_test_254-zhou-01": "A, missed",
-    "thoughtsource/gpt-3.5-turbo/med_qa_test_92-zhou-01": "D, missed",
     "math-v/InternLM-XComposer2-VL-CoT/1590@InternLM-XComposer2-VL-CoT.jsonl": "D, missed",
     "math-v/InternLM-XComposer2-VL/1761@InternLM-XComposer2-VL.jsonl": "D, missed",
     "math-v/SPHINX-MoE/673@SPHINX-MoE.jsonl": "no answer, read A",
     "math-v/SPHINX-v2/1203@SPHINX-v2.jsonl": "no answer, read A",
     "math-v/SPHINX-v2/1650@SPHINX-v2.jsonl": "A, missed",
     "math-v/ShareGPT4V-13B/160@ShareGPT4V-13B.jsonl": "no answer, read A",
+    "blink/GPT4Turbo/test_Jigsaw_53@Jigsaw.json": "A, missed",
+    "blink/GPT4Turbo/test_Jigsaw_71@Jigsaw.json": "B, missed",
+    "blink/OPUS/val_Spatial_Relation_114@Spatial Relation.json": "B, missed",
+    "blink/OPUS/test_Spatial_Relation_69@Spatial Relation.json": "B, missed",
+    "blink/QwenVLMax/test_Spatial_Relation_123@Spatial Relation.json": "B, missed",
+    "blink/flamingov2/test_Spatial_Relation_129@Spatial Relation.json": "B, missed",
+    "blink/instructblip_13b/val_Spatial_Relation_1@Spatial Relation.json": "B, missed",
+    "blink/llava-internlm2-7b/test_Functional_Correspondence_62@Functional Correspondence.json": "no answer, read D",
+    "blink/llava-internlm2-7b/val_IQ_Test_69@IQ Test.json": "no answer, read B",
+    "blink/llava-internlm2-7b/val_Relative_Depth_47@Relative Depth.json": "no answer, read A",
 }
 # The one development non-answer the parser still gives a letter to: its conclusion is an existential sentence
 # ("There are 4 members in the family.", option C), not a value stated as what something is; reading such
 # sentences as answers was not adopted (PROVENANCE "Split by source").
+# The MathVista development replies added with the rules of "=" and of a unit in the reply's own words (PROVENANCE
+# "Split by source", step 8) that those rules do not read: a range with words after it ("is 11-15 years old"), "5π cm"
+# for "5πcm", "1 and 4" for "1 & 4", a bolded letter after "=", a value named beside another option's, answer fields
+# that state a value, and a letter whose derivation ends on a value that is no option.
 DEVELOPMENT_FAILURES = {"zero-shot-cot/text-davinci-002/aqua-224@aqua_zero_shot_cot.log": "no answer, read D",
-                        "mathvista/llama_adapter_v2/829@output_llama_adapter_v2.json": "C, missed"}
+                        "mathvista/llama_adapter_v2/829@output_llama_adapter_v2.json": "C, missed",
+                        "mathvista/bard/634@output_bard.json": "B, missed",
+                        "mathvista/llava/688@output_llava_llama_2_13b.json": "A, missed",
+                        "mathvista/llavar/33@output_llavar.json": "D, missed",
+                        "mathvista/llavar/688@output_llavar.json": "E, missed",
+                        "mathvista/llavar/704@output_llavar.json": "C, missed",
+                        "mathvista/llavar/887@output_llavar.json": "D, missed",
+                        "mathvista/llavar/938@output_llavar.json": "B, missed",
+                        "mathvista/minigpt4/285@output_minigpt4_llama2.json": "A, missed",
+                        "mathvista/minigpt4/643@output_minigpt4_llama2.json": "B, missed",
+                        "mathvista/mplugowl/670@output_mplugowl_7b_ft.json": "A, missed",
+                        "mathvista/mplugowl/704@output_mplugowl_7b_ft.json": "A, missed"}
 
 
 @pytest.mark.parametrize("split", SPLITS)
 def test_the_aims_hold(split):
     """Development: every failure is a recorded one and the aims hold. Locked: the failures are exactly those
-    measured when it was scored (the aims of 0 invented, and of 97 % read on the third part alone, are not met there;
-    RESULTS.md says so)."""
+    measured when it was scored (the aims of 0 invented, and of 97 % read on the third and fourth parts alone and on
+    all parts together, are not met there; RESULTS.md says so)."""
     counts, failures = outcomes([c for c in CASES if c["split"] == split])
     detail = "\n".join(failures)
     found = {line.split(": ")[0]: line.split(": ")[1].split(" by ")[0].split(" (")[0] for line in failures}
     assert found == (LOCKED_FAILURES if split == "locked" else DEVELOPMENT_FAILURES), detail
-    assert counts["read"] >= 0.97 * counts["clear"], detail
+    if split == "development":
+        assert counts["read"] >= 0.97 * counts["clear"], detail
 
 
 def test_the_corpus_covers_every_rule_and_language():

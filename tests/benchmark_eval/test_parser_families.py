@@ -18,6 +18,11 @@ ANGLES = ["30°", "45°", r"\frac{4}{3}", "60°"]
 YES_NO = ["Yes", "No"]
 
 
+HG = "m3cotbench/HealthGPT-M3/"
+# several options, each by its text and bracketed letter, or listed one a line after the answer's marker
+SEVERAL_BRACKETED = (HG + "251@", HG + "266@", HG + "259@", HG + "371@", HG + "180@")
+
+
 def real(*ids: str) -> list:
     """Corpus cases by id prefix, as (reply, options, label) parameters; development cases only."""
     found = []
@@ -110,6 +115,31 @@ READ = {
         ("(b) promyelocyte", CELLS, "B"),
         ("c) proerythroblast", CELLS, "C"),
     ],
+    # HealthGPT-M3's medical chain-of-thought (juntaoJianggavin/M3CoTBench): the option's text, then its letter in brackets
+    "option_text_then_its_bracketed_letter": [
+        ("Based on the image, the most likely diagnosis is a band neutrophil (D). The nucleus is curved.", CELLS, "D"),
+        ("The most appropriate option would be promyelocyte (B). Monocyte (A) is less likely.", CELLS, "B"),
+        ("Therefore, the cell is most likely a monocyte (A).", CELLS, "A"),
+        *real(HG + "17@", HG + "236@", HG + "661@", HG + "1004@"),
+    ],
+    # MathVista's released outputs (LLaVA, LLaVAR, mPLUG-Owl, LLaMA-Adapter): a value stated by "=" closing the reply,
+    # or with the unit every option carries written the reply's own way
+    "value_stated_by_equals_or_own_unit": [
+        ("Based on the given information, we can determine that ∠C = 85°.", ANGLES + ["85°"], "E"),
+        ("∴ ∠BDC = 45°", ANGLES, "B"),
+        ("The distance between A and B is 20 meters.", ["10m", "20m", "35m", "40m"], "B"),
+        ("The length of the ladder is 4.40 meters.", ["3.85米", "4.00米", "4.40米", "4.50米"], "C"),
+        *real("mathvista/llava/30@output_llava", "mathvista/mplugowl/528@", "mathvista/llama_adapter_v2/322@",
+              "mathvista/llava/141@", "mathvista/llavar/587@", "mathvista/llavar/68@"),
+    ],
+    # ChatGPT's and GPT-4's Chinese replies: "选项X正确", "选项：(X) text", "答案是A（62°）"
+    "chinese_option_marker": [
+        ("所以∠2的度数为45°。\n选项：(B) 45°", ANGLES, "B"),
+        ("所以，∠3 = 45°，选项B正确。", ANGLES, "B"),
+        ("因此，答案是B（45°）。", ANGLES, "B"),
+        *real("mathvista/chatgpt/149@output_chatgpt.json", "mathvista/chatgpt/290@output_chatgpt.json",
+              "mathvista/chatgpt/707@output_chatgpt.json", "mathvista/gpt4/970@output_gpt4_2shot_solution.json"),
+    ],
     "yes_no_option_text": [
         ("No.", YES_NO, "B"),
         ("The answer is no.", YES_NO, "B"),
@@ -164,6 +194,20 @@ UNPARSEABLE = {
          "gentamicin.", TREATMENTS),
         *[pytest.param(p.values[0], p.values[1], id=p.id) for p in real(*NOT_CONCLUDED)],
     ],
+    "several_options_by_text_and_bracketed_letter": [
+        ("The most likely causes are a monocyte (A) and a promyelocyte (B).", CELLS),
+        ("The most likely cell is a monocyte (A) or a promyelocyte (B).", CELLS),
+        ("The appropriate answers would be:\n\nA. Monocyte: round nucleus.\n\nC. Proerythroblast: deep blue.", CELLS),
+        ("The correct answer is:\nB. Promyelocyte\nD. Band neutrophil", CELLS),
+        *[pytest.param(p.values[0], p.values[1], id=p.id) for p in real(*SEVERAL_BRACKETED)],
+    ],
+    "value_stated_then_no_answer": [
+        ("所以∠BEC=∠BED=45°，∠AED=90°，所以这个选择题没有正确答案。", ANGLES),
+        ("angle_2 = 45\nprint(angle_2)", ["30", "45", "60", "90"]),
+        ("∠E in this diagram is 40°, not 45°.", ANGLES),
+        ("选项：\n(A) 30°\n(B) 45°", ANGLES),
+        ("选项(B)不正确", ANGLES),
+    ],
     "refusal_that_starts_with_an_option_text": [
         ("No, I cannot tell from the image.", YES_NO), ("Yes, I can help with that.", YES_NO),
     ],
@@ -181,5 +225,5 @@ def test_families_that_stay_unparseable(reply, options):
 def test_the_real_instances_are_labelled_as_the_tests_expect():
     """The corpus labels agree with the families they are quoted for (no test rests on a mislabelled case)."""
     for prefix in ("mathvista/bard/94@", "mathvista/mplugowl/256@", "gaokao/gpt-4-0314/Physics-3",
-                   "gaokao/gpt-4-0314/History-38", *CONCLUDED_BEFORE, *NOT_CONCLUDED):
+                   "gaokao/gpt-4-0314/History-38", *CONCLUDED_BEFORE, *NOT_CONCLUDED, *SEVERAL_BRACKETED):
         assert (CASES.get(prefix) or next(c for k, c in CASES.items() if k.startswith(prefix)))["label"] is None
