@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 from support import content_images
-from support.catalogue_replica import DATASETS
+from support.catalogue_replica import catalogue_manifests
 from support.question_rows import on_image
 
 from mmbu.benchmark_eval.parser import normalise_label_text
@@ -25,10 +25,9 @@ from mmbu.build.questions.box_options import box_option_problems
 from mmbu.build.questions.content import read_content_mask
 from mmbu.build.questions.wording_rules import wording_problems
 from mmbu.core.wording import kind_of
-from mmbu.curation.manifest import find_manifest_files, load_manifest
 from mmbu.taxonomy.model import load_taxonomy
 
-MANIFESTS = {m.id: m for m in (load_manifest(p) for p in find_manifest_files([DATASETS]))}
+MANIFESTS = {m.id: m for m in catalogue_manifests()}
 IMAGE_SIZE = (512, 512)
 # each label's two instances, inside the picture of every synthetic image below (all 512 pixels wide or more)
 INSTANCES = ((200, 200, 250, 250), (290, 250, 330, 290))
