@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import warnings
 
-from sklearn.metrics import cohen_kappa_score
-
 from mmbu.benchmark_eval.judge.cache import Judgement, VerdictCache
 
 
@@ -22,6 +20,10 @@ def cohen_kappa(first: list[str], second: list[str]) -> float | None:
     """Cohen's kappa of two raters over the same items; None when it is undefined (no variation)."""
     if not first:
         return None
+    # imported here: scikit-learn costs every `mmbu eval judge` process ~1.5 s of start-up, and only a second judge
+    # needs it
+    from sklearn.metrics import cohen_kappa_score
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # undefined kappa (no variation) warns; it is reported as None
         value = cohen_kappa_score(first, second, labels=["equivalent", "not_equivalent"])

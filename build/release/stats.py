@@ -7,16 +7,18 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")  # files only, never a display
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from mmbu.core.files import atomic_path
+from mmbu.core.release import TASK_SHORT_TITLES, TASK_TITLES, TASKS, Task
 
-from mmbu.core.files import atomic_path  # noqa: E402
-from mmbu.core.release import TASK_SHORT_TITLES, TASK_TITLES, TASKS, Task  # noqa: E402
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies
 TASK_COLOURS = {Task.UNGROUNDED: "#0072B2", Task.BOX_GROUNDED: "#E69F00", Task.MASK_GROUNDED: "#009E73",
@@ -94,12 +96,23 @@ def _distinct_images(counts_by_task: Mapping[str, ReleaseCounts]) -> tuple[int, 
     return len(every), {modality: len(found) for modality, found in per_modality.items()}
 
 
+def _pyplot() -> ModuleType:
+    """matplotlib's pyplot on its file-only backend, imported when a plot is drawn: a build that writes no release
+    (a usage error, a killed or no-op run, each pool worker) does not pay its import."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, never a display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _stacked_bars(table: pd.DataFrame, field: str, title: str, path: Path) -> None:
     counts = table.groupby([field, "task"])["rows"].sum().unstack("task", fill_value=0)
     counts = counts.loc[counts.sum(axis=1).sort_values().index]
     tasks = [t for t in TASKS if t in counts.columns]
     height = max(2.6, 0.42 * len(counts) + 1.7)
-    fig, ax = plt.subplots(figsize=(9, height), dpi=150)
+    fig, ax = _pyplot().subplots(figsize=(9, height), dpi=150)
     left = pd.Series(0, index=counts.index)
     for task in tasks:
         ax.barh(counts.index, counts[task], left=left, color=TASK_COLOURS[task], label=TASK_SHORT_TITLES[task],
@@ -117,7 +130,7 @@ def _stacked_bars(table: pd.DataFrame, field: str, title: str, path: Path) -> No
 
 def _task_bars(table: pd.DataFrame, path: Path) -> None:
     counts = table.groupby("task")["rows"].sum().reindex([t for t in TASKS if t in set(table["task"])])
-    fig, ax = plt.subplots(figsize=(8.5, 2.8), dpi=150)
+    fig, ax = _pyplot().subplots(figsize=(8.5, 2.8), dpi=150)
     labels = [TASK_TITLES[t] for t in counts.index][::-1]
     values = list(counts.values)[::-1]
     ax.barh(labels, values, color=[TASK_COLOURS[t] for t in counts.index][::-1], height=0.65)
@@ -128,7 +141,7 @@ def _task_bars(table: pd.DataFrame, path: Path) -> None:
     _save(fig, path)
 
 
-def _style(ax: plt.Axes, title: str, xlabel: str, pad: float = 6) -> None:
+def _style(ax: Axes, title: str, xlabel: str, pad: float = 6) -> None:
     ax.set_title(title, loc="left", fontsize=12, fontweight="bold", color="#222222", pad=pad)
     ax.set_xlabel(xlabel, fontsize=9, color="#555555")
     ax.tick_params(axis="both", labelsize=9, colors="#333333", length=0)
@@ -139,11 +152,11 @@ def _style(ax: plt.Axes, title: str, xlabel: str, pad: float = 6) -> None:
     ax.spines["bottom"].set_color("#bbbbbb")
 
 
-def _save(fig: plt.Figure, path: Path) -> None:
+def _save(fig: Figure, path: Path) -> None:
     fig.tight_layout()
     with atomic_path(path) as temporary:
         fig.savefig(temporary, format="png")
-    plt.close(fig)
+    _pyplot().close(fig)
 
 
 def write_statistics(counts_by_task: Mapping[str, ReleaseCounts], stats_dir: Path) -> dict:

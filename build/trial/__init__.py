@@ -2,8 +2,20 @@
 questions, with a diagnosis of the layout's patterns when it finds nothing.
 
 Public names: `try_dataset(manifest_path, manifest, data_dir, ...) -> TrialReport`, `report_lines`, `draw_rows`.
+They are imported on first use, so the `mmbu manifests` group (this package's cli) starts without the build's
+pandas/pyarrow stack that only `try` needs.
 """
-from mmbu.build.trial.render import draw_rows, report_lines, sampled_rows
-from mmbu.build.trial.run import TrialReport, try_dataset
+from __future__ import annotations
 
-__all__ = ["TrialReport", "draw_rows", "report_lines", "sampled_rows", "try_dataset"]
+import importlib
+from typing import Any
+
+_HOMES = {"draw_rows": "render", "report_lines": "render", "sampled_rows": "render",
+          "TrialReport": "run", "try_dataset": "run"}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)

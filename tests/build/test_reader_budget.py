@@ -173,7 +173,7 @@ def _file_arrays_manifest(images: str, key: str | None = None):
 @pytest.mark.parametrize("kind", ["npy", "hdf5", "npz"])
 def test_sparse_and_deflated_arrays_declaring_gigabytes_are_excluded_before_they_are_read(tmp_path, kind):
     """A sparse .npy and an HDF5 dataset of 50000² (chunks never written read as zeros), a deflated .npz member
-    of 40000² (1.6 GB of zeros in 1.5 MB): each is one exclusion naming the file and the declared size."""
+    of 40000² (1.6 GB of zeros in 7 MB): each is one exclusion naming the file and the declared size."""
     raw = tmp_path / "raw"
     (raw / "images").mkdir(parents=True)
     (raw / "masks").mkdir()
@@ -192,7 +192,8 @@ def test_sparse_and_deflated_arrays_declaring_gigabytes_are_excluded_before_they
             handle.create_dataset("image", shape=(side, side), dtype="u1", chunks=(1000, 1000), compression="gzip")
     else:
         name, side, key = "images/big.npz", 40000, "image"
-        with zipfile.ZipFile(raw / name, "w", compression=zipfile.ZIP_DEFLATED) as archive, \
+        # deflate's fastest level: the same member, 7 MB instead of 1.6 MB, written in a third of the CPU time
+        with zipfile.ZipFile(raw / name, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive, \
                 archive.open("image.npy", "w", force_zip64=True) as member:
             npy_format.write_array_header_1_0(member, {"descr": "|u1", "fortran_order": False,
                                                        "shape": (side, side)})

@@ -6,12 +6,11 @@ manifests are mended by the catalogue's writers, who then take their line out). 
 from __future__ import annotations
 
 import pytest
-from support.catalogue_replica import DATASETS, is_demo
+from support.catalogue_replica import catalogue_manifests, is_demo
 
-from mmbu.curation.manifest import find_manifest_files, load_manifest
 from mmbu.curation.manifest.audit import audit_findings
 
-CATALOGUE = [m for m in (load_manifest(p) for p in find_manifest_files([DATASETS])) if not is_demo(m)]
+CATALOGUE = [m for m in catalogue_manifests() if not is_demo(m)]
 FINDINGS = audit_findings(CATALOGUE)
 
 # check -> manifests found by it when the check was written, whose sources are being read again

@@ -6,7 +6,7 @@ from collections import defaultdict
 from urllib.parse import urlsplit
 
 import pytest
-from support.catalogue_replica import DATASETS, ROOT, TRAILS, is_demo
+from support.catalogue_replica import DATASETS, ROOT, TRAILS, catalogue_manifests, is_demo
 
 from mmbu.curation.agent.contamination import ExclusionList
 from mmbu.curation.manifest import find_manifest_files, load_manifest, validate_files
@@ -18,7 +18,8 @@ from mmbu.taxonomy.model import load_taxonomy
 
 PATHS = find_manifest_files([DATASETS])
 DEMO = ROOT / "manifests" / "demo"  # the offline demo's manifests cite the bundled mirror's PROVENANCE.md
-MANIFESTS = [load_manifest(path) for path in PATHS + (find_manifest_files([DEMO]) if DEMO.is_dir() else [])]
+MANIFESTS = [*catalogue_manifests(),
+             *(load_manifest(path) for path in (find_manifest_files([DEMO]) if DEMO.is_dir() else []))]
 CATALOGUE = [m for m in MANIFESTS if not is_demo(m)]
 
 

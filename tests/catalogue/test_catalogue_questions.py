@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 from support import content_images
-from support.catalogue_replica import DATASETS
+from support.catalogue_replica import catalogue_manifests
 from support.question_rows import on_image
 
 from mmbu.benchmark_eval.parser import normalise_label_text
@@ -25,10 +25,9 @@ from mmbu.build.questions.box_options import box_option_problems
 from mmbu.build.questions.content import read_content_mask
 from mmbu.build.questions.wording_rules import wording_problems
 from mmbu.core.wording import kind_of
-from mmbu.curation.manifest import find_manifest_files, load_manifest
 from mmbu.taxonomy.model import load_taxonomy
 
-MANIFESTS = {m.id: m for m in (load_manifest(p) for p in find_manifest_files([DATASETS]))}
+MANIFESTS = {m.id: m for m in catalogue_manifests()}
 IMAGE_SIZE = (512, 512)
 # each label's two instances, inside the picture of every synthetic image below (all 512 pixels wide or more)
 INSTANCES = ((200, 200, 250, 250), (290, 250, 330, 290))
@@ -88,6 +87,12 @@ def question_rows(dataset_id: str) -> list[QuestionRow]:
 
 
 @lru_cache(maxsize=None)
+def content_of(image: str):
+    """The content mask of one of the module's pictures (a handful, shared by every dataset's detection rows)."""
+    return read_content_mask(image)
+
+
+@lru_cache(maxsize=None)
 def questions(dataset_id: str) -> pd.DataFrame:
     """`question_rows` as the rows step writes them."""
     return rows_frame(question_rows(dataset_id))
@@ -99,6 +104,7 @@ def _forget_questions():
     yield
     questions.cache_clear()
     question_rows.cache_clear()
+    content_of.cache_clear()
     taxonomy.cache_clear()
     _pictures.clear()
     while _folder:
@@ -205,7 +211,7 @@ def test_every_closed_detection_row_has_exactly_one_right_answer(dataset_id):
     rows = questions(dataset_id)
     detection = rows[rows.task == "object_detection"]
     for row in detection.itertuples():
-        content = read_content_mask(row.image)
+        content = content_of(row.image)
         problems = box_option_problems(list(row.options), row.answer, row.boxes, (row.image_width, row.image_height),
                                        content)
         assert problems == [], (row.target, problems)

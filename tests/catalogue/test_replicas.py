@@ -8,17 +8,17 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from support.catalogue_replica import DATASETS, build_replica, is_demo, layout_shape, load_specs
+from support.catalogue_replica import DATASETS, build_replica, catalogue_manifests, is_demo, layout_shape, load_specs
 
 from mmbu.build.layouts import read_samples
-from mmbu.curation.manifest import find_manifest_files, load_manifest
+from mmbu.curation.manifest import load_manifest
 
 SPECS = load_specs()
 CASES = SPECS or [None]  # no spec yet: the one case checks that no catalogue manifest lacks one (never a skip)
 
 
 def catalogue() -> list:
-    return [m for m in (load_manifest(p) for p in find_manifest_files([DATASETS])) if not is_demo(m)]
+    return [m for m in catalogue_manifests() if not is_demo(m)]
 
 
 @pytest.mark.parametrize("spec", CASES, ids=[spec["manifest"] if spec else "no-specs" for spec in CASES])

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import io
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,15 @@ SPEC_DIR = ROOT / "tests" / "catalogue" / "replicas"
 DATASETS = ROOT / "manifests" / "datasets"
 TRAILS = ROOT / "manifests" / "reviews" / "catalogue"
 FILE_KINDS = ("image", "mask", "text", "json", "csv", "xlsx", "arrays", "parquet", "video")
+
+
+@lru_cache(maxsize=None)
+def catalogue_manifests() -> tuple[Any, ...]:
+    """Every manifest of manifests/datasets, loaded once per test process (several modules parametrise over them at
+    collection); shared, so read-only."""
+    from mmbu.curation.manifest import find_manifest_files, load_manifest
+
+    return tuple(load_manifest(path) for path in find_manifest_files([DATASETS]))
 
 
 def is_demo(manifest: Any) -> bool:

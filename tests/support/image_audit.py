@@ -155,7 +155,9 @@ def mask_region_resized(mask: np.ndarray, content: tuple[int, int]) -> np.ndarra
     if len(ys) == 0:
         return region
     rows, cols = _touching(mask.shape[0], content[1])[ys], _touching(mask.shape[1], content[0])[xs]
-    hit = rows.T.astype(np.int64) @ mask[np.ix_(ys, xs)].astype(np.int64) @ cols.astype(np.int64)
+    # counts of overlapping source pixels: whole numbers far below 2**53, exact in float64, whose product BLAS does
+    # (NumPy's integer matrix product has no BLAS and took seconds here)
+    hit = rows.T.astype(np.float64) @ mask[np.ix_(ys, xs)].astype(np.float64) @ cols.astype(np.float64)
     return hit > 0
 
 

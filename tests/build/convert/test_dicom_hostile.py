@@ -29,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 import factories_dicom as fd  # noqa: E402
 
 
-def deflated_bomb(path: Path, rows: int, columns: int, pixel_bytes: int, bits: int = 8) -> Path:
-    """A deflated DICOM declaring rows × columns and carrying `pixel_bytes` zero bytes of Pixel Data."""
+def deflated_bomb(path: Path, rows: int, columns: int, pixel_bytes: int, bits: int = 8, level: int = 9) -> Path:
+    """A deflated DICOM declaring rows × columns and carrying `pixel_bytes` zero bytes of Pixel Data (deflate `level`:
+    9 packs zeros ~4× tighter than 1, at ~3× its CPU time)."""
     ds = fd.base_dataset()
     ds.file_meta.TransferSyntaxUID = DeflatedExplicitVRLittleEndian
     ds.Rows, ds.Columns = rows, columns
@@ -45,7 +46,7 @@ def deflated_bomb(path: Path, rows: int, columns: int, pixel_bytes: int, bits: i
     write_file_meta_info(meta, ds.file_meta, enforce_standard=True)
     # (7FE0,0010) OB, explicit VR: tag, 'OB', two reserved bytes, 4-byte length
     element = (0x7FE0).to_bytes(2, "little") + (0x0010).to_bytes(2, "little") + b"OB\0\0" + pixel_bytes.to_bytes(4, "little")
-    deflater = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    deflater = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
     with path.open("wb") as out:
         out.write(b"\0" * 128 + b"DICM" + meta.getvalue())
         out.write(deflater.compress(header.getvalue() + element))
@@ -92,8 +93,8 @@ def _set_grayscale(ds, pixels: np.ndarray) -> None:
 
 @pytest.fixture(scope="module")
 def gigabyte_bomb(tmp_path_factory) -> Path:
-    """1 GiB of declared and carried pixels (32768² 8-bit) in about 1 MB."""
-    return deflated_bomb(tmp_path_factory.mktemp("bomb") / "bomb.dcm", 32768, 32768, 32768 * 32768)
+    """1 GiB of declared and carried pixels (32768² 8-bit) in under 5 MB."""
+    return deflated_bomb(tmp_path_factory.mktemp("bomb") / "bomb.dcm", 32768, 32768, 32768 * 32768, level=1)
 
 
 def test_header_readers_of_the_layouts_do_not_inflate_a_bomb(gigabyte_bomb):
