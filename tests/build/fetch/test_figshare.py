@@ -146,3 +146,16 @@ def test_offline_the_figshare_host_is_one_line_naming_its_datasets(monkeypatch, 
                        r"\(details: ", result.output, flags=re.M)
     assert lines == [(dead.removeprefix("http://"), "2", "fig_a, fig_b")], result.output
     assert "Traceback" not in result.output
+
+
+def test_a_host_file_name_leaving_the_dataset_folder_is_refused(loopback, monkeypatch, write_manifest, data_dir,
+                                                                session, tmp_path):
+    """A hostile article lists '../../escaped.csv': nothing is written outside raw/<id>/ or anywhere else."""
+    monkeypatch.setenv("MMBU_FIGSHARE_URL", loopback.url)
+    serve_figshare_article(loopback, 9, {1: {"../../escaped.csv": LABELS}})
+    result = fetch_dataset(write_manifest("hostile", {"kind": "figshare", "article": 9, "version": 1}), data_dir,
+                           session=session)
+    assert result.status == "error"
+    assert "../../escaped.csv" in result.error and "climbs out" in result.error
+    assert not [p for p in tmp_path.rglob("escaped.csv")] and not (data_dir / "raw" / "hostile").exists()
+    assert not [r for r in loopback.requests if r.path.startswith("/ndownloader/")]
