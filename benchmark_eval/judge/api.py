@@ -57,6 +57,7 @@ class JudgeConfig:
     max_tokens: int = 2048  # reasoning judges think before the verdict line
     verdict_attempts: int = DEFAULT_VERDICT_ATTEMPTS  # asked again when a reply has no VERDICT line
     timeout_s: float = 120.0  # one request's deadline, the whole exchange
+    retry_backoff: float = 1.0  # base (s) of the jittered exponential backoff between attempts (Retry-After wins)
     min_response_rate: float = DEFAULT_MIN_RESPONSE_RATE  # bytes/s; a slower answer is cut (a dripping server)
     extract_closed: bool = False  # also ask which option each unparseable closed reply gives (assisted score)
     extractor_model: str | None = None  # default: judge_model
@@ -152,7 +153,7 @@ def _with_chat(config: JudgeConfig, model: str, base_url: str,
     async def run() -> tuple[Result, list[str]]:
         async with OpenAICompatClient(base_url, model, api_key_env=config.api_key_env,
                                       concurrency=config.concurrency, timeout_s=config.timeout_s,
-                                      min_response_rate=config.min_response_rate,
+                                      backoff_s=config.retry_backoff, min_response_rate=config.min_response_rate,
                                       max_consecutive_failures=config.max_consecutive_failures) as client:
             reported: set[str] = set()
 

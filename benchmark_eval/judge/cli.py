@@ -98,6 +98,8 @@ def _judge_progress(console: Console, counts: dict[str, int]):
               help="Times to ask again when the reply has no VERDICT (or OPTION) line, before recording an error.")
 @click.option("--timeout", default=120.0, show_default=True, type=click.FloatRange(0.1),
               help="Seconds one judge request may take in all (connect, wait, answer).")
+@click.option("--retry-backoff", type=click.FloatRange(0), default=1.0, show_default=True,
+              help="Base in seconds of the jittered exponential backoff between attempts (Retry-After wins).")
 @click.option("--min-response-rate", default=DEFAULT_MIN_RESPONSE_RATE, show_default=True, type=click.FloatRange(0),
               help="Bytes/s below which an answer still arriving is cut (averaged over 10 s; 0: no minimum).")
 @click.option("--extract-closed", is_flag=True,
@@ -110,7 +112,7 @@ def _judge_progress(console: Console, counts: dict[str, int]):
 @click.option("--no-preflight", is_flag=True, help="Skip asking the judge server for its models and one tiny question.")
 def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str, release: Path | None,
           second_judge_model: str | None, second_judge_base_url: str | None, concurrency: int, max_tokens: int,
-          verdict_attempts: int, timeout: float, min_response_rate: float, extract_closed: bool,
+          verdict_attempts: int, timeout: float, retry_backoff: float, min_response_rate: float, extract_closed: bool,
           extractor_model: str | None, max_consecutive_failures: int, no_preflight: bool) -> None:
     """Judge the open answers of RUN_DIR (RUNS_DIR/<model>) against the gold answers.
 
@@ -132,7 +134,8 @@ def judge(run_dir: Path, judge_model: str, judge_base_url: str, api_key_env: str
     config = JudgeConfig(run_dir=run_dir, judge_base_url=judge_base_url, judge_model=judge_model,
                          api_key_env=api_key_env, release_dir=release, second_judge_model=second_judge_model,
                          second_judge_base_url=second_judge_base_url, concurrency=concurrency, max_tokens=max_tokens,
-                         verdict_attempts=verdict_attempts, timeout_s=timeout, min_response_rate=min_response_rate,
+                         verdict_attempts=verdict_attempts, timeout_s=timeout, retry_backoff=retry_backoff,
+                         min_response_rate=min_response_rate,
                          extract_closed=extract_closed, extractor_model=extractor_model,
                          max_consecutive_failures=max_consecutive_failures, preflight=not no_preflight)
     counts = {"done": 0, "total": 0}

@@ -136,7 +136,8 @@ def test_the_breaker_stops_the_judge(release, tmp_path):
     with OpenAIServer() as judge_server:
         judge_server.inject("503", count=10_000)
         result = CliRunner().invoke(judge, [str(tmp_path / SLUG), "--judge-base-url", judge_server.url,
-                                            "--max-consecutive-failures", "2", "--concurrency", "1"])
+                                            "--max-consecutive-failures", "2", "--concurrency", "1",
+                                            "--retry-backoff", "0.01"])
     text = " ".join(result.output.split())
     assert result.exit_code == 1 and "stopped: 2 requests in a row failed" in text and "HTTP 503" in text, text
     assert "resume with:" in text
