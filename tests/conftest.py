@@ -28,12 +28,6 @@ for secret in ("HF_TOKEN", "KAGGLE_USERNAME", "KAGGLE_KEY", "OPENAI_API_KEY"):
     os.environ.pop(secret, None)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests marked `long` run first (a stable sort keeps every other order): under `make test`'s work stealing
-    they start at once on one worker while the others share the short tests, instead of ending the run alone."""
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)
-
-
 @pytest.fixture
 def loopback():
     """A started loopback HTTP server; add routes with `loopback.add(method, path, reply)`."""

@@ -11,8 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from mmbu.build.release.card import MMBU_CITATION
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +47,6 @@ def as_script(lines: list[str], data: Path, stamp: Path, port: int) -> str:
     return "\n".join(script) + "\n"
 
 
-@pytest.mark.long
 def test_readme_quickstart_runs_to_a_scored_report(tmp_path):
     lines = quickstart_lines()
     assert lines[:3] == ["make test", "make demo", ". .venv/bin/activate"]

@@ -8,7 +8,6 @@ import subprocess
 from collections import Counter
 
 import psutil
-import pytest
 from click.testing import CliRunner
 
 from mmbu.benchmark_eval.records import latest_by_key, read_records
@@ -124,7 +123,6 @@ def test_a_worker_that_dies_ends_the_run_keeps_its_answers_and_the_rerun_complet
     assert len(latest_by_key(records)) == 48 and max(Counter(r.key for r in records).values()) == 1
 
 
-@pytest.mark.long
 def test_killing_the_parent_stops_its_workers_and_the_run_resumes(tmp_path):
     release = write_release(tmp_path / "release", count=12, tasks=("ungrounded_classification",))
     predictions = tmp_path / "runs" / SLUG / "predictions.jsonl"
@@ -162,7 +160,6 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-@pytest.mark.long
 def test_ctrl_c_stops_every_process_keeps_whole_answers_and_the_run_resumes(tmp_path):
     release = write_release(tmp_path / "release", count=12, tasks=("ungrounded_classification",))
     predictions = tmp_path / "runs" / SLUG / "predictions.jsonl"

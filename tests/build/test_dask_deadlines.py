@@ -39,7 +39,6 @@ def impostor(request):
         connection.close()
 
 
-@pytest.mark.long
 @pytest.mark.parametrize("impostor", ["silent", "http"], indirect=True)
 def test_a_port_that_is_not_a_dask_scheduler_is_one_sentence_and_exit_2(tmp_path, impostor):
     kind, address = impostor

@@ -13,8 +13,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from mmbu.build.release import verify_sha256sums
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +47,6 @@ def _release_digests(release: Path) -> dict[str, str]:
     return digests
 
 
-@pytest.mark.long
 def test_a_build_killed_anywhere_and_its_resume_killed_too_ends_with_the_uninterrupted_release(tmp_path):
     reference = tmp_path / "reference"
     assert _build(reference).wait(timeout=300) == 0, _log(reference)

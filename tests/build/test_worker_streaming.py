@@ -199,7 +199,6 @@ def traced_peak(job: DatasetJob) -> int:
         tracemalloc.stop()
 
 
-@pytest.mark.long
 def test_a_worker_holds_a_chunk_of_samples_not_its_dataset(tmp_path, monkeypatch):
     """Before, each step held every sample (read whole from samples.json / converted.json, validated whole, the rows
     file's columns read whole): 8-13 KB per sample traced here, so 900 more samples added 7-12 MB. With chunks of

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 import yaml
 from PIL import Image
 from support.loopback import closed_port_url
@@ -114,7 +113,6 @@ def test_one_host_down_is_reported_and_the_rest_builds(write_manifest, manifests
     assert "release" in result.stderr and "written" in result.stderr
 
 
-@pytest.mark.long
 def test_a_smaller_build_keeps_the_release_on_disk_unless_allowed(write_manifest, manifests_dir, data_dir, tmp_path):
     for name, values in (("cells", (40, 200)), ("more", (90, 150))):  # two local datasets
         for label, value in zip("ab", values):

@@ -175,7 +175,6 @@ def traced_peaks(write) -> tuple[int, int]:
         pa.set_memory_pool(previous)
 
 
-@pytest.mark.long
 def test_a_config_streamed_from_rows_files_keeps_nothing_per_row(tmp_path, manifest, monkeypatch):
     """A release worker keeps no sample id, merge position, usable flag, weight or card tuple per row (~0.7 KB per
     row): the files are merged by a heap over their batches, the layout and counts are aggregated as rows are
