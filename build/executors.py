@@ -146,8 +146,23 @@ def _call(function: Callable[..., Any], item: Any) -> Any:
 
 
 DASK_CONNECT_TIMEOUT_S = 10.0  # to open the connection, and again for the scheduler's first message
+DASK_CONNECT_TIMEOUT_ENV = "MMBU_DASK_CONNECT_TIMEOUT"  # seconds, for a scheduler slower to answer than that
 _FRAME_COUNT = struct.Struct("<Q")  # a Dask TCP message opens with its number of frames, a little-endian uint64
 _MAX_HANDSHAKE_FRAMES = 64
+
+
+def dask_connect_timeout() -> float:
+    """Seconds to wait for the Dask scheduler: `MMBU_DASK_CONNECT_TIMEOUT`, else DASK_CONNECT_TIMEOUT_S."""
+    text = os.environ.get(DASK_CONNECT_TIMEOUT_ENV, "").strip()
+    if not text:
+        return DASK_CONNECT_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        raise ExecutorError(f"{DASK_CONNECT_TIMEOUT_ENV}={text!r}: expected a number of seconds above 0, e.g. 30")
+    return seconds
 
 
 def probe_dask_scheduler(scheduler: str, timeout: float = DASK_CONNECT_TIMEOUT_S) -> None:
@@ -196,9 +211,10 @@ def _run_dask(function: Callable[..., Any], items: Iterable[Any], scheduler: str
         raise ExecutorError("the Dask executor needs the 'dask' extra: pip install 'mmbu[dask]'") from None
     if not scheduler:
         raise ExecutorError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
-    probe_dask_scheduler(scheduler)
+    timeout = dask_connect_timeout()
+    probe_dask_scheduler(scheduler, timeout)
     try:
-        client = Client(scheduler, timeout=f"{DASK_CONNECT_TIMEOUT_S:g}s")
+        client = Client(scheduler, timeout=f"{timeout:g}s")
     except (OSError, TimeoutError, MemoryError, ValueError) as exc:  # MemoryError: a length field of another protocol
         raise ExecutorError(f"cannot reach the Dask scheduler at {scheduler} ({type(exc).__name__}: "
                             f"{str(exc)[:200]})") from None

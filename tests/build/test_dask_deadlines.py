@@ -3,6 +3,7 @@ accepts and stays silent hung the build, one that speaks HTTP gave a MemoryError
 sentence and exit 2, within the connection deadline."""
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -11,7 +12,8 @@ import pytest
 from support.bounded_run import run_mmbu
 from support.build_repo import make_repo
 
-from mmbu.build.executors import DASK_CONNECT_TIMEOUT_S
+from mmbu.build.executors import (DASK_CONNECT_TIMEOUT_ENV, DASK_CONNECT_TIMEOUT_S, ExecutorError,
+                                  dask_connect_timeout)
 
 
 @pytest.fixture
@@ -46,13 +48,30 @@ def test_a_port_that_is_not_a_dask_scheduler_is_one_sentence_and_exit_2(tmp_path
     started = time.monotonic()
 
     result = run_mmbu("build", "--manifests", manifests, "--data", tmp_path / "data", "--executor", "dask",
-                      "--scheduler", address, cwd=tmp_path)
+                      "--scheduler", address, cwd=tmp_path, env={**os.environ, DASK_CONNECT_TIMEOUT_ENV: "1.5"})
 
-    assert time.monotonic() - started < DASK_CONNECT_TIMEOUT_S + 30
+    assert time.monotonic() - started < 1.5 + 30
     assert result.returncode == 2 and "Traceback" not in result.output, result.output[-2000:]
     errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
-    expected = {"silent": f"Error: the Dask scheduler at {address} did not answer within 10 s (the port accepts "
+    expected = {"silent": f"Error: the Dask scheduler at {address} did not answer within 1.5 s (the port accepts "
                           "connections but sends no Dask handshake: is it the scheduler's port, usually 8786?)",
                 "http": f"Error: {address} does not speak Dask's protocol (it opened with 'HTTP/1.1'); give the "
                         "scheduler's address, e.g. tcp://127.0.0.1:8786, not its dashboard's"}
     assert errors == [expected[kind]]
+
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-3", "inf", "nan"])
+def test_a_connect_timeout_that_is_not_seconds_is_one_sentence(monkeypatch, value):
+    """The same ExecutorError as above, so `mmbu build` prints it as one sentence and exits 2."""
+    monkeypatch.setenv(DASK_CONNECT_TIMEOUT_ENV, value)
+    with pytest.raises(ExecutorError) as refused:
+        dask_connect_timeout()
+    assert str(refused.value) == f"MMBU_DASK_CONNECT_TIMEOUT={value!r}: expected a number of seconds above 0, e.g. 30"
+
+
+def test_the_connect_timeout_is_ten_seconds_unless_set(monkeypatch):
+    monkeypatch.delenv(DASK_CONNECT_TIMEOUT_ENV, raising=False)
+    assert dask_connect_timeout() == DASK_CONNECT_TIMEOUT_S == 10.0
+    monkeypatch.setenv(DASK_CONNECT_TIMEOUT_ENV, " 45 ")
+    assert dask_connect_timeout() == 45.0
