@@ -15,6 +15,13 @@ def ordered_box(values: Sequence[float], order: Sequence[str]) -> Box:
     return box_from_roles(dict(zip(order, (float(v) for v in values))))
 
 
+def vertices_box(coordinates: Sequence[float]) -> Box:
+    """The box of a polygon's vertices written flat, `[x1, y1, x2, y2, x3, y3, ...]` (COCO polygons, YOLO
+    segmentation lines)."""
+    xs, ys = coordinates[0::2], coordinates[1::2]
+    return (min(xs), min(ys), max(xs), max(ys))
+
+
 def fractions_to_pixels(box: Box, size: tuple[int, int]) -> Box:
     """A box given in fractions of the image's width and height, in pixels of an image of `size` (w, h)."""
     width, height = size

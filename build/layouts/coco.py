@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from mmbu.build.layouts.boxes import clip_box, ordered_box
+from mmbu.build.layouts.boxes import Box, clip_box, ordered_box, vertices_box
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.sample import Region
 from mmbu.core import budget
@@ -68,19 +68,17 @@ class NotPolygons(ValueError):
     """A `segmentation` that is not COCO polygons (the message says what it is)."""
 
 
-def polygon_box(segmentation: object) -> tuple[float, float, float, float]:
+def polygon_box(segmentation: object) -> Box:
     """The box of the vertices of COCO polygons `[[x1, y1, x2, y2, x3, y3, ...], ...]` (one object may have several
     parts), as the yolo layout boxes a segmentation line. Run-length masks (`{counts, size}`) are not decoded."""
     if isinstance(segmentation, dict):
         raise NotPolygons("is a run-length mask, which the coco layout does not decode")
     if not isinstance(segmentation, list) or not segmentation:
         raise NotPolygons(f"{segmentation!r} is not a list of polygons")
-    xs: list[float] = []
-    ys: list[float] = []
+    vertices: list[float] = []
     for polygon in segmentation:
         if (not isinstance(polygon, list) or len(polygon) < 6 or len(polygon) % 2
                 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in polygon)):
             raise NotPolygons(f"holds {str(polygon)[:60]!r}, not a polygon of three or more [x, y] vertices")
-        xs.extend(float(v) for v in polygon[0::2])
-        ys.extend(float(v) for v in polygon[1::2])
-    return (min(xs), min(ys), max(xs), max(ys))
+        vertices.extend(float(v) for v in polygon)  # every part has an even length: x, y stay in step
+    return vertices_box(vertices)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmbu.build.layouts.boxes import Box, clip_box, yolo_to_xyxy
+from mmbu.build.layouts.boxes import Box, clip_box, fractions_to_pixels, vertices_box, yolo_to_xyxy
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import glob_files, image_size
 from mmbu.build.layouts.sample import Region
@@ -30,9 +30,7 @@ def _line_box(values: list[float], size: tuple[int, int]) -> Box:
         return yolo_to_xyxy(*values, size)
     if len(values) < 6 or len(values) % 2:
         raise ValueError(f"{len(values)} numbers")
-    width, height = size
-    xs, ys = values[0::2], values[1::2]
-    return (min(xs) * width, min(ys) * height, max(xs) * width, max(ys) * height)
+    return fractions_to_pixels(vertices_box(values), size)
 
 
 def read(layout: YoloLayout, ctx: LayoutContext) -> None:
