@@ -61,7 +61,7 @@ def read(layout: BoxTableLayout, ctx: LayoutContext) -> None:
             if objects is not None:
                 _add_image(layout, ctx, image, objects)
         return
-    groups = _csv_groups(layout, ctx) if layout.table_format == "csv" else _merged(_json_groups(layout, ctx))
+    groups = _csv_groups(layout, ctx) if layout.table_format == "csv" else _json_groups(layout, ctx)
     images = ImageFinder(ctx, layout.image_root)
     for name, objects in groups:
         path, ambiguous = images.find(f"{name.lstrip('/')}{layout.image_suffix}")
@@ -145,6 +145,9 @@ def _csv_fields(layout: BoxTableLayout) -> list[str]:
 
 
 def _json_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[str, Objects]]:
+    """One group per image, in order of first appearance: records naming the same image (JSON lines written one box
+    per line) give one image with all their objects."""
+    merged: dict[str, list] = {}
     for where, record in _json_records(layout, ctx):
         try:
             name = _image_name(layout, record)
@@ -155,15 +158,7 @@ def _json_groups(layout: BoxTableLayout, ctx: LayoutContext) -> Iterator[tuple[s
         if not name:
             ctx.exclude(where, f"the record has an empty image field ({' or '.join(layout.image_fields)})")
             continue
-        yield name, [(f"object-{index}", obj) for index, obj in enumerate(objects, start=1)]
-
-
-def _merged(groups: Iterator[tuple[str, Objects]]) -> Iterator[tuple[str, Objects]]:
-    """One group per image, in order of first appearance: records naming the same image (JSON lines written one box
-    per line) give one image with all their objects."""
-    merged: dict[str, list] = {}
-    for name, objects in groups:
-        merged.setdefault(name, []).extend(obj for _, obj in objects)
+        merged.setdefault(name, []).extend(objects)
     for name, objects in merged.items():
         yield name, [(f"object-{index}", obj) for index, obj in enumerate(objects, start=1)]
 
