@@ -13,7 +13,6 @@ session with few attempts and short timeouts: a host that does not answer marks 
 """
 from __future__ import annotations
 
-import os
 import shutil
 import threading
 from collections import defaultdict
@@ -32,6 +31,7 @@ from mmbu.build.fetch.model import FetchError
 from mmbu.build.fetch.sources import REMOTE_FILES, RemoteContext, RemoteFile
 from mmbu.build.fetch.sources.context import tree_files
 from mmbu.build.fetch.sources.figshare import figshare_base_url
+from mmbu.build.fetch.sources.huggingface import huggingface_base_url
 from mmbu.build.fetch.sources.kaggle import kaggle_base_url
 from mmbu.build.fetch.sources.local import local_files
 from mmbu.build.fetch.sources.zenodo import zenodo_base_url
@@ -130,7 +130,7 @@ def source_hosts(manifest: DatasetManifest) -> list[str]:
     if source.kind == "figshare":  # its API host: the files' own host is known only once the API has answered
         return [urlsplit(figshare_base_url()).netloc]
     if source.kind == "huggingface":
-        return [urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").netloc]
+        return [urlsplit(huggingface_base_url()).netloc]
     if source.kind == "kaggle":
         return [urlsplit(kaggle_base_url()).netloc]
     if source.kind == "url":
@@ -301,7 +301,7 @@ def _probe_hosts(hosts: list[str], context: RemoteContext, book: _HostBook) -> s
     for host in hosts:
         if book.all_up([host]) or book.down([host]):
             continue
-        bases = (kaggle_base_url(), zenodo_base_url(), figshare_base_url(), os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+        bases = (kaggle_base_url(), zenodo_base_url(), figshare_base_url(), huggingface_base_url())
         scheme = next((urlsplit(b).scheme for b in bases if urlsplit(b).netloc == host), "https")
         try:
             context.session.get_json(f"{scheme}://{host}/", use_cache=False)

@@ -27,7 +27,7 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 def fetch_huggingface(source: HuggingFaceSource, context: FetchContext) -> list[FetchedFile]:
     from huggingface_hub import hf_hub_url
 
-    endpoint = _endpoint()
+    endpoint = huggingface_base_url()
     shown = f"{source.repo}@{source.revision[:12]}" if source.revision else source.repo
     try:
         # No revision in the manifest: the lock's pin, or (first fetch) the default branch's current commit.
@@ -50,11 +50,11 @@ def huggingface_remote_files(source: HuggingFaceSource, context: RemoteContext) 
     """The files at the pinned commit with the Hub's sizes (see `_listed_sizes`). Without a revision in the manifest
     or the lock, the default branch as it is now (what the first fetch will pin)."""
     revision = source.revision or context.pinned.get("revision") or "main"
-    sizes = _listed_sizes(context.session, _endpoint(), source, revision)
+    sizes = _listed_sizes(context.session, huggingface_base_url(), source, revision)
     return [RemoteFile(name=name, size=size, basis="huggingface") for name, size in sizes.items()]
 
 
-def _endpoint() -> str:
+def huggingface_base_url() -> str:
     return (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
 
 
