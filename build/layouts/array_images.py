@@ -47,9 +47,10 @@ def _read_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, parts: dict
     label, labels_note = None, {}
     if layout.labels is not None:
         key = PathTemplate(layout.labels.key).fill(parts) if layout.labels.key else None
-        label_where = ctx.rel(filled_path(ctx, layout.labels.file, parts)) + (f":{key}" if key else "")
+        label_file = filled_path(ctx, layout.labels.file, parts)
+        label_where = ctx.rel(label_file) + (f":{key}" if key else "")
         try:
-            label, reason = _file_label(layout, ctx, parts)
+            label, reason = _file_label(layout, ctx, parts, label_file, key)
         except ArrayFileError as exc:
             reason = str(exc)
         if reason:
@@ -100,13 +101,13 @@ def _images_note(layout: ArraysLayout, where: str) -> str:
     return where + (f" channels {layout.images.channels}" if layout.images.channels else "")
 
 
-def _file_label(layout: ArraysLayout, ctx: LayoutContext, parts: dict[str, str]) -> tuple[str | None, str | None]:
-    """The raw label of one file's sample from its `labels` array (a single value, or a multi-hot row), or the
-    reason it has none."""
+def _file_label(layout: ArraysLayout, ctx: LayoutContext, parts: dict[str, str], label_file: Path,
+                key: str | None) -> tuple[str | None, str | None]:
+    """The raw label of one file's sample from its `labels` array (`label_file`, member `key`: a single value, or a
+    multi-hot row), or the reason it has none."""
     with ExitStack() as stack:  # open_ref names a missing file or member; the value itself is read whole
         open_ref(ctx, layout.labels, parts, stack)
-    key = PathTemplate(layout.labels.key).fill(parts) if layout.labels.key else None
-    return item_label(layout, read_value(filled_path(ctx, layout.labels.file, parts), key))
+    return item_label(layout, read_value(label_file, key))
 
 
 def _read_volume_file(layout: ArraysLayout, ctx: LayoutContext, path: Path, parts: dict[str, str],
