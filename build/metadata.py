@@ -5,7 +5,9 @@ Where a value comes from, strongest first:
 2. a file header (DICOM Modality -> modality, BodyPartExamined -> specimen_subregion,
    InstitutionName -> institution), used only when it resolves to a taxonomy term, because a
    header such as Modality "OT" says less than the curator's manifest;
-3. the manifest's dataset-level `metadata`.
+3. the sample's label's own `sub_modality` (a class of images of another kind than the dataset's:
+   a time-of-flight angiography series among T2-weighted ones);
+4. the manifest's dataset-level `metadata`.
 
 Raw terms are mapped to canonical names with `Taxonomy.resolve`; a value that does not resolve is
 kept as written so that validation reports it (never silently replaced).
@@ -58,6 +60,9 @@ def sample_metadata(sample: Sample, manifest: DatasetManifest, taxonomy: Taxonom
                     notes: list[Exclusion] | None = None) -> dict[str, object]:
     """One row of the metadata table (see the module docstring for precedence)."""
     values: dict[str, object] = manifest.metadata.model_dump()
+    spec = manifest.label_spec(sample.label) if sample.label is not None else None
+    if spec is not None and spec.sub_modality:
+        values["sub_modality"] = spec.sub_modality
     for key, field in HEADER_FIELDS.items():
         raw = sample.file_metadata.get(key)
         if raw is None:

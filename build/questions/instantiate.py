@@ -131,6 +131,8 @@ def _values(row: Mapping[str, str | None], manifest: DatasetManifest, target: st
     for name in CONTEXT_VALUES:
         if leaking and values[name] and mentions_any(values[name], leaking):
             values[name] = None
+    if manifest.sub_modality_varies():  # it tells the classes apart: naming it on some rows would answer them
+        values["sub_modality"] = None
     return values
 
 

@@ -74,6 +74,11 @@ class DatasetMetadata(_Strict):
 class LabelSpec(_Strict):
     name: str = Field(description="Display name used in questions and answers.")
     synonyms: list[str] = Field(default_factory=list, description="Accepted equivalents for open answers.")
+    sub_modality: str | None = Field(
+        None, description="This class's sub-modality when its images are of another kind than the dataset's "
+                          "`metadata.sub_modality` (a time-of-flight angiography series among T2-weighted ones); its "
+                          "samples' metadata rows carry it. The questions of such a dataset name no sub-modality, "
+                          "which would give the answer away.")
 
 
 class QuestionHints(_Strict):
@@ -220,6 +225,10 @@ class DatasetManifest(_Strict):
         if entry is None:
             return None
         return LabelSpec(name=entry) if isinstance(entry, str) else entry
+
+    def sub_modality_varies(self) -> bool:
+        """Whether some label states its own sub-modality (then the sub-modality tells the classes apart)."""
+        return any(isinstance(entry, LabelSpec) and entry.sub_modality for entry in self.labels.values())
 
 
 def load_manifest(path: str | Path) -> DatasetManifest:

@@ -136,13 +136,23 @@ def _taxonomy_problems(manifest: DatasetManifest, taxonomy: Taxonomy) -> Iterato
             hint = f"; did you mean {suggestion.name!r}?" if suggestion else f"; see `mmbu taxonomy show --facet {facet}`"
             yield f"metadata.{field_name}", f"{raw!r} is not a term of the taxonomy facet {facet!r}{hint}"
     modality = taxonomy.resolve("modality", metadata.modality)
-    sub_modality = taxonomy.resolve("sub_modality", metadata.sub_modality)
-    if modality and sub_modality and sub_modality.parent != modality.id:
-        parent = taxonomy.get("modality", sub_modality.parent) if sub_modality.parent else None
-        yield "metadata.sub_modality", (
-            f"{sub_modality.name!r} is a sub-modality of {parent.name if parent else 'no modality'!r}, "
-            f"not of {modality.name!r}"
-        )
+    stated = [("metadata.sub_modality", metadata.sub_modality)]
+    stated += [(f"labels.{raw}.sub_modality", spec.sub_modality) for raw in manifest.labels
+               if (spec := manifest.label_spec(raw)).sub_modality]
+    for where, raw in stated:
+        sub_modality = taxonomy.resolve("sub_modality", raw)
+        if sub_modality is None:
+            if where != "metadata.sub_modality" and "sub_modality" in taxonomy.facets:  # the loop above said it
+                suggestion = taxonomy.closest("sub_modality", raw)
+                hint = f"; did you mean {suggestion.name!r}?" if suggestion else ""
+                yield where, f"{raw!r} is not a term of the taxonomy facet 'sub_modality'{hint}"
+            continue
+        if modality and sub_modality.parent != modality.id:
+            parent = taxonomy.get("modality", sub_modality.parent) if sub_modality.parent else None
+            yield where, (
+                f"{sub_modality.name!r} is a sub-modality of {parent.name if parent else 'no modality'!r}, "
+                f"not of {modality.name!r}"
+            )
 
 
 def layout_tasks(manifest: DatasetManifest) -> frozenset[str]:

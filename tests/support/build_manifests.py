@@ -29,6 +29,7 @@ TAXONOMY = {
         "sub_modality": {"description": "Sub-modality.", "parent_facet": "modality", "terms": [
             {"id": "brightfield_microscopy", "name": "brightfield microscopy", "parent": "light_microscopy",
              "synonyms": ["bright-field microscopy"]},
+            {"id": "phase_contrast_microscopy", "name": "phase contrast microscopy", "parent": "light_microscopy"},
             {"id": "conventional_ct", "name": "conventional computed tomography", "parent": "computed_tomography",
              "synonyms": ["conventional CT"]},
             {"id": "whole_slide_imaging", "name": "whole-slide imaging", "parent": "digital_pathology",

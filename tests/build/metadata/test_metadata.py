@@ -47,6 +47,19 @@ def test_manifest_defaults_synonyms_and_table_values_fill_the_fields(taxonomy):
     assert failures.empty and len(valid) == 2
 
 
+def test_a_label_with_its_own_sub_modality_gives_it_to_its_samples_only(taxonomy):
+    labels = {"MON": "monocyte", "PMY": {"name": "promyelocyte", "sub_modality": "phase contrast microscopy"}}
+    manifest = make_manifest({"kind": "folder_per_class"}, labels=labels)
+    samples = [sample(manifest, "a.png", label="MON"), sample(manifest, "b.png", label="PMY"),
+               sample(manifest, "c.png", label="PMY", row_metadata={"sub_modality": "bright-field microscopy"})]
+
+    df = normalise_metadata(samples, manifest, taxonomy)
+
+    assert list(df.sub_modality) == ["brightfield microscopy", "phase contrast microscopy", "brightfield microscopy"]
+    valid, failures = validate_metadata(df, taxonomy)
+    assert failures.empty and len(valid) == 3
+
+
 def test_headers_fill_fields_only_when_they_resolve(tmp_path, taxonomy):
     raw = tmp_path / "raw"
     write_dicom(raw / "MON" / "1.dcm", Modality="CT", BodyPartExamined="THORAX", InstitutionName="General Hospital")

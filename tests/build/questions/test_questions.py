@@ -71,6 +71,23 @@ def test_three_templates_follow_the_bone_marrow_example(marrow, taxonomy):
     assert row.question_version == "mmbu-questions-v7"
 
 
+def test_a_sub_modality_that_tells_the_classes_apart_is_named_in_no_question(tmp_path, taxonomy):
+    raw = tmp_path / "raw"
+    for label in ("MON", "PMY"):
+        write_png(raw / label / "a.png")
+        write_png(raw / label / "b.png")
+    labels = {"MON": "monocyte", "PMY": {"name": "promyelocyte", "sub_modality": "phase contrast microscopy"}}
+    manifest = make_manifest({"kind": "folder_per_class"}, labels=labels, questions={"n_options": 3})
+    questions, dropped = ask(build_rows(raw, manifest, taxonomy), manifest, taxonomy, seed=7)
+    assert dropped == [] and sorted(set(questions.label)) == ["monocyte", "promyelocyte"]
+    assert dict(zip(questions.label, questions.sub_modality)) == {
+        "monocyte": "brightfield microscopy", "promyelocyte": "phase contrast microscopy"}
+    # both classes' rows read alike: the phase contrast rows do not say so, nor do the others say "brightfield"
+    assert set(questions.question_full_context) == {
+        "Which myeloid lineage cell type is most consistent with the visual features in this light microscopy image "
+        "of a smear of human bone marrow, stained with May-Grünwald-Giemsa?"}
+
+
 def test_options_are_fixed_in_size_contain_the_answer_and_are_stable_across_rebuilds(marrow, taxonomy):
     manifest = make_manifest({"kind": "folder_per_class"})
     rows = build_rows(marrow, manifest, taxonomy)

@@ -104,6 +104,20 @@ def test_sub_modality_must_belong_to_the_modality(tmp_path):
                       "'confocal microscopy' is a sub-modality of 'fluorescence microscopy', not of 'light microscopy'")]
 
 
+def test_a_labels_own_sub_modality_must_be_a_term_under_the_modality(tmp_path):
+    labels = {"neutrophil": {"name": "neutrophil", "sub_modality": "phase-contrast microscopy"},
+              "lymphocyte": {"name": "lymphocyte", "sub_modality": "confocal microscopy"},
+              "monocyte": {"name": "monocyte", "sub_modality": "phase contast microscopy"}}
+    found = problems_of(tmp_path, manifest_dict(labels=labels, questions={"options_name": "blood cell type",
+                                                                          "n_options": 3}))
+    assert found == [
+        ("blood_cells.yaml", "labels.lymphocyte.sub_modality",
+         "'confocal microscopy' is a sub-modality of 'fluorescence microscopy', not of 'light microscopy'"),
+        ("blood_cells.yaml", "labels.monocyte.sub_modality",
+         "'phase contast microscopy' is not a term of the taxonomy facet 'sub_modality'; "
+         "did you mean 'phase contrast microscopy'?")]
+
+
 def test_mask_task_needs_image_mask_pairs(tmp_path):
     found = problems_of(tmp_path, manifest_dict(tasks=["ungrounded_classification", "mask_grounded_classification"]))
     assert found == [("blood_cells.yaml", "tasks.1",
