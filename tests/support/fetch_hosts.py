@@ -5,6 +5,7 @@ import hashlib
 import io
 import tarfile
 import zipfile
+from collections.abc import Callable
 from typing import Any
 
 from support.hub_server import LFS_SUFFIXES
@@ -89,10 +90,20 @@ def serve_figshare_article(server: LoopbackServer, article: int, versions: dict[
             record["license"] = licence
         return record
 
+    def file_pages(entries: list[dict[str, Any]]) -> Callable[[Request], Reply]:
+        def page(request: Request) -> Reply:
+            number, size = int(request.arg("page", "1")), int(request.arg("page_size", "10"))
+            return Reply(200, entries[(number - 1) * size:number * size])
+        return page
+
     records = {version: version_record(version, files) for version, files in versions.items()}
     for version, record in records.items():
-        server.add("GET", f"/v2/articles/{article}/versions/{version}", Reply(200, record))
-    server.add("GET", f"/v2/articles/{article}", Reply(200, records[max(records)]))
+        server.add("GET", f"/v2/articles/{article}/versions/{version}/files", file_pages(record["files"]))
+        # as figshare's reference says of `ArticleComplete.files`: "List of up to 10 article files"
+        server.add("GET", f"/v2/articles/{article}/versions/{version}", Reply(200, {**record,
+                                                                                      "files": record["files"][:10]}))
+    server.add("GET", f"/v2/articles/{article}", Reply(200, {**records[max(records)],
+                                                             "files": records[max(records)]["files"][:10]}))
 
 
 def serve_hf_dataset(server: LoopbackServer, repo: str, revision: str, files: dict[str, bytes], *,

@@ -9,6 +9,10 @@ endpoints `files` is missing while an article is under file embargo or confident
 a client that calls the real API: fatiando/pooch at accc726, pooch/downloaders.py `FigshareRepository` (reads
 `/v2/articles/{id}/versions/{v}`, each file's `name`, `download_url` and `computed_md5`).
 
+The version's own record lists "up to 10 article files" (figshare's newer API reference, e.g. the generated Go client's
+`ArticleComplete.files`), so the files are read from `/v2/articles/{id}/versions/{v}/files`, page by page
+(`page`, `page_size`; default 10), where the same reference documents that list.
+
 A manifest without `version` is fetched at the version manifests.lock pins, or on the first fetch at the version
 `/v2/articles/<id>` reports (then pinned), so the files cannot move under a pinned sha256.
 """
@@ -70,7 +74,29 @@ def wanted_entries(source: FigshareSource, version: int, context: FetchContext |
     if not isinstance(article.get("files"), list):
         raise FetchError(f"{item} lists no files (figshare leaves them out while an article is under file embargo "
                          "or confidential)")
-    return wanted_files(item, article["files"], "name", source.files)
+    return wanted_files(item, version_files(source, version, context), "name", source.files)
+
+
+PAGE_SIZE = 100  # figshare's default page is 10 files; its documented offsets stop at 1,000 (ten pages of 100)
+MAX_PAGES = 10
+
+
+def version_files(source: FigshareSource, version: int, context: FetchContext | RemoteContext) -> list[dict]:
+    """Every file entry of the version, read from its paged file list."""
+    item = f"figshare article {source.article} version {version}"
+    url = f"{figshare_base_url()}/v2/articles/{source.article}/versions/{version}/files"
+    files: list[dict] = []
+    seen: set[object] = set()
+    for page in range(1, MAX_PAGES + 1):
+        batch = context.session.get_json(url, params={"page": page, "page_size": PAGE_SIZE}, use_cache=False)
+        if not isinstance(batch, list) or not all(isinstance(entry, dict) for entry in batch):
+            raise FetchError(f"{item}: page {page} of its file list is not a JSON list of files")
+        new = [entry for entry in batch if (entry.get("id"), entry.get("name")) not in seen]
+        seen |= {(entry.get("id"), entry.get("name")) for entry in new}
+        files += new
+        if len(batch) < PAGE_SIZE or not new:  # the last page, or a host that ignores paging
+            return files
+    raise FetchError(f"{item} lists more than {PAGE_SIZE * MAX_PAGES} files, more than figshare's API pages through")
 
 
 def download_url(entry: dict, source: FigshareSource, version: int) -> str:

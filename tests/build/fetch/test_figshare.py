@@ -19,13 +19,14 @@ IMAGES = make_zip({"fracture/img_001.png": b"\x89PNG fake 1", "normal/img_002.pn
 LABELS = b"file,label\nimg_001.png,fracture\n"
 
 
-def test_unpinned_version_is_resolved_pinned_and_enforced(loopback, monkeypatch, write_manifest, data_dir, lock):
+def test_unpinned_version_is_resolved_pinned_and_enforced(loopback, monkeypatch, write_manifest, data_dir, lock,
+                                                          session):
     monkeypatch.setenv("MMBU_FIGSHARE_URL", loopback.url)
     serve_figshare_article(loopback, 4242, {1: {"old.csv": b"old"}, 2: {"images.zip": IMAGES, "labels.csv": LABELS}})
     manifest = write_manifest("wrist", {"kind": "figshare", "article": 4242})
     assert manifest.source.version is None
 
-    first = fetch_dataset(manifest, data_dir, lock=lock)
+    first = fetch_dataset(manifest, data_dir, lock=lock, session=session)
 
     assert first.status == "fetched", first.error
     assert first.fetched_from == "figshare" and first.resolved == {"version": 2}
@@ -45,23 +46,48 @@ def test_unpinned_version_is_resolved_pinned_and_enforced(loopback, monkeypatch,
                                             3: {"labels.csv": b"file,label\n"}})
     shutil.rmtree(raw)
     loopback.requests.clear()
-    again = fetch_dataset(manifest, data_dir, lock=LockFile(lock.path))
+    again = fetch_dataset(manifest, data_dir, lock=LockFile(lock.path), session=session)
     assert again.status == "fetched", again.error
     assert (raw / "labels.csv").read_bytes() == LABELS
     assert not loopback.requests_to("/v2/articles/4242") and loopback.requests_to("/v2/articles/4242/versions/2")
     assert LockFile(lock.path).resolved_for("wrist", identity) == {"version": 2}
 
 
-def test_a_stated_version_and_file_subset_are_used_as_is(loopback, monkeypatch, write_manifest, data_dir, lock):
+def test_a_stated_version_and_file_subset_are_used_as_is(loopback, monkeypatch, write_manifest, data_dir, lock,
+                                                         session):
     monkeypatch.setenv("MMBU_FIGSHARE_URL", loopback.url)
     serve_figshare_article(loopback, 77, {1: {"images.zip": IMAGES, "labels.csv": LABELS}, 2: {"labels.csv": b"x"}})
     manifest = write_manifest("pinned", {"kind": "figshare", "article": 77, "version": 1, "files": ["labels.csv"]})
-    result = fetch_dataset(manifest, data_dir, lock=lock)
+    result = fetch_dataset(manifest, data_dir, lock=lock, session=session)
     assert result.status == "fetched", result.error
     assert result.resolved == {} and "resolved" not in lock.path.read_text()
     assert (data_dir / "raw" / "pinned" / "labels.csv").read_bytes() == LABELS
     assert not loopback.requests_to("/v2/articles/77")
     assert [r.path for r in loopback.requests if r.path.startswith("/ndownloader/")] == ["/ndownloader/files/7711"]
+
+
+def test_an_article_of_more_files_than_a_record_lists_is_read_page_by_page(loopback, monkeypatch, write_manifest,
+                                                                          data_dir, session):
+    # the version's record lists only its first ten files; the wanted ones lie beyond them
+    monkeypatch.setenv("MMBU_FIGSHARE_URL", loopback.url)
+    parts = {f"part_{n:03d}.csv": f"file,label\nimg_{n}.png,normal\n".encode() for n in range(230)}
+    serve_figshare_article(loopback, 99, {1: parts})
+    manifest = write_manifest("many", {"kind": "figshare", "article": 99, "version": 1,
+                                       "files": ["part_017.csv", "part_229.csv"]})
+
+    result = fetch_dataset(manifest, data_dir, session=session)
+
+    assert result.status == "fetched", result.error
+    raw = data_dir / "raw" / "many"
+    assert (raw / "part_229.csv").read_bytes() == parts["part_229.csv"]
+    assert sorted(p.name for p in raw.glob("*.csv")) == ["part_017.csv", "part_229.csv"]
+    pages = [(r.arg("page"), r.arg("page_size")) for r in loopback.requests_to("/v2/articles/99/versions/1/files")]
+    assert pages == [("1", "100"), ("2", "100"), ("3", "100")]
+
+    everything = fetch_dataset(write_manifest("all", {"kind": "figshare", "article": 99, "version": 1}), data_dir,
+                               session=session)
+    assert everything.status == "fetched", everything.error
+    assert len(list((data_dir / "raw" / "all").glob("*.csv"))) == 230
 
 
 def test_a_corrupted_download_fails_its_md5_and_leaves_nothing(loopback, monkeypatch, write_manifest, data_dir,
