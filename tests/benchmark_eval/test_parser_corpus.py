@@ -85,7 +85,7 @@ def outcomes(cases: list[dict]) -> tuple[Counter, list[str]]:
 # option B's text is "no"), "the second image (A) is more likely to be …" not read, and letters given to "A\nB\nC\nD",
 # "A\nB" (the last line) and to the cut-off "A is". Fifth (IgakuQA, Japanese medical licensing examinations; labelled at
 # 04a3cde, scored once with the rules frozen at f24963b; parts 1-4 read as before): a lower-case letter (the source
-# lower-cases every reply) followed by a reason, a value or a paraphrase of its option rather than the option's exact
+# lower-cases the ChatGPT and GPT-4 replies) followed by a reason, a value or a paraphrase of its option rather than the option's exact
 # text ("c (ﾋﾞﾀﾐﾝb6)", "a. na 154 meq/l", "b (as the question asks …)", "a: ① \"i will …\""), also after an explanation
 # ("… as soon as possible.d: \"how do you understand diabetes?\""), and "c: <option text> が最も可能性が高い" after a
 # refusal; no wrong letter and no letter given to the 55 non-answers.
