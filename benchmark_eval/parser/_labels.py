@@ -55,12 +55,13 @@ _CONNECTOR = re.compile(
     r"^(?:(?:because|since|as|is|was|would|should|seems|appears|fits|matches|best|which|that|due|given|for|"
     r"ist|est|es|car|porque|weil)\b|입니다|이다|です|である|是|为|為)|^[^\sA-Za-z]"
 )
-# A second label joined to the first: "B or C", "(B) and (C)", "B, C", "B/C", "B 和 C".
+# A second label joined to the first: "B or C", "(B) and (C)", "B, C", "B/C", "B 和 C". A second label before a
+# lower-case word is a word ("B, a cell …"), unless that word joins a third label: "A, C and E" names three.
 _WORD_LETTERS = ("A", "I")  # English words as well as labels
 # "B > A > C": an ordering of the options names several of them too.
 _JOINED_LABEL = re.compile(
     r"^\s*(?:[,;/&+、，和或>＞<＜→≥≫]|\b(?i:and|or|und|oder|et|ou|y|o|then)\b)\s*(?:(?i:option|choice)\s+)?[(\[]?([A-Z])"
-    r"(?![A-Za-z])(?!\s+[a-z])"
+    r"(?![A-Za-z])(?!\s+(?!(?i:and|or|und|oder|et|ou|y|o)\s+[(\[]?[A-Z](?![A-Za-z]))[a-z])"
 )
 _LOWER_WITH_TEXT = re.compile(r"^([a-z])\s*[.:]\s*(.+)$", re.DOTALL)
 _LONE_LABEL = re.compile(r"^\s*[(\[]?([A-Z])[)\]]?\s*[.。]?\s*$")

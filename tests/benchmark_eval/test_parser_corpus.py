@@ -83,7 +83,12 @@ def outcomes(cases: list[dict]) -> tuple[Counter, list[str]]:
 # letters given to token salad ("a-a-a-…", "(a) (b) (c) …") and to three letters in a row ("A, b, c"). Fourth
 # (BLINK, options not given by the source): "(B) no" read as a verdict against B (the placeholder options do not say
 # option B's text is "no"), "the second image (A) is more likely to be …" not read, and letters given to "A\nB\nC\nD",
-# "A\nB" (the last line) and to the cut-off "A is".
+# "A\nB" (the last line) and to the cut-off "A is". Fifth (IgakuQA, Japanese medical licensing examinations; labelled at
+# 04a3cde, scored once with the rules frozen at f24963b; parts 1-4 read as before): a lower-case letter (the source
+# lower-cases the ChatGPT and GPT-4 replies) followed by a reason, a value or a paraphrase of its option rather than the option's exact
+# text ("c (ﾋﾞﾀﾐﾝb6)", "a. na 154 meq/l", "b (as the question asks …)", "a: ① \"i will …\""), also after an explanation
+# ("… as soon as possible.d: \"how do you understand diabetes?\""), and "c: <option text> が最も可能性が高い" after a
+# refusal; no wrong letter and no letter given to the 55 non-answers.
 LOCKED_FAILURES = {
     "mmlu-pro/Yi-6b-Chat/11930": "no answer, read J",
     "thoughtsource/gpt-3.5-turbo/med_qa_test_922-none": "A, missed",
@@ -104,6 +109,20 @@ LOCKED_FAILURES = {
     "blink/llava-internlm2-7b/test_Functional_Correspondence_62@Functional Correspondence.json": "no answer, read D",
     "blink/llava-internlm2-7b/val_IQ_Test_69@IQ Test.json": "no answer, read B",
     "blink/llava-internlm2-7b/val_Relative_Depth_47@Relative Depth.json": "no answer, read A",
+    "igakuqa/chatgpt/114B3@114-B_chatgpt.jsonl": "C, missed",
+    "igakuqa/chatgpt/115B32@115-B_chatgpt.jsonl": "C, missed",
+    "igakuqa/gpt4/116E38@116-E_gpt4.jsonl": "C, missed",
+    "igakuqa/gpt4/112A35@112-A_gpt4.jsonl": "B, missed",
+    "igakuqa/gpt4/116D16@116-D_gpt4.jsonl": "C, missed",
+    "igakuqa/translate_chatgpt-en/115E49@115-E_translate_chatgpt-en.jsonl": "D, missed",
+    "igakuqa/translate_chatgpt-en/113D25@113-D_translate_chatgpt-en.jsonl": "C, missed",
+    "igakuqa/translate_chatgpt-en/113D19@113-D_translate_chatgpt-en.jsonl": "A, missed",
+    "igakuqa/translate_chatgpt-en/116D65@116-D_translate_chatgpt-en.jsonl": "A, missed",
+    "igakuqa/translate_chatgpt-en/115A55@115-A_translate_chatgpt-en.jsonl": "B, missed",
+    "igakuqa/translate_chatgpt-en/115F2@115-F_translate_chatgpt-en.jsonl": "B, missed",
+    "igakuqa/translate_chatgpt-en/112C60@112-C_translate_chatgpt-en.jsonl": "A, missed",
+    "igakuqa/translate_chatgpt-en/115E20@115-E_translate_chatgpt-en.jsonl": "A, missed",
+    "igakuqa/translate_chatgpt-en/114F70@114-F_translate_chatgpt-en.jsonl": "A, missed",
 }
 # The one development non-answer the parser still gives a letter to: its conclusion is an existential sentence
 # ("There are 4 members in the family.", option C), not a value stated as what something is; reading such
@@ -130,8 +149,8 @@ DEVELOPMENT_FAILURES = {"zero-shot-cot/text-davinci-002/aqua-224@aqua_zero_shot_
 @pytest.mark.parametrize("split", SPLITS)
 def test_the_aims_hold(split):
     """Development: every failure is a recorded one and the aims hold. Locked: the failures are exactly those
-    measured when it was scored (the aims of 0 invented, and of 97 % read on the third and fourth parts alone and on
-    all parts together, are not met there; RESULTS.md says so)."""
+    measured when it was scored (the aims of 0 invented, and of 97 % read on the third, fourth and fifth parts alone
+    and on all parts together, are not met there; RESULTS.md says so)."""
     counts, failures = outcomes([c for c in CASES if c["split"] == split])
     detail = "\n".join(failures)
     found = {line.split(": ")[0]: line.split(": ")[1].split(" by ")[0].split(" (")[0] for line in failures}
@@ -150,6 +169,6 @@ def test_the_corpus_covers_every_rule_and_language():
                  "stated_text", "concluded_text"):
         assert rules[rule], rule
     languages = Counter(case["language"] for case in CASES)
-    assert {"en", "zh", "de", "ko"} <= set(languages)
+    assert {"en", "zh", "de", "ko", "ja"} <= set(languages)
     assert {c["split"] for c in CASES} == set(SPLITS)
     assert sum(c["reasoning"] is not None for c in CASES) >= 10  # replies of a reasoning family

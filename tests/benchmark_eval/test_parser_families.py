@@ -110,6 +110,10 @@ READ = {
         (r"\boxed{4/3}", ANGLES, "C"),
         (r"The correct answer is **(C).** … so the angle is $\boxed{110^\circ}$.", ANGLES, "C"),  # a value, no option
     ],
+    "letter_then_a_lower_case_word": [  # "C and E" joins labels; "B, a cell and …" is one label and words
+        ("B, a promyelocyte and not a monocyte.", CELLS, "B"),
+        ("The answer is D, a band neutrophil and no other cell.", CELLS, "D"),
+    ],
     "lower_case_letter_with_text": [
         ("answer: b. promyelocyte", CELLS, "B"),
         ("(b) promyelocyte", CELLS, "B"),
@@ -160,6 +164,8 @@ UNPARSEABLE = {
     "several_letters_in_one_answer": [
         (r"\boxed{A, C}", CELLS), (r"\boxed{AC}", CELLS), ("【答案】AC <eoa>", CELLS), ("【答案】A、B、C、D <eoa>", CELLS),
         ("The answer is (A) and (B).", CELLS), ("Answer: B, D", CELLS), ("The answer is A or C.", CELLS),
+        # three letters, the last two joined by a word: "C and" is no label followed by a word ("B, a cell …")
+        ("A, C and E", CELLS), ("The answer is A, C and E.", CELLS), ("Answer: B, D or E", CELLS),
         *[pytest.param(p.values[0], p.values[1], id=p.id) for p in real("gaokao/gpt-4-0314/Physics-3",
                                                                            "gaokao/gpt-4-0314/History-38")],
     ],
