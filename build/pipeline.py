@@ -28,7 +28,7 @@ from mmbu.core.exclusions import EXCLUSION_COLUMNS
 from mmbu.core.files import write_json_atomic, write_text_atomic
 from mmbu.core.version import toolkit_version
 from mmbu.curation.composition import LoadedComposition, load_composition
-from mmbu.curation.http import PoliteSession
+from mmbu.curation.http import configured_session
 from mmbu.curation.manifest import DatasetManifest
 from mmbu.curation.manifest.validate import ValidationReport, validate_files
 
@@ -188,7 +188,7 @@ def _run_build(config: BuildConfig, progress: Callable[[str, int, int], None] | 
     lock = lock_for(config)
     plan = plan or plan_build(config, manifests)
     blocked = {d.dataset_id: d.error or "" for d in plan.blocked}
-    session = PoliteSession()
+    session = configured_session()  # $MMBU_HTTP_POLICIES, as `mmbu fetch` reads it
     composition, profile = config.composition.composition, config.profile_name
     report.composition = config.composition.stamp(profile)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 import threading
 import time
@@ -130,6 +131,25 @@ def load_policies(path: Path) -> tuple[dict[str, HostPolicy], HostPolicy]:
         else:
             policies[str(host)] = policy
     return policies, default
+
+
+POLICIES_ENV = "MMBU_HTTP_POLICIES"
+
+
+def configured_policies(path: Path | None = None) -> tuple[dict[str, HostPolicy] | None, HostPolicy | None]:
+    """The host policies of `path`, else of the file `$MMBU_HTTP_POLICIES` names (so that `mmbu build`, which
+    fetches too, is tuned like `mmbu fetch --http-policies`), else `(None, None)`: the built-in defaults.
+    Raises ValueError naming the file and the field."""
+    path = path or (Path(os.environ[POLICIES_ENV]) if os.environ.get(POLICIES_ENV) else None)
+    if path is None:
+        return None, None
+    return load_policies(path)
+
+
+def configured_session(path: Path | None = None, **options: Any) -> "PoliteSession":
+    """A `PoliteSession` with `configured_policies(path)`."""
+    policies, default = configured_policies(path)
+    return PoliteSession(policies, **({"default_policy": default} if default else {}), **options)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -21,6 +21,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="mmbu-test-hf-datasets-")
 atexit.register(shutil.rmtree, os.environ["HF_DATASETS_CACHE"], ignore_errors=True)
 
+# Loopback hosts need no 1 request/s politeness: every session the toolkit builds by itself (`mmbu build`, `mmbu fetch`,
+# `fetch_dataset` without a session), in this process and in the `mmbu` processes tests start, reads this file.
+os.environ["MMBU_HTTP_POLICIES"] = str(Path(__file__).parent / "support" / "fast_http_policies.yaml")
+
 # Never let a test reach a real service or a user's credentials.
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ["NO_PROXY"] = "127.0.0.1,localhost"

@@ -16,7 +16,7 @@ from mmbu.core.cli import ExitCode, InvalidInput
 from mmbu.core.interrupt import on_interrupt
 from mmbu.core.progress import is_live, output_console
 from mmbu.curation.catalogue.composition import composition_lines
-from mmbu.curation.http import PoliteSession, load_policies
+from mmbu.curation.http import PoliteSession, configured_policies
 
 
 def _manifest_paths(manifests: Path) -> list[Path]:
@@ -53,7 +53,9 @@ def _describe(result: FetchResult) -> str:
               help="JSON-lines report, one line per dataset. [default: DATA/reports/fetch-report.jsonl]")
 @click.option("--only", multiple=True, metavar="ID", help="Fetch only these dataset ids (repeatable).")
 @click.option("--http-policies", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help='YAML {host: {requests_per_second: .., max_attempts: ..}}; host "*" sets the default.')
+              envvar="MMBU_HTTP_POLICIES",
+              help='YAML {host: {requests_per_second: .., max_attempts: ..}}; host "*" sets the default. '
+                   '[env MMBU_HTTP_POLICIES]')
 @click.option("--dry-run", is_flag=True,
               help="Print the plan only (datasets, hosts, bytes to download, free disk needed, what is already "
                    "fetched) and the rows each composition profile yields; exit 1 when a dataset cannot be fetched "
@@ -79,12 +81,10 @@ def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path 
         lock = LockFile(lock_path)
     except LockError as exc:
         raise InvalidInput(str(exc)) from None
-    policies, default_policy = None, None
-    if http_policies:
-        try:
-            policies, default_policy = load_policies(http_policies)
-        except ValueError as exc:
-            raise InvalidInput(str(exc)) from None
+    try:
+        policies, default_policy = configured_policies(http_policies)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
     session = PoliteSession(policies, **({"default_policy": default_policy} if default_policy else {}))
     mirror = mirror if mirror and str(mirror) else None
     report_path = report_path or data_dir / "reports" / "fetch-report.jsonl"

@@ -43,7 +43,7 @@ from mmbu.build.fetch.sources.context import tree_file_sizes
 from mmbu.build.fetch.sources.local import fetch_mirror
 from mmbu.core.files import DIR_MODE, replace_folder, write_text_atomic
 from mmbu.core.version import toolkit_version
-from mmbu.curation.http import HttpError, PoliteSession
+from mmbu.curation.http import HttpError, PoliteSession, configured_session
 from mmbu.curation.manifest import DatasetManifest, ManifestError, load_manifest
 
 
@@ -197,7 +197,7 @@ def fetch_dataset(
     staging = Path(tempfile.mkdtemp(prefix=f".{manifest.id}.staging-", dir=raw_dir.parent))
     staging.chmod(DIR_MODE)  # mkdtemp makes it private; raw/<id>/ should read like any folder
     context = FetchContext(
-        dataset_id=manifest.id, licence=manifest.license, session=session or PoliteSession(),
+        dataset_id=manifest.id, licence=manifest.license, session=session or configured_session(),
         staging=staging, downloads=data_dir / "downloads" / manifest.id, data_dir=data_dir,
         repo_root=Path(repo_root or Path.cwd()), pins=pins, progress=progress or NoProgress(), pinned=pinned,
     )
@@ -276,7 +276,7 @@ def fetch_all(
     `blocked` maps dataset ids the fetch plan found unfetchable (host unreachable) to the cause: they fail at
     once with it, without a request.
     """
-    session = session or PoliteSession()
+    session = session or configured_session()
     results = []
     for path in manifest_paths:
         result = fetch_manifest_file(path, data_dir, blocked=blocked, mirror=mirror, lock=lock, session=session,

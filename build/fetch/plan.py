@@ -111,8 +111,12 @@ class FetchPlan(BaseModel):
 
 def probing_session(policies: dict[str, HostPolicy] | None = None,
                     default_policy: HostPolicy | None = None) -> PoliteSession:
-    """A session like the fetch's (same rate caps) but with few attempts and short timeouts."""
-    from mmbu.curation.http import DEFAULT_POLICIES, DEFAULT_POLICY
+    """A session like the fetch's (same rate caps; without policies, those `$MMBU_HTTP_POLICIES` names) but with few
+    attempts and short timeouts."""
+    from mmbu.curation.http import DEFAULT_POLICIES, DEFAULT_POLICY, configured_policies
+
+    if policies is None and default_policy is None:
+        policies, default_policy = configured_policies()
 
     def quick(policy: HostPolicy) -> HostPolicy:
         return policy.model_copy(update={k: min(getattr(policy, k), v) for k, v in PROBE_LIMITS.items()})

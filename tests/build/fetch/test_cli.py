@@ -9,8 +9,9 @@ import sys
 import yaml
 from click.testing import CliRunner
 from support.fetch_hosts import make_zip, serve_zenodo_record
-from support.loopback import file_with_range
+from support.loopback import Reply, Request, file_with_range
 
+from mmbu.build.fetch import fetch_dataset
 from mmbu.cli import cli
 
 FAST_POLICIES = {"*": {"requests_per_second": 1000, "burst": 100, "backoff_base": 0.01, "backoff_max": 0.02,
@@ -65,6 +66,43 @@ def test_all_good_exits_0_and_a_rerun_is_a_no_op(loopback, monkeypatch, tmp_path
     assert second.exit_code == 0 and "already complete" in second.output
     assert len(loopback.requests) == seen
     assert json.loads((tmp_path / "r.jsonl").read_text())["status"] == "up_to_date"
+
+
+def test_mmbu_http_policies_names_the_policies_of_every_session_the_toolkit_builds(
+        loopback, monkeypatch, tmp_path, write_manifest, manifests_dir, data_dir):
+    # a host that fails once: the fast test policy retries it; a file allowing one attempt makes the fetch fail
+    def flaky() -> None:  # each run meets a fresh host that fails its first download (the plan's size probe aside)
+        served = file_with_range(b"x,y\n")
+        downloads = []
+
+        def answer(request: Request) -> Reply:
+            if request.headers.get("range") == "bytes=0-0":
+                return served(request)
+            downloads.append(request)
+            return Reply(503, b"busy") if len(downloads) == 1 else served(request)
+
+        loopback.add("GET", "/files/labels.csv", answer)
+
+    flaky()
+    manifest = write_manifest("flaky", {"kind": "url", "files": [{"url": f"{loopback.url}/files/labels.csv"}]})
+    one_attempt = tmp_path / "one.yaml"
+    one_attempt.write_text(yaml.safe_dump({"*": {**FAST_POLICIES["*"], "max_attempts": 1}}))
+    monkeypatch.setenv("MMBU_HTTP_POLICIES", str(one_attempt))
+
+    failed = fetch_dataset(manifest, data_dir)
+    assert failed.status == "error" and "HTTP 503" in failed.error
+
+    args = ["fetch", "--manifests", str(manifests_dir), "--data", str(data_dir)]
+    flaky()
+    assert CliRunner().invoke(cli, args).exit_code == 1
+    flaky()
+    assert CliRunner().invoke(cli, args, env={"MMBU_HTTP_POLICIES": str(policies_file(tmp_path))}).exit_code == 0
+    assert (data_dir / "raw" / "flaky" / "labels.csv").read_bytes() == b"x,y\n"
+
+    (tmp_path / "bad.yaml").write_text("'*': {requests_per_second: -1}\n")
+    bad = CliRunner().invoke(cli, args, env={"MMBU_HTTP_POLICIES": str(tmp_path / "bad.yaml")})
+    assert bad.exit_code == 2
+    assert f"{tmp_path / 'bad.yaml'}: host *: field requests_per_second" in bad.output
 
 
 def test_unreadable_manifests_dir_is_exit_2(tmp_path):
