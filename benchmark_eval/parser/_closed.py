@@ -141,6 +141,8 @@ _MAX_COMMITMENTS = 256     # the last commitments of a reply are read (a reply r
 _WINDOW, _OVERLAP = 16384, 256  # search windows from a line's end; markers are far shorter than the overlap
 _LIST_ITEM = re.compile(r"^[ \t]*(?:\d+[.)]|[-*•])[ \t]+(.+)$", re.MULTILINE)
 _LINE_LABEL = re.compile(r"^[ \t*]*[(\[]?([A-Z])[)\].:][ \t]", re.MULTILINE)
+# a line that is a letter alone, either case ("b", "(C)", "**D.**"): two such lines with different letters are two answers
+_LONE_LINE = re.compile(r"^[\s*_#>]*[(\[]?([A-Za-z])[)\].:]?[\s*_]*$")
 _LONE_LABEL_ITEM = re.compile(r"^[\s*_]*[(\[]?[A-Z][)\].:]?[\s*_]*$")
 _NON_SPACE = re.compile(r"\S")
 # A tag whose body is a number (with units or math) names no option: it is a computed value, not a withdrawal.
@@ -174,6 +176,7 @@ class _Scan:
     other_line_labels: frozenset[str] = frozenset()  # letters starting later lines ("B. …")
     list_items: tuple[str, ...] = ()
     single_line: bool = False
+    lone_line_labels: frozenset[str] = frozenset()  # letters standing alone on their lines ("b\ne", "A\nB\nC\nD")
 
 
 class _Lines:
@@ -368,9 +371,10 @@ def _copulas(lines: _Lines) -> list[_Commitment]:
     return found
 
 
-def _last_line(lines: list[str], other_line_labels: frozenset[str]) -> list[_Commitment]:
-    """A label alone on the last line, after prose (not after a list of options)."""
-    if len(lines) < 2 or other_line_labels or _BULLET.match(lines[-1][1]):
+def _last_line(lines: list[str], other_line_labels: frozenset[str], lone: frozenset[str]) -> list[_Commitment]:
+    """A label alone on the last line, after prose (not after a list of options, nor after other lone labels:
+    "A\nB\nC\nD" names every option, not D)."""
+    if len(lines) < 2 or other_line_labels or len(lone) > 1 or _BULLET.match(lines[-1][1]):
         return []  # "*   **A)" is a list cut off, not an answer
     last = clean_candidate(lines[-1][1])
     if re.fullmatch(r"(?:(?i:option|choice|选项|選項)\s*)?[(\[]?[A-Z][)\]]?[.。]?", last):
@@ -378,14 +382,25 @@ def _last_line(lines: list[str], other_line_labels: frozenset[str]) -> list[_Com
     return []
 
 
+# A chat template's end-of-turn token: what a model writes after it (a user turn and an answer it invented, "c<|end|>
+# <|user|>問題: … a<|end|>") is no part of its reply.
+_END_OF_TURN = re.compile(r"<\|(?:end|im_end|eot_id|eom_id|endoftext|END_RESPONSE)\|>|<end_of_turn>|</s>")
+
+
+def _first_turn(text: str) -> str:
+    end = _END_OF_TURN.search(text)
+    return text[: end.start()] if end and text[end.end():].strip() else text
+
+
 @lru_cache(maxsize=1 << 16)
 def _scan(output: str, markers: ReasoningMarkers) -> _Scan:
     """Everything about a reply that does not depend on the options, once per distinct reply."""
-    text = plain_markup(strip_reasoning(output, markers))
+    text = plain_markup(_first_turn(strip_reasoning(output, markers)))
     if not text.strip():
         return _Scan(empty=True)
     lines = [(m.start(), m.group()) for m in re.finditer(r"[^\n]+", text) if not _SEPARATOR.match(m.group())]
     other_labels = frozenset(m.group(1) for m in _LINE_LABEL.finditer("\n".join(line for _, line in lines[1:])))
+    lone = frozenset(m.group(1).upper() for _, line in lines if (m := _LONE_LINE.match(clean_candidate(line))))
     low = text.lower() if len(text.lower()) == len(text) else text  # a few letters lengthen when lower-cased
     starts = [0] + [m.end() for m in re.finditer("\n", text)]
     hot = _hot_lines(low, starts, STEMS)
@@ -396,7 +411,7 @@ def _scan(output: str, markers: ReasoningMarkers) -> _Scan:
     fields = [c for c in _fields(indexed, hot) if not any(start < c.position < end for start, end in objects)]
     commitments = (json_found + fields + _tags(text) + _phrases(indexed, hot)
                    + _labels_first(text, verdict_lines) + _joined_verdicts(text, verdict_lines) + _copulas(indexed)
-                   + _last_line(lines, other_labels)
+                   + _last_line(lines, other_labels, lone)
                    + [_Commitment(m.start(1), "retraction", m.group(1))
                       for m in _in_spans(_RETRACTION, text, [(0, len(text))])])
     commitments.sort(key=lambda c: (c.position, _EXPLICITNESS[c.rule]))
@@ -410,6 +425,7 @@ def _scan(output: str, markers: ReasoningMarkers) -> _Scan:
         other_line_labels=other_labels,
         list_items=tuple(m.group(1) for m in _LIST_ITEM.finditer(text)),
         single_line=len(lines) == 1,
+        lone_line_labels=lone,
     )
 
 
@@ -504,6 +520,8 @@ def _whole_response(scan: _Scan, options: tuple[str, ...]) -> Resolution | None:
     resolution = resolve_candidate(scan.first_line, options)
     if not resolution.names_something:
         return None
+    if resolution.form == "label" and len(scan.lone_line_labels) > 1:
+        return Resolution(None, "multiple_labels")  # "b\ne": a letter a line, two answers
     if resolution.label is not None:
         # "A. Monocyte\nB. Promyelocyte…": the options read back, not an answer.
         if scan.other_line_labels & (set(option_labels(len(options))) - {resolution.label}):
@@ -560,8 +578,28 @@ def parse_closed_answer(output: str | None, options: Sequence[str],
                 return _finish(rule, Resolution(None, "retracted"))
             if resolution.label is None and rule == "response" and (concluded := _concluded(scan, options)):
                 return concluded  # "A) …: not … B) …: not … The most likely mechanism is X.": a review, then its verdict
+            if rule == "response" and resolution.label is not None and _judged_other(scan.text, options, resolution.label):
+                return _finish(rule, Resolution(None, "letter_value_conflict"))
             return _finish(rule, resolution)
     return _concluded(scan, options) or ClosedParse(None, f"{UNPARSEABLE}:no_answer")
+
+
+# "副腎皮質ステロイドが適切な治療法として考えられる": an option's text judged the appropriate / correct / most likely one.
+_JA_JUDGED = re.compile(r"^(?:が|は)(?:最も)?(?:適切|正しい|正解|妥当|可能性が高い)")
+
+
+def _judged_other(text: str, options: tuple[str, ...], label: str) -> bool:
+    """Whether, after the first line that named `label`, the reply judges another option (by its exact text) the
+    right one in Japanese: "c: 抗ウイルス薬\n\n…副腎皮質ステロイドが適切な治療法…" names c and concludes on e."""
+    rest = text.split("\n", 1)[1] if "\n" in text else ""
+    chosen = option_labels(len(options)).index(label)
+    for i, option in enumerate(options):
+        option = option.strip().rstrip("。")
+        if i == chosen or len(option) < 2:
+            continue
+        if any(_JA_JUDGED.match(rest[m.end():]) for m in re.finditer(re.escape(option), rest)):
+            return True
+    return False
 
 
 def _concluded(scan: _Scan, options: tuple[str, ...]) -> ClosedParse | None:

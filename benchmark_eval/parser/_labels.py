@@ -64,6 +64,13 @@ _JOINED_LABEL = re.compile(
     r"(?![A-Za-z])(?!\s+(?!(?i:and|or|und|oder|et|ou|y|o)\s+[(\[]?[A-Z](?![A-Za-z]))[a-z])"
 )
 _LOWER_WITH_TEXT = re.compile(r"^([a-z])\s*[.:]\s*(.+)$", re.DOTALL)
+# Lower-case labels (Japanese exams label options a-e; many harnesses lower-case replies): "c: Presence of diabetic
+# retinopathy" (the option translated), "b: ACTH（副腎皮質刺激ホルモン）" (a gloss), "c（糖尿病性腎症）", "cです". The letter
+# must be closed by ":" / "." (not "e.g.", "i.e."), a bracket, or Japanese text, so the article "a" opens nothing.
+_LOWER_JOINED = re.compile(r"^\s*(?:[,;/&+、，和或]|と|や|及び|および|または|か|\b(?:and|or)\b)\s*[(\[（]?([a-zA-Z])(?![A-Za-z])")
+_LOWER_LABEL_THEN = re.compile(
+    r"^([a-z])(?:\s*[:：]\s*|\.\s+(?![a-z]\.)|\s*(?=[(（])|(?=です|である|が正解|[\u3040-\u30ff\u4e00-\u9fff]))(.+)$", re.DOTALL
+)
 _LONE_LABEL = re.compile(r"^\s*[(\[]?([A-Z])[)\]]?\s*[.。]?\s*$")
 # After an option's label and text, a verdict against it: the reply is going through the options.
 _VERDICT_AGAINST = re.compile(
@@ -170,6 +177,11 @@ def resolve_candidate(candidate: str, options: Sequence[str], *, field: bool = F
     if match := _LETTER_WITH_TEXT.match(text):
         letter = next(g for g in match.groups()[:3] if g).upper()
         return _with_text(letter, match.group(4), options, labels)
+    if match := _LOWER_LABEL_THEN.match(text):
+        joined = _LOWER_JOINED.match(match.group(2))
+        if joined and joined.group(1).upper() in labels and joined.group(1).upper() != match.group(1).upper():
+            return Resolution(None, "multiple_labels")  # "bとc", "a, d": two answers
+        return _with_text(match.group(1).upper(), match.group(2), options, labels)
     if match := _LEADING_LETTER.match(text):
         return _leading(match.group(1), match.group(2), labels)
     if match := _LETTER_THEN.match(text):
@@ -185,8 +197,28 @@ def resolve_candidate(candidate: str, options: Sequence[str], *, field: bool = F
                 return Resolution(None, "conflicting_text")
             return Resolution(letter, "label")
     if field:
+        if (topic := _option_as_topic(text, options)) is not None:
+            return Resolution(topic, "option_text_as_topic")
         return _inner_label(text, labels)
     return Resolution(None, "no_label")
+
+
+_TOPIC_PARTICLE = re.compile(r"^(?:は|が|の|を|、|,)")
+
+
+def _option_as_topic(text: str, options: Sequence[str]) -> str | None:
+    """The option an answer field's words open with as their topic ("答え: 無気肺は、…", "答え: FSHの値が…"): its exact
+    text, then a Japanese particle, and no other option's text in the rest. Otherwise the field names nothing."""
+    labels = option_labels(len(options))
+    opening = [i for i, option in enumerate(options)
+               if len(option.strip()) >= 2 and text.startswith(option.strip()) and _TOPIC_PARTICLE.match(text[len(option.strip()):])]
+    if len(opening) != 1:
+        return None
+    chosen = opening[0]
+    rest = text[len(options[chosen].strip()):]
+    if any(option.strip() and option.strip() in rest for i, option in enumerate(options) if i != chosen):
+        return None
+    return labels[chosen]
 
 
 def _connected(letter: str, rest: str) -> bool:

@@ -89,6 +89,11 @@ def outcomes(cases: list[dict]) -> tuple[Counter, list[str]]:
 # text ("c (ﾋﾞﾀﾐﾝb6)", "a. na 154 meq/l", "b (as the question asks …)", "a: ① \"i will …\""), also after an explanation
 # ("… as soon as possible.d: \"how do you understand diabetes?\""), and "c: <option text> が最も可能性が高い" after a
 # refusal; no wrong letter and no letter given to the 55 non-answers.
+# Sixth (Korean examinations, hsr87/evaluate-llm-on-korean-dataset; labelled at 6587635, scored once with the rules frozen
+# at ab9319e): no failure (65/65 read, 0 wrong, 0/11). Parts 1-5 re-scored with those rules: ten of the fifth part's misses
+# are read now ("c (ﾋﾞﾀﾐﾝb6)", "a. na 154 meq/l", …) and the fourth part's "A\nB\nC\nD" and "A\nB" get no letter; the
+# fifth part's translated-ChatGPT "b (… brinkman's index would be 450 (15 x 30))." is now given B although the value it
+# concludes on is option E's (the lower-case letter with a reason is read; the value check does not cover a first line).
 LOCKED_FAILURES = {
     "mmlu-pro/Yi-6b-Chat/11930": "no answer, read J",
     "thoughtsource/gpt-3.5-turbo/med_qa_test_922-none": "A, missed",
@@ -106,23 +111,12 @@ LOCKED_FAILURES = {
     "blink/QwenVLMax/test_Spatial_Relation_123@Spatial Relation.json": "B, missed",
     "blink/flamingov2/test_Spatial_Relation_129@Spatial Relation.json": "B, missed",
     "blink/instructblip_13b/val_Spatial_Relation_1@Spatial Relation.json": "B, missed",
-    "blink/llava-internlm2-7b/test_Functional_Correspondence_62@Functional Correspondence.json": "no answer, read D",
-    "blink/llava-internlm2-7b/val_IQ_Test_69@IQ Test.json": "no answer, read B",
     "blink/llava-internlm2-7b/val_Relative_Depth_47@Relative Depth.json": "no answer, read A",
-    "igakuqa/chatgpt/114B3@114-B_chatgpt.jsonl": "C, missed",
-    "igakuqa/chatgpt/115B32@115-B_chatgpt.jsonl": "C, missed",
     "igakuqa/gpt4/116E38@116-E_gpt4.jsonl": "C, missed",
     "igakuqa/gpt4/112A35@112-A_gpt4.jsonl": "B, missed",
     "igakuqa/gpt4/116D16@116-D_gpt4.jsonl": "C, missed",
     "igakuqa/translate_chatgpt-en/115E49@115-E_translate_chatgpt-en.jsonl": "D, missed",
-    "igakuqa/translate_chatgpt-en/113D25@113-D_translate_chatgpt-en.jsonl": "C, missed",
-    "igakuqa/translate_chatgpt-en/113D19@113-D_translate_chatgpt-en.jsonl": "A, missed",
-    "igakuqa/translate_chatgpt-en/116D65@116-D_translate_chatgpt-en.jsonl": "A, missed",
-    "igakuqa/translate_chatgpt-en/115A55@115-A_translate_chatgpt-en.jsonl": "B, missed",
-    "igakuqa/translate_chatgpt-en/115F2@115-F_translate_chatgpt-en.jsonl": "B, missed",
-    "igakuqa/translate_chatgpt-en/112C60@112-C_translate_chatgpt-en.jsonl": "A, missed",
-    "igakuqa/translate_chatgpt-en/115E20@115-E_translate_chatgpt-en.jsonl": "A, missed",
-    "igakuqa/translate_chatgpt-en/114F70@114-F_translate_chatgpt-en.jsonl": "A, missed",
+    "igakuqa/translate_chatgpt-en/113C60@113-C_translate_chatgpt-en.jsonl": "no answer, read B",
 }
 # The one development non-answer the parser still gives a letter to: its conclusion is an existential sentence
 # ("There are 4 members in the family.", option C), not a value stated as what something is; reading such
@@ -131,6 +125,11 @@ LOCKED_FAILURES = {
 # "Split by source", step 8) that those rules do not read: a range with words after it ("is 11-15 years old"), "5π cm"
 # for "5πcm", "1 and 4" for "1 & 4", a bolded letter after "=", a value named beside another option's, answer fields
 # that state a value, and a letter whose derivation ends on a value that is no option.
+# The sixth round's development replies (aki-wada/IgakuQA-evaluation, PROVENANCE "Split by source" step 10) the new
+# rules do not read: "答え:" (answer) followed by an explanation that opens with the option's text but also names
+# another option ("乳頭浮腫を伴う脳浮腫は、急性大動脈解離や…"), with the option's text shortened ("尿沈渣で赤血球円柱は" for
+# "…円柱＋"), or that names the option only mid-sentence.
+IQE = "igakuqa-evaluation/liquid/lfm2.5-1.2b/"
 DEVELOPMENT_FAILURES = {"zero-shot-cot/text-davinci-002/aqua-224@aqua_zero_shot_cot.log": "no answer, read D",
                         "mathvista/llama_adapter_v2/829@output_llama_adapter_v2.json": "C, missed",
                         "mathvista/bard/634@output_bard.json": "B, missed",
@@ -143,14 +142,17 @@ DEVELOPMENT_FAILURES = {"zero-shot-cot/text-davinci-002/aqua-224@aqua_zero_shot_
                         "mathvista/minigpt4/285@output_minigpt4_llama2.json": "A, missed",
                         "mathvista/minigpt4/643@output_minigpt4_llama2.json": "B, missed",
                         "mathvista/mplugowl/670@output_mplugowl_7b_ft.json": "A, missed",
-                        "mathvista/mplugowl/704@output_mplugowl_7b_ft.json": "A, missed"}
+                        "mathvista/mplugowl/704@output_mplugowl_7b_ft.json": "A, missed",
+                        IQE + "chain_of_thought/116A12@prompt_comparison_liquid_lfm2.5-1.2b_2022_A.json": "C, missed",
+                        IQE + "chain_of_thought/116A30@prompt_comparison_liquid_lfm2.5-1.2b_2022_A.json": "C, missed",
+                        IQE + "chain_of_thought/116A57@prompt_comparison_liquid_lfm2.5-1.2b_2022_A.json": "C, missed"}
 
 
 @pytest.mark.parametrize("split", SPLITS)
 def test_the_aims_hold(split):
     """Development: every failure is a recorded one and the aims hold. Locked: the failures are exactly those
-    measured when it was scored (the aims of 0 invented, and of 97 % read on the third, fourth and fifth parts alone
-    and on all parts together, are not met there; RESULTS.md says so)."""
+    measured when it was scored (the aims of 0 invented, and of 97 % read on the third, fourth and fifth parts alone and on
+    all parts together, are not met there; RESULTS.md says so)."""
     counts, failures = outcomes([c for c in CASES if c["split"] == split])
     detail = "\n".join(failures)
     found = {line.split(": ")[0]: line.split(": ")[1].split(" by ")[0].split(" (")[0] for line in failures}

@@ -48,7 +48,35 @@ NOT_CONCLUDED = (MR + "usmle-944-", MR + "medmcqa-406dfa1b-", MR + "medmcqa-8b9b
 TREATMENTS = ["Ampicillin and gentamicin", "Ciprofloxacin", "Obtain a radiograph", "Ceftriaxone and doxycycline"]
 HEPATITIS = ["Interferon alone", "Sofosbuvir", "Liver transplant", "Observation"]
 
+# the sixth round (aki-wada/IgakuQA-evaluation): local models on the Japanese licensing examination, options a-e
+IQE = "igakuqa-evaluation/"
+LFM = IQE + "liquid/lfm2.5-1.2b/"
+LOWER_WITH_REASON = (IQE + "aaditya.llama3-openbiollm-70b/baseline/116A16@", IQE + "aaditya.llama3-openbiollm-70b/baseline/116A41@",
+                     LFM + "japanese_medical/116A43@", LFM + "japanese_medical/116A44@", LFM + "japanese_medical/116A35@",
+                     LFM + "japanese_medical/116A62@", LFM + "chain_of_thought/116A5@")
+TOPIC_OF_THE_FIELD = (LFM + "chain_of_thought/116A20@", LFM + "chain_of_thought/116A43@", LFM + "chain_of_thought/116A44@",
+                      LFM + "baseline/116A44@")
+LONE_LETTERS = (IQE + "liquid/lfm2-24b-a2b/chain_of_thought/116A51@", LFM + "japanese_medical/116A26@")
+VITAMINS = ["Thiamine", "Riboflavin", "Pyridoxine", "Cobalamin"]
+FLUIDS = ["Na 154 mEq/L, Cl 154 mEq/L", "5% glucose", "Na 84 mEq/L, K 20 mEq/L", "Na 30 mEq/L, Cl 20 mEq/L"]
+LUNGS = ["肺炎", "肺水腫", "無気肺", "肺胞出血"]
+
 READ = {
+    "lower_case_letter_with_a_reason_value_or_paraphrase": [
+        ("c (vitamin b6)", VITAMINS, "C"), ("a. na 154 meq/l", FLUIDS, "A"),
+        ("b (as the question asks for the first step)", VITAMINS, "B"), ("c: pyridoxine, i.e. vitamin b6", VITAMINS, "C"),
+        ("答え: c（無気肺）", LUNGS, "C"), ("正解はcです。", LUNGS, "C"), ("d: Alveolar haemorrhage", LUNGS, "D"),
+        *real(*LOWER_WITH_REASON),
+    ],
+    "option_text_as_the_topic_of_the_answer_field": [
+        ("c: 無気肺\n答え: 無気肺は、術後に多い。", LUNGS, "C"), ("答え: 肺水腫の所見である。", LUNGS, "B"),
+        *real(*TOPIC_OF_THE_FIELD),
+    ],
+    "reply_ends_at_an_end_of_turn_token": [
+        ("c<|end|><|user|>Question: which is it?\na: x\nb: y<|end|><|assistant|>a<|end|>", LUNGS, "C"),
+        ("B<|im_end|>\n<|im_start|>user\nAnd the next one? A", CELLS, "B"),
+        *real(IQE + "microsoft/phi-4-reasoning-plus/japanese_medical/116A5@"),
+    ],
     "option_text_concluded_among_discussed_options": [
         ("Ampicillin and gentamicin would not cover chlamydia. Ciprofloxacin is not first line here.\n\n"
          "Therefore, the most appropriate treatment is ceftriaxone and doxycycline.", TREATMENTS, "D"),
@@ -214,6 +242,20 @@ UNPARSEABLE = {
         ("选项：\n(A) 30°\n(B) 45°", ANGLES),
         ("选项(B)不正确", ANGLES),
     ],
+    "lower_case_letter_then_a_second_letter_or_another_option": [
+        ("bとc", LUNGS), ("答え: aとd", LUNGS), ("b, c\n\n正しい答えはbとcです。", LUNGS), ("c (thiamine)", VITAMINS),
+        ("a: 肺炎\n\nこの所見では無気肺が最も可能性が高い。", LUNGS),
+        *[pytest.param(p.values[0], p.values[1], id=p.id) for p in real(LFM + "baseline/116A41@",
+                                                                           LFM + "japanese_medical/116A48@")],
+    ],
+    "lower_case_words_that_are_no_label": [
+        ("e.g. a cell with a round nucleus", CELLS), ("a cell with a round nucleus", CELLS), ("i.e. not sure", CELLS),
+        ("答え: 無気肺は、肺炎と区別しにくい。", LUNGS),  # the topic's sentence names a second option
+    ],
+    "lone_letters_one_a_line": [
+        ("A\nB\nC\nD", CELLS), ("A\nB", CELLS), ("b\ne", CELLS), ("The options are\nA\nB", CELLS),
+        *[pytest.param(p.values[0], p.values[1], id=p.id) for p in real(*LONE_LETTERS)],
+    ],
     "refusal_that_starts_with_an_option_text": [
         ("No, I cannot tell from the image.", YES_NO), ("Yes, I can help with that.", YES_NO),
     ],
@@ -231,5 +273,6 @@ def test_families_that_stay_unparseable(reply, options):
 def test_the_real_instances_are_labelled_as_the_tests_expect():
     """The corpus labels agree with the families they are quoted for (no test rests on a mislabelled case)."""
     for prefix in ("mathvista/bard/94@", "mathvista/mplugowl/256@", "gaokao/gpt-4-0314/Physics-3",
-                   "gaokao/gpt-4-0314/History-38", *CONCLUDED_BEFORE, *NOT_CONCLUDED, *SEVERAL_BRACKETED):
+                   "gaokao/gpt-4-0314/History-38", *CONCLUDED_BEFORE, *NOT_CONCLUDED, *SEVERAL_BRACKETED,
+                   *LONE_LETTERS, LFM + "baseline/116A41@", LFM + "japanese_medical/116A48@"):
         assert (CASES.get(prefix) or next(c for k, c in CASES.items() if k.startswith(prefix)))["label"] is None
