@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from mmbu.curation.manifest.layout_base import DatasetPath
 from mmbu.curation.manifest.templates import PathTemplate
 
-FOLDER_FIELDS = frozenset({"root", "image_root", "volumes_root"})  # yolo's `labels` too (a folder of .txt files)
+FOLDER_FIELDS = frozenset({"root", "image_root", "volumes_root"})  # yolo's `labels` too, unless a template
 MAX_LISTED = 200_000  # paths read from a huge archive; the nearest ones are found among these
 NEAREST = 3
 _PART = re.compile(r"\{[^{}]*\}")
@@ -74,7 +74,8 @@ def _walk(model: BaseModel, prefix: str, found: list[tuple[str, str, bool]]) -> 
             for key, item in value.items():
                 _walk(item, f"{where}.{key}", found)
         elif value and _is_path(info) and name in model.model_fields_set:  # a default (parquet's card) may be absent
-            folders = name in FOLDER_FIELDS or (name == "labels" and getattr(model, "kind", None) == "yolo")
+            folders = name in FOLDER_FIELDS or (name == "labels" and getattr(model, "kind", None) == "yolo"
+                                                and not model.labels_template())
             if isinstance(value, str):
                 if not (folders and value in (".", "")):
                     found.append((where, value, folders))

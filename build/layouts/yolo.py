@@ -1,5 +1,6 @@
 """YOLO txt: `<class> <cx> <cy> <w> <h>` per line, or a YOLO segmentation polygon `<class> <x1> <y1> <x2> <y2>
-<x3> <y3> ...` (the box of its vertices), normalised; paired with images by relative stem."""
+<x3> <y3> ...` (the box of its vertices), normalised; paired with images by relative stem, or by the named parts of
+two templates."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,6 +8,7 @@ from pathlib import Path
 from mmbu.build.layouts.boxes import Box, clip_box, fractions_to_pixels, vertices_box, yolo_to_xyxy
 from mmbu.build.layouts.context import LayoutContext
 from mmbu.build.layouts.files import glob_files, image_size
+from mmbu.build.layouts.pairing import paired_files
 from mmbu.build.layouts.sample import Region
 from mmbu.core.confinement import inside
 from mmbu.curation.manifest.layout import YoloLayout
@@ -34,6 +36,10 @@ def _line_box(values: list[float], size: tuple[int, int]) -> Box:
 
 
 def read(layout: YoloLayout, ctx: LayoutContext) -> None:
+    if layout.labels_template():
+        for label_file, image in paired_files(ctx, layout.images, layout.labels):
+            _read_one(label_file, image, layout, ctx)
+        return
     image_base = ctx.path(_image_base(layout))
     label_root = ctx.path(layout.labels)
     images = glob_files(ctx.raw_dir, layout.images)
@@ -49,38 +55,43 @@ def read(layout: YoloLayout, ctx: LayoutContext) -> None:
                 continue
             ctx.exclude(ctx.rel(image), f"no YOLO label file {ctx.rel(label_file)} for this image")
             continue
-        size = image_size(image, ctx.facts(image).dicom)
-        if size is None:
-            ctx.exclude(ctx.rel(image), "the image size cannot be read, so normalised YOLO boxes cannot be placed")
-            continue
-        try:
-            lines = label_file.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            ctx.exclude(ctx.rel(label_file), f"the YOLO label file cannot be read as text ({exc})")
-            continue
-        regions = []
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            where = f"{ctx.rel(label_file)}:{number}"
-            fields = line.split()
-            try:
-                index = int(fields[0])
-                box = _line_box([float(v) for v in fields[1:]], size)
-            except (ValueError, IndexError):
-                ctx.exclude(where, f"line {line.strip()!r} is not '<class> <cx> <cy> <w> <h>' nor a polygon "
-                                   "'<class> <x1> <y1> <x2> <y2> <x3> <y3> ...'")
-                continue
-            if layout.class_names is not None and not 0 <= index < len(layout.class_names):
-                ctx.exclude(where, f"class index {index} is outside class_names (0..{len(layout.class_names) - 1})")
-                continue
-            box, problem = clip_box(box, size)
-            if box is None:
-                ctx.exclude(where, problem or "invalid box")
-                continue
-            label = layout.class_names[index] if layout.class_names is not None else str(index)
-            regions.append(Region(label=label, instance=f"line-{number}", box=box))
-        ctx.add(image, regions=regions, size=size, grounded=True)
+        _read_one(label_file, image, layout, ctx)
     for label_file in [f for f in ctx.files_under(label_root) if f.suffix == ".txt"] if label_root.is_dir() else []:
         if label_file.resolve() not in paired and label_file.name != "classes.txt":
             ctx.exclude(ctx.rel(label_file), "YOLO labels without a matching image")
+
+
+def _read_one(label_file: Path, image: Path, layout: YoloLayout, ctx: LayoutContext) -> None:
+    """The boxes of one label file's lines on its image."""
+    size = image_size(image, ctx.facts(image).dicom)
+    if size is None:
+        ctx.exclude(ctx.rel(image), "the image size cannot be read, so normalised YOLO boxes cannot be placed")
+        return
+    try:
+        lines = label_file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        ctx.exclude(ctx.rel(label_file), f"the YOLO label file cannot be read as text ({exc})")
+        return
+    regions = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{ctx.rel(label_file)}:{number}"
+        fields = line.split()
+        try:
+            index = int(fields[0])
+            box = _line_box([float(v) for v in fields[1:]], size)
+        except (ValueError, IndexError):
+            ctx.exclude(where, f"line {line.strip()!r} is not '<class> <cx> <cy> <w> <h>' nor a polygon "
+                               "'<class> <x1> <y1> <x2> <y2> <x3> <y3> ...'")
+            continue
+        if layout.class_names is not None and not 0 <= index < len(layout.class_names):
+            ctx.exclude(where, f"class index {index} is outside class_names (0..{len(layout.class_names) - 1})")
+            continue
+        box, problem = clip_box(box, size)
+        if box is None:
+            ctx.exclude(where, problem or "invalid box")
+            continue
+        label = layout.class_names[index] if layout.class_names is not None else str(index)
+        regions.append(Region(label=label, instance=f"line-{number}", box=box))
+    ctx.add(image, regions=regions, size=size, grounded=True)

@@ -145,16 +145,33 @@ class YoloLayout(LayoutBase):
     line `<class> <x1> <y1> <x2> <y2> <x3> <y3> ...` (Ultralytics' instance-segmentation labels) is the box of its
     polygon's vertices.
 
-    A label file is paired with the image of the same relative stem under `images`' folder.
+    A label file is paired with the image of the same relative stem under `images`' folder, or, when `labels` is a
+    template with named parts, with the image file of `images` (then a template too) that shares them: releases that
+    keep their labels in a tree of their own (GRAZPEDWRI-DX: `images_part1/<stem>.png` beside
+    `folder_structure/yolov5/labels/<stem>.txt`).
     """
 
     kind: Literal["yolo"]
-    images: DatasetPath = Field(description="Glob for the image files.")
-    labels: DatasetPath = Field(description="Folder holding the .txt files (mirrors the image folder tree).")
+    images: DatasetPath = Field(description="Glob for the image files (a template with named parts when `labels` "
+                                            "is one).")
+    labels: DatasetPath = Field(description="Folder holding the .txt files (mirrors the image folder tree), or a "
+                                            "template of the .txt files paired with `images` by the named parts they "
+                                            "share, e.g. '**/labels/{stem}.txt' with '**/{stem}.png'.")
     class_names: list[str] | None = Field(None, description="Class index -> raw label; the index itself when omitted.")
 
     def feeds(self) -> frozenset[str]:
         return BOXES
+
+    def labels_template(self) -> bool:
+        """True when `labels` names the label files by a template rather than a mirroring folder."""
+        return bool(parse_template(self.labels).names)
+
+    @model_validator(mode="after")
+    def _labels_template_pairs_by_shared_parts(self) -> "YoloLayout":
+        if self.labels_template() and not set(parse_template(self.labels).names) & set(
+                parse_template(self.images).names):
+            raise ValueError(f"labels {self.labels!r} shares no named part with images {self.images!r}")
+        return self
 
     def declared_labels(self) -> Iterator[tuple[str, str]]:
         for index, raw in enumerate(self.class_names or []):

@@ -259,3 +259,36 @@ def test_coco_annotations_without_bbox_take_the_box_of_their_polygons(tmp_path):
         "a.png#ann-5": "no bbox, and its segmentation holds '[1, 2, 3, 4]', not a polygon of three or more [x, y] "
                        "vertices",
         "a.png#ann-6": "bbox None is not four numbers [x1, y1, width, height]"}
+
+
+def test_yolo_labels_in_a_tree_of_their_own_pair_with_images_by_template(tmp_path):
+    # GRAZPEDWRI-DX's figshare release: images_part1..4/<stem>.png and folder_structure/yolov5/labels/<stem>.txt,
+    # two trees no mirroring folder relates; the templates' shared {stem} does.
+    raw = tmp_path / "raw"
+    write_png(raw / "images_part1" / "0001_a.png", size=(200, 100))
+    write_png(raw / "images_part2" / "0002_b.png", size=(100, 100))
+    write_png(raw / "images_part2" / "0003_c.png", size=(100, 100))
+    labels = raw / "folder_structure" / "yolov5" / "labels"
+    labels.mkdir(parents=True)
+    (labels / "0001_a.txt").write_text("1 0.5 0.5 0.2 0.4\n")
+    (labels / "0002_b.txt").write_text("0 0.25 0.75 0.5 0.5\n0 0.5 0.5 0.1 0.1 0.9\n")
+    (labels / "0009_z.txt").write_text("0 0.5 0.5 0.1 0.1\n")
+    manifest = make_manifest({"kind": "yolo", "images": "**/images_part*/{stem}.png",
+                              "labels": "**/yolov5/labels/{stem}.txt", "class_names": ["rbc", "ring"]},
+                             labels=LABELS, tasks=["object_detection"])
+
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert [(s.source_path, [(r.label, r.box) for r in s.regions]) for s in samples] == [
+        ("images_part1/0001_a.png", [("ring", pytest.approx((80.0, 30.0, 120.0, 70.0)))]),
+        ("images_part2/0002_b.png", [("rbc", pytest.approx((0.0, 50.0, 50.0, 100.0)))])]
+    reasons = {e.item: e.reason for e in exclusions}
+    assert "nor a polygon" in reasons["folder_structure/yolov5/labels/0002_b.txt:2"]
+    assert reasons["folder_structure/yolov5/labels/0009_z.txt"] == "annotation without a matching image"
+    assert reasons["images_part2/0003_c.png"].startswith("no annotation file matching")
+
+
+def test_a_yolo_labels_template_must_share_a_named_part_with_images():
+    with pytest.raises(ValidationError, match="shares no named part"):
+        make_manifest({"kind": "yolo", "images": "**/*.png", "labels": "labels/{stem}.txt"},
+                      labels=LABELS, tasks=["object_detection"])

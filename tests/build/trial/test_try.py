@@ -13,8 +13,9 @@ from PIL import Image
 from support.fetch_hosts import make_zip
 from support.loopback import file_with_range
 
-from mmbu.build.layouts.diagnose import nearest_paths, top_folder_hint
+from mmbu.build.layouts.diagnose import layout_patterns, nearest_paths, top_folder_hint
 from mmbu.cli import cli
+from mmbu.curation.manifest.layout import YoloLayout
 
 
 def png(value: int) -> bytes:
@@ -142,3 +143,10 @@ def test_the_split_of_a_sample_comes_from_its_file_or_its_array_key():
     image = item.model_copy(update={"source_path": "CellData/OCT/train/CNV/CNV-1016042-1.jpeg", "part": None})
     assert split_of(image, split_templates(folders)) == "train"
     assert split_of(image, split_templates(medmnist)) == "-"
+
+
+def test_a_yolo_labels_folder_is_a_folder_pattern_and_a_labels_template_a_file_pattern():
+    folder = YoloLayout(kind="yolo", images="images/*.png", labels="labels")
+    template = YoloLayout(kind="yolo", images="**/{stem}.png", labels="**/yolov5/labels/{stem}.txt")
+    assert ("layout.labels", "labels", True) in layout_patterns(folder)
+    assert ("layout.labels", "**/yolov5/labels/{stem}.txt", False) in layout_patterns(template)
