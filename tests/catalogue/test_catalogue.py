@@ -63,7 +63,8 @@ def source_selection(manifest) -> tuple[str, frozenset[str] | None]:
     source = manifest.source
     if source.kind == "url":
         return "url", frozenset(f.url for f in source.files)
-    identifier = {"zenodo": "record", "huggingface": "repo", "kaggle": "dataset", "local": "path"}[source.kind]
+    identifier = {"zenodo": "record", "figshare": "article", "huggingface": "repo", "kaggle": "dataset",
+                  "local": "path"}[source.kind]
     chosen = getattr(source, "files", None) or getattr(source, "patterns", None)
     return f"{source.kind}:{getattr(source, identifier)}", frozenset(chosen) if chosen else None
 
