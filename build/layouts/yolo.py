@@ -1,6 +1,6 @@
-"""YOLO txt: `<class> <cx> <cy> <w> <h>` per line, or a YOLO segmentation polygon `<class> <x1> <y1> <x2> <y2>
-<x3> <y3> ...` (the box of its vertices), normalised; paired with images by relative stem, or by the named parts of
-two templates."""
+"""YOLO txt: `<class> <cx> <cy> <w> <h>` per line, a YOLO segmentation polygon `<class> <x1> <y1> <x2> <y2>
+<x3> <y3> ...` (the box of its vertices) or a pose line (its box; `lines: pose`), normalised; paired with images by
+relative stem, or by the named parts of two templates."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,13 +24,26 @@ def _image_base(layout: YoloLayout) -> str:
     return str(Path(*parts)) if parts else "."
 
 
-def _line_box(values: list[float], size: tuple[int, int]) -> Box:
-    """The pixel box of one label line's numbers: a centre box (four numbers) or, as Ultralytics writes instance
-    segmentation labels, a polygon of three or more normalised vertices; ValueError for any other count (a fifth
-    number such as a detector's confidence is not a label)."""
-    if len(values) == 4:
+LINE_FORMS = {
+    "boxes": "'<class> <cx> <cy> <w> <h>'",
+    "polygons": "a polygon '<class> <x1> <y1> <x2> <y2> <x3> <y3> ...'",
+    "pose": "a pose line '<class> <cx> <cy> <w> <h> <keypoints> ...'",
+    "auto": "'<class> <cx> <cy> <w> <h>' nor a polygon '<class> <x1> <y1> <x2> <y2> <x3> <y3> ...'",
+}
+
+
+def _line_box(values: list[float], size: tuple[int, int], lines: str = "auto") -> Box:
+    """The pixel box of one label line's numbers, by the layout's `lines`: a centre box (four numbers), as Ultralytics
+    writes instance segmentation labels a polygon of three or more normalised vertices, or a pose line's box (its
+    keypoints, pairs or triples after the box, are not read); ValueError for any other count (a fifth number such as
+    a detector's confidence is not a label)."""
+    if lines == "pose":
+        if len(values) < 6:
+            raise ValueError(f"{len(values)} numbers")
+        return yolo_to_xyxy(*values[:4], size)
+    if len(values) == 4 and lines in ("auto", "boxes"):
         return yolo_to_xyxy(*values, size)
-    if len(values) < 6 or len(values) % 2:
+    if lines == "boxes" or len(values) < 6 or len(values) % 2:
         raise ValueError(f"{len(values)} numbers")
     return fractions_to_pixels(vertices_box(values), size)
 
@@ -80,10 +93,9 @@ def _read_one(label_file: Path, image: Path, layout: YoloLayout, ctx: LayoutCont
         fields = line.split()
         try:
             index = int(fields[0])
-            box = _line_box([float(v) for v in fields[1:]], size)
+            box = _line_box([float(v) for v in fields[1:]], size, layout.lines)
         except (ValueError, IndexError):
-            ctx.exclude(where, f"line {line.strip()!r} is not '<class> <cx> <cy> <w> <h>' nor a polygon "
-                               "'<class> <x1> <y1> <x2> <y2> <x3> <y3> ...'")
+            ctx.exclude(where, f"line {line.strip()!r} is not {LINE_FORMS[layout.lines]}")
             continue
         if layout.class_names is not None and not 0 <= index < len(layout.class_names):
             ctx.exclude(where, f"class index {index} is outside class_names (0..{len(layout.class_names) - 1})")

@@ -158,6 +158,11 @@ class YoloLayout(LayoutBase):
                                             "template of the .txt files paired with `images` by the named parts they "
                                             "share, e.g. '**/labels/{stem}.txt' with '**/{stem}.png'.")
     class_names: list[str] | None = Field(None, description="Class index -> raw label; the index itself when omitted.")
+    lines: Literal["auto", "boxes", "polygons", "pose"] = Field(
+        "auto", description="What a label line holds: `boxes` ('<class> <cx> <cy> <w> <h>'), `polygons` (Ultralytics "
+                            "segmentation: '<class> x1 y1 x2 y2 x3 y3 ...'), `pose` (Ultralytics pose: a box, then "
+                            "keypoints, which are not read), or `auto` (four numbers a box, six or more in pairs a "
+                            "polygon). A pose file must say `pose`: its box-and-keypoint lines would read as polygons.")
 
     def feeds(self) -> frozenset[str]:
         return BOXES

@@ -99,6 +99,30 @@ def test_yolo_segmentation_polygon_lines_give_the_box_of_their_vertices(tmp_path
         assert "is not '<class> <cx> <cy> <w> <h>' nor a polygon" in reasons[f"labels/a.txt:{line}"]
 
 
+@pytest.mark.parametrize("lines, boxes, excluded", [
+    # a pose line with two keypoints has nine numbers after its class: read as 'auto' it would be a 4-vertex polygon
+    ("pose", [(20.0, 20.0, 60.0, 60.0)], [2, 3]),  # in a pose file a line without keypoints is malformed
+    ("auto", [(30.0, 25.0, 160.0, 50.0), (40.0, 10.0, 140.0, 90.0)], [3]),
+    ("boxes", [(40.0, 10.0, 140.0, 90.0)], [1, 3]),
+    ("polygons", [(30.0, 25.0, 160.0, 50.0)], [2, 3]),
+])
+def test_yolo_lines_are_read_as_the_layout_says(tmp_path, lines, boxes, excluded):
+    raw = tmp_path / "raw"
+    write_png(raw / "images" / "a.png", size=(200, 100))
+    (raw / "labels").mkdir(parents=True)
+    (raw / "labels" / "a.txt").write_text(
+        "0 0.2 0.4 0.2 0.4 0.15 0.25 0.8 0.5\n"   # pose: box x 20..60, y 20..60; keypoints (30, 25), (160, 50)
+        "1 0.45 0.5 0.5 0.8\n"                     # a box: x 40..140, y 10..90
+        "0 0.5 0.5 0.2\n")                         # three numbers: nothing
+    manifest = make_manifest({"kind": "yolo", "images": "images/*.png", "labels": "labels", "lines": lines,
+                              "class_names": ["rbc", "ring"]}, labels=LABELS, tasks=["object_detection"])
+
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert [r.box for r in samples[0].regions] == [pytest.approx(box) for box in boxes]
+    assert sorted(int(e.item.rsplit(":", 1)[1]) for e in exclusions) == excluded
+
+
 def test_voc_boxes_convert_from_one_based_inclusive_pixels(tmp_path):
     raw = tmp_path / "raw"
     write_png(raw / "JPEGImages" / "a.png", size=(50, 40))
