@@ -45,6 +45,15 @@ def _read_one(xml_path: Path, image: Path | None, ctx: LayoutContext, image_root
     except (OSError, ET.ParseError, AttributeError, TypeError, ValueError) as exc:
         ctx.exclude(where, f"not a VOC annotation{'' if image else ' with filename and size'} ({exc})")
         return
+    path = image if image is not None else image_root / filename
+    actual = image_size(path) if path.is_file() else None
+    if size is not None and actual is not None and actual != size:
+        # boxes drawn on a W x H picture cannot be placed on another: resized or turned after annotation, or the
+        # XML of another file; clipping them to either size would move them without a word (TN5000 ships two)
+        ctx.exclude(ctx.rel(path), f"its VOC file {where} gives the image size {size[0]} x {size[1]} but the image is "
+                                   f"{actual[0]} x {actual[1]}, so its boxes cannot be placed")
+        return
+    size = actual or size
     regions = []
     for number, obj in enumerate(root.iter("object"), start=1):
         try:
@@ -60,4 +69,4 @@ def _read_one(xml_path: Path, image: Path | None, ctx: LayoutContext, image_root
             ctx.exclude(f"{where}#object-{number}", problem or "invalid box")
             continue
         regions.append(Region(label=name, instance=f"object-{number}", box=box))
-    ctx.add(image if image is not None else image_root / filename, regions=regions, size=size, grounded=True)
+    ctx.add(path, regions=regions, size=size, grounded=True)

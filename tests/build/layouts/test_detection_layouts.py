@@ -123,6 +123,28 @@ def test_yolo_lines_are_read_as_the_layout_says(tmp_path, lines, boxes, excluded
     assert sorted(int(e.item.rsplit(":", 1)[1]) for e in exclusions) == excluded
 
 
+def test_a_voc_size_that_is_not_the_images_excludes_the_image_with_both_sizes(tmp_path):
+    raw = tmp_path / "raw"
+    write_png(raw / "JPEGImages" / "a.png", size=(50, 40))
+    write_png(raw / "JPEGImages" / "b.png", size=(100, 80))   # resized after it was annotated at 50 x 40
+    (raw / "Annotations").mkdir()
+    for stem in ("a", "b"):
+        (raw / "Annotations" / f"{stem}.xml").write_text(
+            f"<annotation><filename>{stem}.png</filename><size><width>50</width><height>40</height></size>"
+            "<object><name>rbc</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>10</xmax><ymax>20</ymax></bndbox>"
+            "</object></annotation>")
+    manifest = make_manifest({"kind": "voc", "annotations": "Annotations/*.xml", "image_root": "JPEGImages"},
+                             labels=LABELS, tasks=["object_detection"])
+
+    samples, exclusions = read_samples(manifest, raw)
+
+    assert [s.source_path for s in samples] == ["JPEGImages/a.png"]
+    assert samples[0].regions[0].box == pytest.approx((0.0, 0.0, 10.0, 20.0))
+    assert [(e.item, e.reason) for e in exclusions] == [(
+        "JPEGImages/b.png", "its VOC file Annotations/b.xml gives the image size 50 x 40 but the image is 100 x 80, "
+                            "so its boxes cannot be placed")]
+
+
 def test_voc_boxes_convert_from_one_based_inclusive_pixels(tmp_path):
     raw = tmp_path / "raw"
     write_png(raw / "JPEGImages" / "a.png", size=(50, 40))
