@@ -41,9 +41,11 @@ catalogue: $(STAMP)
 	$(BIN)/mmbu catalogue --out $(MMBU_DATA)/catalogue
 
 # The tests' temporary folders go under one folder of its own, removed when every test passed (a failed test's
-# folder is kept, and its place said).
+# folder is kept, and its place said). Bytecode is cached (git-ignored __pycache__) even where PYTHONDONTWRITEBYTECODE
+# is set: else each of the hundreds of Python processes the suite starts (`mmbu` commands, build and eval workers)
+# compiles the toolkit's sources again, and each test worker its assertion-rewritten test modules.
 test: $(STAMP)
-	@base=$$(mktemp -d -t mmbu-tests.XXXXXX); \
+	@unset PYTHONDONTWRITEBYTECODE; base=$$(mktemp -d -t mmbu-tests.XXXXXX); \
 	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist worksteal --basetemp="$$base"; status=$$?; \
 	if [ $$status -eq 0 ]; then rm -rf "$$base"; else echo "temporary folders of the failed tests: $$base"; fi; \
 	exit $$status
