@@ -77,14 +77,54 @@ def ours(case: dict) -> str | None:
     return parse_closed_answer(case["reply"], case["options"], markers(case)).label
 
 
-def previous_parser(checkout: Path) -> Extractor:
-    """This project's parser at an older commit (its ``benchmark_eval`` package, imported by path)."""
-    sys.path.insert(0, str(checkout))
-    try:
-        parser = importlib.import_module("benchmark_eval.parser")
-    finally:
-        sys.path.pop(0)
-    return lambda case: parser.parse_closed_answer(case["reply"], case["options"]).label
+# Run in a child process: an older checkout's `mmbu` packages, mapped to its own folders as its setup.py maps them,
+# so that none of this checkout's installed modules is imported beside them (the parser's modules import each other
+# as `mmbu.benchmark_eval...`, which in this process is the installed checkout: two generations mixed in one row).
+PREVIOUS_CHILD = r"""
+import importlib, json, re, sys, time, types
+from pathlib import Path
+checkout = Path(sys.argv[1])
+folders = {"mmbu": "mmbu", "mmbu.core": "core", "mmbu.taxonomy": "taxonomy", "mmbu.curation": "curation",
+           "mmbu.build": "build", "mmbu.benchmark_eval": "benchmark_eval"}
+setup = checkout / "setup.py"
+if setup.is_file():
+    folders.update(re.findall(r'"(mmbu(?:\.\w+)?)": "(\w+)"', setup.read_text()))
+for name, folder in folders.items():
+    package = types.ModuleType(name)
+    package.__path__ = [str(checkout / folder)]
+    sys.modules[name] = package
+parser = importlib.import_module("mmbu.benchmark_eval.parser")
+closed = importlib.import_module("mmbu.benchmark_eval.parser._closed")
+cached = getattr(closed, "_scan", None) or getattr(closed, "_layers", None)
+installed = [m.__file__ for m in list(sys.modules.values())
+             if (getattr(m, "__name__", "") or "").startswith("mmbu") and getattr(m, "__file__", None)
+             and not Path(m.__file__).resolve().is_relative_to(checkout.resolve())]
+if installed:
+    sys.exit(f"modules from outside {checkout} were imported: {installed[:3]}")
+cases = json.load(sys.stdin)
+labels = [parser.parse_closed_answer(c["reply"], c["options"]).label for c in cases]
+timings = []
+for _ in range(5):
+    if cached is not None:
+        cached.cache_clear()
+    started = time.perf_counter()
+    for c in cases:
+        parser.parse_closed_answer(c["reply"], c["options"])
+    timings.append((time.perf_counter() - started) / len(cases) * 1e6)
+json.dump({"labels": labels, "cost": sorted(timings)[2]}, sys.stdout)
+"""
+
+
+def previous_parser(checkout: Path, cases: list[dict]) -> tuple[Extractor, float]:
+    """This project's parser at an older commit, run on `cases` in a child process that imports only that checkout;
+    the extractor answers from its readings, and the float is its median parse cost (µs per reply)."""
+    child = subprocess.run([sys.executable, "-I", "-c", PREVIOUS_CHILD, str(checkout.resolve())], input=json.dumps(
+        [{"reply": c["reply"], "options": c["options"]} for c in cases]), capture_output=True, text=True)
+    if child.returncode:
+        raise SystemExit(f"the parser of {checkout} could not be run: {child.stderr.strip()[-2000:]}")
+    answer = json.loads(child.stdout)
+    readings = {id(case): label for case, label in zip(cases, answer["labels"])}
+    return (lambda case: readings[id(case)]), answer["cost"]
 
 
 def vlmevalkit(checkout: Path) -> Extractor:
@@ -180,7 +220,14 @@ def main(argv: list[str] | None = None) -> int:
     cases = [case for case in cases if not case["disputed"]]
     extractors: list[tuple[str, Extractor]] = [("MMBU (this checkout)", ours)]
     missing = []
-    peers = [("previous", args.previous, lambda p: [(f"MMBU previous ({commit_of(p)[:8]})", previous_parser(p))]),
+    previous_cost = None
+
+    def previous(path: Path) -> list[tuple[str, Extractor]]:
+        nonlocal previous_cost
+        extract, previous_cost = previous_parser(path, cases)
+        return [(f"MMBU previous ({commit_of(path)[:8]})", extract)]
+
+    peers = [("previous", args.previous, previous),
              ("vlmevalkit", args.vlmevalkit,
               lambda p: [(f"VLMEvalKit `can_infer` ({commit_of(p)[:8]})", vlmevalkit(p))]),
              ("lmms-eval", args.lmms_eval,
@@ -211,10 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     scan = importlib.import_module("mmbu.benchmark_eval.parser._closed")._scan
     print(f"\nparse cost, median of 5 passes over the corpus (per-reply caches cleared): this checkout "
           f"{cost(ours, cases, scan.cache_clear):.0f} µs/reply", end="")
-    if args.previous is not None:
-        closed = importlib.import_module("benchmark_eval.parser._closed")
-        cached = getattr(closed, "_scan", None) or closed._layers  # the per-reply cache of either generation
-        print(f", previous {cost(extractors[1][1], cases, cached.cache_clear):.0f} µs/reply", end="")
+    if previous_cost is not None:
+        print(f", previous {previous_cost:.0f} µs/reply (its own process)", end="")
     print()
     if missing:
         print(f"\nnot run (no checkout given): {', '.join(missing)}", file=sys.stderr)
