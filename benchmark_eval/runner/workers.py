@@ -70,9 +70,21 @@ class _WorkerRunner(Runner):
         return _PipeWriter(self.connection, self)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists (under another user: a reused pid would not be ours, but it is alive)
+        return True
+    return True
+
+
 async def _watch_parent(parent: int) -> None:
-    # A parent killed outright cannot tell its workers; they would go on asking until the pipe broke.
-    while os.getppid() == parent:
+    # A parent killed outright cannot tell its workers; they would go on asking until the pipe broke. A worker's own
+    # parent is the fork server, which exits when the eval process dies: either change means the run is over.
+    forked_by = os.getppid()
+    while os.getppid() == forked_by and _alive(parent):
         await asyncio.sleep(PARENT_CHECK_S)
     os._exit(3)
 
@@ -132,7 +144,11 @@ def run_sharded(config: RunConfig, recipe: BackendRecipe, workers: int,
     progress = progress or Progress()
     config.run_dir.mkdir(parents=True, exist_ok=True)
     truncated = repair_truncated_tail(config.predictions)
-    context = multiprocessing.get_context("spawn")  # fork would copy threads and event loops
+    # fork would copy threads and event loops; spawn made every worker import the runner, pandas and the backends
+    # again (~1 CPU-s each): a fork server, started once per eval process with this module preloaded, forks each
+    # worker from a single-threaded process that has imported them already
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
     team: list[_Worker] = []
     for index, concurrency in enumerate(split_concurrency(config.concurrency, workers)):
         receive, send = context.Pipe(duplex=False)

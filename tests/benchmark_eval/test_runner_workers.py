@@ -26,8 +26,13 @@ def invoke(*args: str):
     return CliRunner().invoke(run, list(args), catch_exceptions=False)
 
 
+def fork_servers(parent: psutil.Process) -> list[psutil.Process]:
+    return [child for child in parent.children() if "multiprocessing.forkserver" in " ".join(child.cmdline())]
+
+
 def spawned_workers(parent: psutil.Process) -> list[psutil.Process]:
-    return [child for child in parent.children() if "spawn_main" in " ".join(child.cmdline())]
+    """The eval workers: forked by the fork server the eval process started (with the runner preloaded)."""
+    return [worker for server in fork_servers(parent) for worker in server.children()]
 
 
 def comparable(records):
@@ -132,11 +137,13 @@ def test_killing_the_parent_stops_its_workers_and_the_run_resumes(tmp_path):
         command = eval_run_command(release, server.url, tmp_path / "runs", "--concurrency", "4", "--workers", "2", *FAST)
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         wait_for_records(predictions, 12)
+        servers = fork_servers(psutil.Process(process.pid))
         workers = spawned_workers(psutil.Process(process.pid))
-        assert len(workers) == 2
+        assert len(workers) == 2 and len(servers) == 1
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
-        gone, alive = psutil.wait_procs(workers, timeout=10)   # each notices its parent is gone within a second
+        # the fork server ends with the eval process, and each worker notices within a second
+        gone, alive = psutil.wait_procs(workers + servers, timeout=10)
         assert not alive
         written = predictions.read_bytes().count(b"\n")
         assert 12 <= written < 72
