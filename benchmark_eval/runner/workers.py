@@ -147,8 +147,11 @@ def run_sharded(config: RunConfig, recipe: BackendRecipe, workers: int,
     # fork would copy threads and event loops; spawn made every worker import the runner, pandas and the backends
     # again (~1 CPU-s each): a fork server, started once per eval process with this module preloaded, forks each
     # worker from a single-threaded process that has imported them already
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+    else:  # Windows has no fork server
+        context = multiprocessing.get_context("spawn")
     team: list[_Worker] = []
     for index, concurrency in enumerate(split_concurrency(config.concurrency, workers)):
         receive, send = context.Pipe(duplex=False)
