@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from mmbu.build.release import verify_sha256sums
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,21 +49,28 @@ def _release_digests(release: Path) -> dict[str, str]:
     return digests
 
 
-def test_a_build_killed_anywhere_and_its_resume_killed_too_ends_with_the_uninterrupted_release(tmp_path):
-    reference = tmp_path / "reference"
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> dict[str, str]:
+    """The digests of the release a build never interrupted writes (one build per test process)."""
+    reference = tmp_path_factory.mktemp("killed-anywhere") / "reference"
     assert _build(reference).wait(timeout=300) == 0, _log(reference)
-    expected = _release_digests(reference / "release")
+    return _release_digests(reference / "release")
 
-    for moment, reached in MOMENTS.items():
-        data = tmp_path / moment.replace(" ", "-")
-        assert _killed_when(data, reached), f"the build ended before {moment}"
-        _killed_when(data, lambda _: True)  # the resume, killed at once, wherever its start-up has got to
-        _killed_when(data, reached)  # and again at the same stage if the resume reaches it again
-        assert _build(data).wait(timeout=300) == 0, _log(data)
-        assert _release_digests(data / "release") == expected, f"killed while {moment}"
-        assert verify_sha256sums(data / "release") == []
-        leftovers = [p for p in data.rglob("*") if ".tmp" in p.name or ".staging" in p.name]
-        assert leftovers == [], f"killed while {moment}"
+
+# one test per moment, so that the three can run on different cores
+@pytest.mark.parametrize("moment", list(MOMENTS))
+def test_a_build_killed_anywhere_and_its_resume_killed_too_ends_with_the_uninterrupted_release(tmp_path, uninterrupted,
+                                                                                                moment):
+    reached = MOMENTS[moment]
+    data = tmp_path / moment.replace(" ", "-")
+    assert _killed_when(data, reached), f"the build ended before {moment}"
+    _killed_when(data, lambda _: True)  # the resume, killed at once, wherever its start-up has got to
+    _killed_when(data, reached)  # and again at the same stage if the resume reaches it again
+    assert _build(data).wait(timeout=300) == 0, _log(data)
+    assert _release_digests(data / "release") == uninterrupted, f"killed while {moment}"
+    assert verify_sha256sums(data / "release") == []
+    leftovers = [p for p in data.rglob("*") if ".tmp" in p.name or ".staging" in p.name]
+    assert leftovers == [], f"killed while {moment}"
 
 
 def _killed_when(data: Path, reached: Callable[[Path], bool]) -> bool:
