@@ -146,10 +146,10 @@ def configured_policies(path: Path | None = None) -> tuple[dict[str, HostPolicy]
     return load_policies(path)
 
 
-def configured_session(path: Path | None = None, **options: Any) -> "PoliteSession":
+def configured_session(path: Path | None = None) -> "PoliteSession":
     """A `PoliteSession` with `configured_policies(path)`."""
     policies, default = configured_policies(path)
-    return PoliteSession(policies, **({"default_policy": default} if default else {}), **options)
+    return PoliteSession(policies, default_policy=default or DEFAULT_POLICY)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from mmbu.core.cli import ExitCode, InvalidInput
 from mmbu.core.interrupt import on_interrupt
 from mmbu.core.progress import is_live, output_console
 from mmbu.curation.catalogue.composition import composition_lines
-from mmbu.curation.http import PoliteSession, configured_policies
+from mmbu.curation.http import DEFAULT_POLICY, PoliteSession, configured_policies
 
 
 def _manifest_paths(manifests: Path) -> list[Path]:
@@ -85,7 +85,7 @@ def fetch(manifests: Path, data_dir: Path, mirror: Path | None, lock_path: Path 
         policies, default_policy = configured_policies(http_policies)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
-    session = PoliteSession(policies, **({"default_policy": default_policy} if default_policy else {}))
+    session = PoliteSession(policies, default_policy=default_policy or DEFAULT_POLICY)
     mirror = mirror if mirror and str(mirror) else None
     report_path = report_path or data_dir / "reports" / "fetch-report.jsonl"
     repo_root = repository_root(manifests)

@@ -38,7 +38,7 @@ def _read_one(xml_path: Path, image: Path | None, ctx: LayoutContext, image_root
         except (TypeError, ValueError):
             if image is None:
                 raise
-            size = image_size(image)  # the paired image file gives it, so boxes are clipped as usual
+            size = None  # the paired image's header gives it below, so boxes are clipped as usual
     except budget.OverBudget as exc:
         ctx.exclude(where, str(exc))
         return

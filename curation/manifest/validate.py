@@ -125,6 +125,12 @@ def check_manifest(manifest: DatasetManifest, path: Path | None, taxonomy: Taxon
     return problems
 
 
+def _not_a_term(taxonomy: Taxonomy, facet: str, raw: str) -> str:
+    suggestion = taxonomy.closest(facet, raw)
+    hint = f"; did you mean {suggestion.name!r}?" if suggestion else f"; see `mmbu taxonomy show --facet {facet}`"
+    return f"{raw!r} is not a term of the taxonomy facet {facet!r}{hint}"
+
+
 def _taxonomy_problems(manifest: DatasetManifest, taxonomy: Taxonomy) -> Iterator[tuple[str, str]]:
     metadata = manifest.metadata
     for field_name, facet in METADATA_FACETS.items():
@@ -132,9 +138,7 @@ def _taxonomy_problems(manifest: DatasetManifest, taxonomy: Taxonomy) -> Iterato
         if raw is None or facet not in taxonomy.facets:
             continue
         if taxonomy.resolve(facet, raw) is None:
-            suggestion = taxonomy.closest(facet, raw)
-            hint = f"; did you mean {suggestion.name!r}?" if suggestion else f"; see `mmbu taxonomy show --facet {facet}`"
-            yield f"metadata.{field_name}", f"{raw!r} is not a term of the taxonomy facet {facet!r}{hint}"
+            yield f"metadata.{field_name}", _not_a_term(taxonomy, facet, raw)
     modality = taxonomy.resolve("modality", metadata.modality)
     stated = [("metadata.sub_modality", metadata.sub_modality)]
     stated += [(f"labels.{raw}.sub_modality", spec.sub_modality) for raw in manifest.labels
@@ -143,9 +147,7 @@ def _taxonomy_problems(manifest: DatasetManifest, taxonomy: Taxonomy) -> Iterato
         sub_modality = taxonomy.resolve("sub_modality", raw)
         if sub_modality is None:
             if where != "metadata.sub_modality" and "sub_modality" in taxonomy.facets:  # the loop above said it
-                suggestion = taxonomy.closest("sub_modality", raw)
-                hint = f"; did you mean {suggestion.name!r}?" if suggestion else ""
-                yield where, f"{raw!r} is not a term of the taxonomy facet 'sub_modality'{hint}"
+                yield where, _not_a_term(taxonomy, "sub_modality", raw)
             continue
         if modality and sub_modality.parent != modality.id:
             parent = taxonomy.get("modality", sub_modality.parent) if sub_modality.parent else None
