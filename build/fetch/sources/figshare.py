@@ -9,9 +9,11 @@ endpoints `files` is missing while an article is under file embargo or confident
 a client that calls the real API: fatiando/pooch at accc726, pooch/downloaders.py `FigshareRepository` (reads
 `/v2/articles/{id}/versions/{v}`, each file's `name`, `download_url` and `computed_md5`).
 
-The version's own record lists "up to 10 article files" (figshare's newer API reference, e.g. the generated Go client's
-`ArticleComplete.files`), so the files are read from `/v2/articles/{id}/versions/{v}/files`, page by page
-(`page`, `page_size`; default 10), where the same reference documents that list.
+The version's own record may list only "up to 10 article files": so says a client generated from figshare's newer API
+description (its `ArticleComplete.files`; read through a code search that did not name the repository, so unverified
+here; the swagger.json above says only "List of article files"). The same description lists
+`GET /articles/{article_id}/versions/{version_id}/files` with `page` and `page_size` (default 10), so the files are
+read from that list, page by page, whichever holds.
 
 A manifest without `version` is fetched at the version manifests.lock pins, or on the first fetch at the version
 `/v2/articles/<id>` reports (then pinned), so the files cannot move under a pinned sha256.
