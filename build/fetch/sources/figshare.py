@@ -13,7 +13,7 @@ The version's own record may list only "up to 10 article files": so says a clien
 description (its `ArticleComplete.files`; read through a code search that did not name the repository, so unverified
 here; the swagger.json above says only "List of article files"). The same description lists
 `GET /articles/{article_id}/versions/{version_id}/files` with `page` and `page_size` (default 10), so the files are
-read from that list, page by page, whichever holds.
+read from that list, page by page, whichever holds (a host without it, 404, gives the record's own list).
 
 A manifest without `version` is fetched at the version manifests.lock pins, or on the first fetch at the version
 `/v2/articles/<id>` reports (then pinned), so the files cannot move under a pinned sha256.
@@ -29,6 +29,7 @@ from mmbu.build.fetch.sources.context import FetchContext, RemoteContext, Remote
 from mmbu.build.fetch.sources.host_record import refuse_changed_licence, wanted_files
 from mmbu.core.licences import spdx_from_url, to_spdx
 from mmbu.core.text import shorten
+from mmbu.curation.http import HttpError
 from mmbu.curation.manifest.source import FigshareSource
 
 DEFAULT_URL = "https://api.figshare.com"
@@ -76,21 +77,28 @@ def wanted_entries(source: FigshareSource, version: int, context: FetchContext |
     if not isinstance(article.get("files"), list):
         raise FetchError(f"{item} lists no files (figshare leaves them out while an article is under file embargo "
                          "or confidential)")
-    return wanted_files(item, version_files(source, version, context), "name", source.files)
+    return wanted_files(item, version_files(source, version, context, article["files"]), "name", source.files)
 
 
 PAGE_SIZE = 100  # figshare's default page is 10 files; its documented offsets stop at 1,000 (ten pages of 100)
 MAX_PAGES = 10
 
 
-def version_files(source: FigshareSource, version: int, context: FetchContext | RemoteContext) -> list[dict]:
-    """Every file entry of the version, read from its paged file list."""
+def version_files(source: FigshareSource, version: int, context: FetchContext | RemoteContext,
+                  listed: list[dict]) -> list[dict]:
+    """Every file entry of the version, read from its paged file list; `listed` (the version record's own list) where
+    the host has no such list (404)."""
     item = f"figshare article {source.article} version {version}"
     url = f"{figshare_base_url()}/v2/articles/{source.article}/versions/{version}/files"
     files: list[dict] = []
     seen: set[object] = set()
     for page in range(1, MAX_PAGES + 1):
-        batch = context.session.get_json(url, params={"page": page, "page_size": PAGE_SIZE}, use_cache=False)
+        try:
+            batch = context.session.get_json(url, params={"page": page, "page_size": PAGE_SIZE}, use_cache=False)
+        except HttpError as exc:
+            if exc.status == 404 and page == 1:
+                return listed
+            raise
         if not isinstance(batch, list) or not all(isinstance(entry, dict) for entry in batch):
             raise FetchError(f"{item}: page {page} of its file list is not a JSON list of files")
         new = [entry for entry in batch if (entry.get("id"), entry.get("name")) not in seen]

@@ -9,7 +9,7 @@ import shutil
 import yaml
 from click.testing import CliRunner
 from support.fetch_hosts import make_zip, md5, serve_figshare_article, sha256
-from support.loopback import closed_port_url
+from support.loopback import Reply, closed_port_url
 
 from mmbu.build.fetch import COMPLETION_RECORD, LockFile, fetch_dataset
 from mmbu.build.fetch.plan import plan_fetch
@@ -88,6 +88,17 @@ def test_an_article_of_more_files_than_a_record_lists_is_read_page_by_page(loopb
                                session=session)
     assert everything.status == "fetched", everything.error
     assert len(list((data_dir / "raw" / "all").glob("*.csv"))) == 230
+
+
+def test_a_host_without_the_paged_file_list_gives_the_records_own_list(loopback, monkeypatch, write_manifest,
+                                                                        data_dir, session):
+    monkeypatch.setenv("MMBU_FIGSHARE_URL", loopback.url)
+    serve_figshare_article(loopback, 98, {1: {"images.zip": IMAGES, "labels.csv": LABELS}})
+    loopback.add("GET", "/v2/articles/98/versions/1/files", Reply(404, {"message": "Entity not found"}))
+    result = fetch_dataset(write_manifest("older_api", {"kind": "figshare", "article": 98, "version": 1}), data_dir,
+                           session=session)
+    assert result.status == "fetched", result.error
+    assert (data_dir / "raw" / "older_api" / "labels.csv").read_bytes() == LABELS
 
 
 def test_a_corrupted_download_fails_its_md5_and_leaves_nothing(loopback, monkeypatch, write_manifest, data_dir,
